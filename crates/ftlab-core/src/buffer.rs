@@ -1,0 +1,136 @@
+//! The [`Buffer`] trait: write buffers placed between the host and the FTL, and
+//! [`Passthrough`], the `none` buffer.
+//!
+//! A buffer is a write buffer (SCHEMES.md): read hits are served from it, read misses go
+//! to the FTL. A flush hands the FTL a group of pages of one logical block in one call
+//! ([`Backend::write`]), so group-aware FTLs see the group size. A host flush-cache
+//! request empties the buffer ([`Buffer::flush`]).
+//!
+//! Required: [`Buffer::write`], [`Buffer::read`], [`Buffer::trim`], [`Buffer::flush`],
+//! [`Buffer::stats`], [`Buffer::reset_stats`]. Idle work and deep checks default to
+//! nothing.
+
+use crate::flash::Flash;
+use crate::ftl::{Answer, Ftl, IdleBudget, Query};
+use crate::units::{Lpn, PageTag, PageWrite};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What a buffer talks to: the FTL and the flash below it.
+pub struct Backend<'a> {
+    /// The FTL.
+    pub ftl: &'a mut dyn Ftl,
+    /// The flash under the FTL.
+    pub flash: &'a mut Flash,
+}
+
+impl Backend<'_> {
+    /// Hands a group of pages of one logical block to the FTL.
+    #[inline]
+    pub fn write(&mut self, pages: &[PageWrite]) {
+        self.ftl.write(self.flash, pages);
+    }
+
+    /// Reads a page through the FTL.
+    #[inline]
+    pub fn read(&mut self, lpn: Lpn) -> Option<PageTag> {
+        self.ftl.read(self.flash, lpn)
+    }
+
+    /// Trims a page in the FTL.
+    #[inline]
+    pub fn trim(&mut self, lpn: Lpn) {
+        self.ftl.trim(self.flash, lpn);
+    }
+
+    /// Asks the FTL a CO-OP question.
+    pub fn query(&self, q: Query) -> Answer {
+        self.ftl.query(q)
+    }
+}
+
+/// Counters a buffer keeps. Fields a buffer does not have stay 0.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BufferStats {
+    /// Host page reads served from the buffer.
+    pub read_hits: u64,
+    /// Host page writes that updated a page already buffered.
+    pub write_hits: u64,
+    /// Host page reads that went to the FTL.
+    pub read_misses: u64,
+    /// Host page writes that found no buffered copy.
+    pub write_misses: u64,
+    /// Groups handed to the FTL.
+    pub flushes: u64,
+    /// Pages handed to the FTL.
+    pub pages_flushed: u64,
+    /// Pages read from flash to pad a block before flushing it.
+    pub padding_reads: u64,
+    /// Scheme-specific figures, reported under `buffer.extra`.
+    pub extra: BTreeMap<&'static str, f64>,
+}
+
+/// A write buffer.
+pub trait Buffer {
+    /// Host writes a group of pages of one logical block (ascending, no duplicates).
+    fn write(&mut self, be: &mut Backend<'_>, pages: &[PageWrite]);
+
+    /// Host reads a page: served from the buffer, or read through the FTL.
+    fn read(&mut self, be: &mut Backend<'_>, lpn: Lpn) -> Option<PageTag>;
+
+    /// Host trims a page: drop any buffered copy and trim it in the FTL.
+    fn trim(&mut self, be: &mut Backend<'_>, lpn: Lpn);
+
+    /// Host flush-cache: write every buffered page to the FTL, leaving the buffer clean.
+    fn flush(&mut self, be: &mut Backend<'_>);
+
+    /// Idle time between requests.
+    fn idle(&mut self, _be: &mut Backend<'_>, _budget: &mut IdleBudget) {}
+
+    /// Deep invariants.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Counters since the last reset.
+    fn stats(&self) -> BufferStats;
+
+    /// Zeroes the counters.
+    fn reset_stats(&mut self);
+}
+
+/// The `none` buffer: every request goes straight to the FTL.
+#[derive(Debug, Default)]
+pub struct Passthrough {
+    stats: BufferStats,
+}
+
+impl Buffer for Passthrough {
+    fn write(&mut self, be: &mut Backend<'_>, pages: &[PageWrite]) {
+        self.stats.write_misses += pages.len() as u64;
+        self.stats.flushes += 1;
+        self.stats.pages_flushed += pages.len() as u64;
+        be.write(pages);
+    }
+
+    fn read(&mut self, be: &mut Backend<'_>, lpn: Lpn) -> Option<PageTag> {
+        self.stats.read_misses += 1;
+        be.read(lpn)
+    }
+
+    fn trim(&mut self, be: &mut Backend<'_>, lpn: Lpn) {
+        be.trim(lpn);
+    }
+
+    fn flush(&mut self, be: &mut Backend<'_>) {
+        be.ftl.flush(be.flash);
+    }
+
+    fn stats(&self) -> BufferStats {
+        self.stats.clone()
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = BufferStats::default();
+    }
+}

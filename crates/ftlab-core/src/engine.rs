@@ -1,0 +1,427 @@
+//! The engine: turns host requests into page operations, passes them through the write
+//! buffer to the FTL, keeps simulated time, and checks every read against the oracle.
+//!
+//! Choices (documented options):
+//! - A write that covers part of a page writes the whole page (the papers' behaviour,
+//!   superblock-ftl.txt §5.3: "w1 is essentially treated by FTL as a write request of 3
+//!   pages"). With `rmw = true` a partly covered page that holds data is first read
+//!   (a host flash read), then written: read-modify-write.
+//! - A trim discards only the pages it covers entirely; partly covered pages keep their
+//!   data (a device may not drop bytes the host did not discard).
+//! - The pages of one request are handed to the buffer in groups, one group per logical
+//!   block, so group-aware FTLs see the group size even without a buffer.
+//! - Idle time: before each request, if the device went idle before the request's
+//!   arrival, the buffer and then the FTL are offered the gap ([`IdleBudget`]); the
+//!   operations they issue are timed as background work starting when the device went
+//!   idle.
+//! - A request of zero bytes is counted and completes at its arrival.
+
+use crate::buffer::{Backend, Buffer, BufferStats};
+use crate::flash::{Flash, FlashStats};
+use crate::ftl::{Ftl, FtlStats, IdleBudget};
+use crate::geometry::Geometry;
+use crate::metrics::HostStats;
+use crate::nand::Latencies;
+use crate::oracle::{Oracle, Violation};
+use crate::request::{Op, Request};
+use crate::timing::Timing;
+use crate::units::{Lpn, Nanos, PageWrite};
+use thiserror::Error;
+
+/// How much checking a run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// No read checks and no final read-back.
+    Off,
+    /// Every host read is checked; every written LPN is read back at the end.
+    On,
+    /// As `On`, plus deep invariant checks of flash, FTL and buffer every `n` requests.
+    Deep {
+        /// Requests between deep checks.
+        every: u64,
+    },
+}
+
+/// Engine settings.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    /// Checking level.
+    pub verify: Verify,
+    /// Read-modify-write partly covered pages instead of writing them whole.
+    pub rmw: bool,
+    /// Offer idle gaps to the buffer and FTL.
+    pub idle: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            verify: Verify::On,
+            rmw: false,
+            idle: true,
+        }
+    }
+}
+
+/// Why a simulation stopped.
+#[derive(Debug, Error)]
+pub enum SimError {
+    /// A host read returned something other than the last write.
+    #[error("data error at request {request}: {violation}")]
+    Violation {
+        /// 1-based request number (0: the final read-back).
+        request: u64,
+        /// What was wrong.
+        violation: Violation,
+    },
+    /// A request falls outside the logical capacity.
+    #[error(
+        "request {request} accesses bytes {offset}..{end}, beyond the logical capacity of \
+         {capacity} bytes; enlarge it with --capacity or fold addresses into it with --fold"
+    )]
+    OutOfRange {
+        /// 1-based request number.
+        request: u64,
+        /// First byte.
+        offset: u64,
+        /// One past the last byte.
+        end: u64,
+        /// Logical capacity in bytes.
+        capacity: u64,
+    },
+    /// A deep invariant check failed.
+    #[error("invariant broken after request {request}: {what}")]
+    Check {
+        /// 1-based request number.
+        request: u64,
+        /// The failed invariant.
+        what: String,
+    },
+}
+
+/// Everything measured, as plain data, for the report.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Host side.
+    pub host: HostStats,
+    /// Flash operations by cause.
+    pub flash: FlashStats,
+    /// Per-block erase counts: min, mean, max over the whole device life.
+    pub erase_count: (u32, f64, u32),
+    /// FTL counters.
+    pub ftl: FtlStats,
+    /// Mapping RAM.
+    pub mapping_bytes: u64,
+    /// Buffer counters.
+    pub buffer: BufferStats,
+    /// Host reads checked by the oracle (including the final read-back).
+    pub reads_checked: u64,
+    /// Whether the oracle was on.
+    pub verified: bool,
+}
+
+/// A simulated device and everything above it.
+pub struct Engine {
+    geo: Geometry,
+    lat: Latencies,
+    flash: Flash,
+    ftl: Box<dyn Ftl>,
+    buffer: Box<dyn Buffer>,
+    timing: Box<dyn Timing>,
+    oracle: Oracle,
+    cfg: EngineConfig,
+    host: HostStats,
+    request_no: u64,
+    group: Vec<PageWrite>,
+}
+
+impl Engine {
+    /// Assembles an engine over a fresh, erased flash.
+    pub fn new(
+        geo: &Geometry,
+        lat: Latencies,
+        ftl: Box<dyn Ftl>,
+        buffer: Box<dyn Buffer>,
+        timing: Box<dyn Timing>,
+        cfg: EngineConfig,
+    ) -> Engine {
+        Engine {
+            geo: geo.clone(),
+            lat,
+            flash: Flash::new(geo),
+            ftl,
+            buffer,
+            timing,
+            oracle: Oracle::new(geo.logical_pages),
+            cfg,
+            host: HostStats::default(),
+            request_no: 0,
+            group: Vec::with_capacity(geo.pages_per_block as usize),
+        }
+    }
+
+    /// The device geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The flash (for tests and inspection).
+    pub fn flash(&self) -> &Flash {
+        &self.flash
+    }
+
+    /// Requests submitted so far (including warm-up).
+    pub fn requests_submitted(&self) -> u64 {
+        self.request_no
+    }
+
+    /// Serves one host request.
+    pub fn submit(&mut self, req: &Request) -> Result<(), SimError> {
+        self.request_no += 1;
+        if self.cfg.idle {
+            self.offer_idle(req.arrival);
+        }
+        debug_assert!(self.flash.log_ops().is_empty());
+        self.host.requests += 1;
+        match req.op {
+            Op::Read => self.read(req)?,
+            Op::Write => self.write(req)?,
+            Op::Trim => self.trim(req)?,
+            Op::Flush => {
+                self.host.flush_requests += 1;
+                let mut be = Backend {
+                    ftl: &mut *self.ftl,
+                    flash: &mut self.flash,
+                };
+                self.buffer.flush(&mut be);
+            }
+        }
+        let done = self.timing.serve(req.arrival, self.flash.log_ops());
+        self.flash.clear_log();
+        self.host.record(req.arrival, done);
+        if let Verify::Deep { every } = self.cfg.verify {
+            if every > 0 && self.request_no.is_multiple_of(every) {
+                self.check_deep()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn offer_idle(&mut self, arrival: Nanos) {
+        let idle_at = self.timing.idle_at();
+        if idle_at >= arrival {
+            return;
+        }
+        let mut budget = IdleBudget {
+            remaining: arrival.saturating_sub(idle_at),
+            latencies: self.lat,
+        };
+        let mut be = Backend {
+            ftl: &mut *self.ftl,
+            flash: &mut self.flash,
+        };
+        self.buffer.idle(&mut be, &mut budget);
+        self.ftl.idle(&mut self.flash, &mut budget);
+        if !self.flash.log_ops().is_empty() {
+            self.timing.background(idle_at, self.flash.log_ops());
+            self.flash.clear_log();
+        }
+    }
+
+    /// Page range `[first, end)` of a request, or an out-of-range error.
+    fn pages(&self, req: &Request) -> Result<(u32, u32), SimError> {
+        let ps = self.geo.page_size as u64;
+        let end_byte = req.offset.saturating_add(req.len);
+        let capacity = self.geo.logical_bytes();
+        if end_byte > capacity {
+            return Err(SimError::OutOfRange {
+                request: self.request_no,
+                offset: req.offset,
+                end: end_byte,
+                capacity,
+            });
+        }
+        Ok(((req.offset / ps) as u32, end_byte.div_ceil(ps) as u32))
+    }
+
+    fn read(&mut self, req: &Request) -> Result<(), SimError> {
+        self.host.read_requests += 1;
+        self.host.bytes_read += req.len;
+        let (first, end) = self.pages(req)?;
+        for lpn in first..end {
+            self.read_page(Lpn(lpn))?;
+        }
+        self.host.pages_read += (end - first) as u64;
+        Ok(())
+    }
+
+    #[inline]
+    fn read_page(&mut self, lpn: Lpn) -> Result<(), SimError> {
+        let mut be = Backend {
+            ftl: &mut *self.ftl,
+            flash: &mut self.flash,
+        };
+        let found = self.buffer.read(&mut be, lpn);
+        if self.cfg.verify != Verify::Off {
+            self.oracle
+                .check(lpn, found)
+                .map_err(|violation| SimError::Violation {
+                    request: self.request_no,
+                    violation,
+                })?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, req: &Request) -> Result<(), SimError> {
+        self.host.write_requests += 1;
+        self.host.bytes_written += req.len;
+        let (first, end) = self.pages(req)?;
+        if first == end {
+            return Ok(());
+        }
+        if self.cfg.rmw {
+            let ps = self.geo.page_size as u64;
+            let head_partial = !req.offset.is_multiple_of(ps);
+            let tail_partial = !(req.offset + req.len).is_multiple_of(ps);
+            if head_partial && self.oracle.ever_written(Lpn(first)) {
+                self.read_page(Lpn(first))?;
+            }
+            if tail_partial
+                && (end - 1 != first || !head_partial)
+                && self.oracle.ever_written(Lpn(end - 1))
+            {
+                self.read_page(Lpn(end - 1))?;
+            }
+        }
+        self.write_pages(first, end, false);
+        self.host.pages_written += (end - first) as u64;
+        Ok(())
+    }
+
+    /// Writes LPNs `[first, end)` in one group per logical block, through the buffer
+    /// (or straight to the FTL when `direct`).
+    fn write_pages(&mut self, first: u32, end: u32, direct: bool) {
+        let ppb = self.geo.pages_per_block;
+        let mut lpn = first;
+        while lpn < end {
+            let block_end = ((lpn / ppb + 1) * ppb).min(end);
+            self.group.clear();
+            for l in lpn..block_end {
+                self.group.push(self.oracle.next_write(Lpn(l)));
+            }
+            if direct {
+                self.ftl.write(&mut self.flash, &self.group);
+            } else {
+                let mut be = Backend {
+                    ftl: &mut *self.ftl,
+                    flash: &mut self.flash,
+                };
+                self.buffer.write(&mut be, &self.group);
+            }
+            lpn = block_end;
+        }
+    }
+
+    fn trim(&mut self, req: &Request) -> Result<(), SimError> {
+        self.host.trim_requests += 1;
+        self.pages(req)?;
+        let ps = self.geo.page_size as u64;
+        let first = req.offset.div_ceil(ps) as u32;
+        let end = ((req.offset + req.len) / ps) as u32;
+        for l in first..end.max(first) {
+            let lpn = Lpn(l);
+            self.oracle.trim(lpn);
+            let mut be = Backend {
+                ftl: &mut *self.ftl,
+                flash: &mut self.flash,
+            };
+            self.buffer.trim(&mut be, lpn);
+        }
+        Ok(())
+    }
+
+    /// Writes every logical page once, sequentially and straight to the FTL, as the
+    /// papers do before measuring. Not timed; call [`Engine::reset_measurement`] after.
+    pub fn precondition_fill(&mut self) {
+        let n = self.geo.logical_pages;
+        self.write_pages(0, n, true);
+        self.flash.clear_log();
+    }
+
+    /// Starts the measured phase: zeroes every counter and the clock, keeps the state
+    /// (mapping, data, wear).
+    pub fn reset_measurement(&mut self) {
+        self.flash.reset_stats();
+        self.flash.clear_log();
+        self.ftl.reset_stats();
+        self.buffer.reset_stats();
+        self.timing.reset();
+        self.host = HostStats::default();
+    }
+
+    /// Runs the deep invariant checks of flash, FTL and buffer now.
+    pub fn check_deep(&self) -> Result<(), SimError> {
+        let fail = |what: String| SimError::Check {
+            request: self.request_no,
+            what,
+        };
+        self.flash
+            .check()
+            .map_err(|e| fail(format!("flash: {e}")))?;
+        self.ftl
+            .check(&self.flash)
+            .map_err(|e| fail(format!("ftl: {e}")))?;
+        self.buffer
+            .check()
+            .map_err(|e| fail(format!("buffer: {e}")))
+    }
+
+    /// The measurements so far.
+    pub fn outcome(&self) -> Outcome {
+        let ec = self.flash.erase_counts();
+        let min = ec.iter().copied().min().unwrap_or(0);
+        let max = ec.iter().copied().max().unwrap_or(0);
+        let mean = ec.iter().map(|&c| c as f64).sum::<f64>() / ec.len().max(1) as f64;
+        Outcome {
+            host: self.host.clone(),
+            flash: *self.flash.stats(),
+            erase_count: (min, mean, max),
+            ftl: self.ftl.stats(),
+            mapping_bytes: self.ftl.mapping_bytes(),
+            buffer: self.buffer.stats(),
+            reads_checked: self.oracle.reads_checked(),
+            verified: self.cfg.verify != Verify::Off,
+        }
+    }
+
+    /// Reads back every LPN ever written, through the buffer and FTL, and checks it.
+    /// Call after taking the [`Engine::outcome`]: these reads are not part of the
+    /// measurement. Returns the number of pages checked.
+    pub fn verify_readback(&mut self) -> Result<u64, SimError> {
+        if self.cfg.verify == Verify::Off {
+            return Ok(0);
+        }
+        let mut checked = 0;
+        for l in 0..self.geo.logical_pages {
+            let lpn = Lpn(l);
+            if !self.oracle.ever_written(lpn) {
+                continue;
+            }
+            let mut be = Backend {
+                ftl: &mut *self.ftl,
+                flash: &mut self.flash,
+            };
+            let found = self.buffer.read(&mut be, lpn);
+            self.flash.clear_log();
+            self.oracle
+                .check(lpn, found)
+                .map_err(|violation| SimError::Violation {
+                    request: 0,
+                    violation,
+                })?;
+            checked += 1;
+        }
+        Ok(checked)
+    }
+}

@@ -1,0 +1,494 @@
+//! `Flash`: the one functional NAND model every FTL goes through.
+//!
+//! It keeps, per physical page, the spare-area tag (LPN + version stamp) and a valid bit;
+//! per block, the write pointer, the valid-page count and the erase count. It refuses
+//! what real NAND refuses, with an assertion (these are FTL bugs, not input errors):
+//!
+//! - programming a page that is not free, or out of order inside its block (large-block
+//!   NAND programs pages in ascending order; ftlab enforces it for every part);
+//! - reading a page (or its spare area) that was never programmed since the last erase;
+//! - erasing less than a block: the only erase operation takes a [`Pbn`], so it cannot
+//!   even be expressed;
+//! - erasing a block that still holds valid pages: an FTL must move or drop (invalidate)
+//!   its data first, otherwise the erase silently destroys live data.
+//!
+//! Every operation is counted once, here, by its [`Cause`], and appended to an operation
+//! log that the engine drains after each request to time it (the FTL decides *which*
+//! operations happen; the timing model decides *when* they finish).
+//!
+//! "Valid" is the FTL's statement that a page holds the live copy of its LPN: the FTL
+//! sets it by programming and clears it with [`Flash::invalidate`], which is bookkeeping
+//! and costs no flash operation.
+
+use crate::geometry::Geometry;
+use crate::units::{Lpn, PageTag, Pbn, Ppn};
+use serde::Serialize;
+
+/// Why a flash operation happened. Every operation is counted under exactly one cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Serving a host read or write (including buffer flushes of host data).
+    Host,
+    /// Garbage collection of a page-mapped area.
+    Gc,
+    /// A merge of block-mapped data (switch, partial, full) or a superblock merge.
+    Merge,
+    /// Mapping metadata: translation pages, map pages, snapshots, spare reads for lookups.
+    Map,
+    /// Reads and writes a buffer adds to complete a block (padding).
+    Padding,
+}
+
+impl Cause {
+    /// All causes, in report order.
+    pub const ALL: [Cause; 5] = [
+        Cause::Host,
+        Cause::Gc,
+        Cause::Merge,
+        Cause::Map,
+        Cause::Padding,
+    ];
+
+    /// Stable lower-case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Host => "host",
+            Cause::Gc => "gc",
+            Cause::Merge => "merge",
+            Cause::Map => "map",
+            Cause::Padding => "padding",
+        }
+    }
+}
+
+/// The kind of a flash operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// Full page read (data and spare).
+    Read,
+    /// Spare-area-only read.
+    SpareRead,
+    /// Page program.
+    Program,
+    /// Block erase.
+    Erase,
+}
+
+/// One logged flash operation, for the timing model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlashOp {
+    /// What was done.
+    pub kind: OpKind,
+    /// The block it touched (selects the die under parallel timing).
+    pub block: Pbn,
+    /// Why.
+    pub cause: Cause,
+}
+
+/// Operation counters by cause. Plain data, merged with `+=`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlashStats {
+    /// Full page reads, indexed by `Cause as usize`.
+    pub page_reads: [u64; 5],
+    /// Spare-only reads.
+    pub spare_reads: [u64; 5],
+    /// Page programs.
+    pub programs: [u64; 5],
+    /// Block erases.
+    pub erases: [u64; 5],
+}
+
+impl FlashStats {
+    /// Sum over causes.
+    pub fn total(counts: &[u64; 5]) -> u64 {
+        counts.iter().sum()
+    }
+}
+
+impl std::ops::AddAssign for FlashStats {
+    fn add_assign(&mut self, o: FlashStats) {
+        for i in 0..5 {
+            self.page_reads[i] += o.page_reads[i];
+            self.spare_reads[i] += o.spare_reads[i];
+            self.programs[i] += o.programs[i];
+            self.erases[i] += o.erases[i];
+        }
+    }
+}
+
+/// State of one physical page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageState {
+    /// Erased and not yet programmed.
+    Free,
+    /// Programmed and holding the live copy of its LPN.
+    Valid,
+    /// Programmed but superseded (or dropped by the FTL).
+    Invalid,
+}
+
+const NO_LPN: Lpn = Lpn(u32::MAX);
+
+/// The NAND array. See the module documentation for the rules it enforces.
+#[derive(Clone)]
+pub struct Flash {
+    geo: Geometry,
+    tags: Vec<PageTag>,
+    valid: Vec<u64>,
+    write_ptr: Vec<u32>,
+    valid_count: Vec<u32>,
+    erase_count: Vec<u32>,
+    stats: FlashStats,
+    log: Vec<FlashOp>,
+}
+
+impl Flash {
+    /// A fully erased device of the given geometry. Tables are sized here, once.
+    pub fn new(geo: &Geometry) -> Flash {
+        let pages = geo.physical_pages() as usize;
+        let blocks = geo.blocks as usize;
+        Flash {
+            geo: geo.clone(),
+            tags: vec![
+                PageTag {
+                    lpn: NO_LPN,
+                    version: 0
+                };
+                pages
+            ],
+            valid: vec![0; pages.div_ceil(64)],
+            write_ptr: vec![0; blocks],
+            valid_count: vec![0; blocks],
+            erase_count: vec![0; blocks],
+            stats: FlashStats::default(),
+            log: Vec::with_capacity(4096),
+        }
+    }
+
+    /// The geometry this device was built with.
+    #[inline]
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    #[inline]
+    fn log(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
+        self.log.push(FlashOp { kind, block, cause });
+    }
+
+    #[inline]
+    fn is_programmed(&self, ppn: Ppn) -> bool {
+        let pbn = self.geo.block_of(ppn);
+        self.geo.offset_of(ppn) < self.write_ptr[pbn.idx()]
+    }
+
+    /// Reads a page (data and spare) and returns its spare tag.
+    ///
+    /// Panics if the page was never programmed since its block's last erase.
+    #[inline]
+    pub fn read(&mut self, ppn: Ppn, cause: Cause) -> PageTag {
+        assert!(
+            self.is_programmed(ppn),
+            "NAND refuses: read of {ppn:?}, which was never programmed"
+        );
+        self.stats.page_reads[cause as usize] += 1;
+        self.log(OpKind::Read, self.geo.block_of(ppn), cause);
+        self.tags[ppn.idx()]
+    }
+
+    /// Reads only the spare area of a page.
+    ///
+    /// Panics if the page was never programmed since its block's last erase.
+    #[inline]
+    pub fn read_spare(&mut self, ppn: Ppn, cause: Cause) -> PageTag {
+        assert!(
+            self.is_programmed(ppn),
+            "NAND refuses: spare read of {ppn:?}, which was never programmed"
+        );
+        self.stats.spare_reads[cause as usize] += 1;
+        self.log(OpKind::SpareRead, self.geo.block_of(ppn), cause);
+        self.tags[ppn.idx()]
+    }
+
+    /// Programs a page with `tag` in its spare area and marks it valid.
+    ///
+    /// Panics if the page is not free or is not the next page of its block.
+    #[inline]
+    pub fn program(&mut self, ppn: Ppn, tag: PageTag, cause: Cause) {
+        let pbn = self.geo.block_of(ppn);
+        let offset = self.geo.offset_of(ppn);
+        let wp = self.write_ptr[pbn.idx()];
+        assert!(
+            offset >= wp,
+            "NAND refuses: program of {ppn:?}, which is not free"
+        );
+        assert!(
+            offset == wp,
+            "NAND refuses: program of {ppn:?} out of order (block {pbn:?} expects offset {wp})"
+        );
+        self.write_ptr[pbn.idx()] = wp + 1;
+        self.tags[ppn.idx()] = tag;
+        self.valid[ppn.idx() / 64] |= 1 << (ppn.idx() % 64);
+        self.valid_count[pbn.idx()] += 1;
+        self.stats.programs[cause as usize] += 1;
+        self.log(OpKind::Program, pbn, cause);
+    }
+
+    /// Marks a valid page invalid. Bookkeeping only: no flash operation.
+    ///
+    /// Panics if the page is not valid.
+    #[inline]
+    pub fn invalidate(&mut self, ppn: Ppn) {
+        let word = &mut self.valid[ppn.idx() / 64];
+        let bit = 1u64 << (ppn.idx() % 64);
+        assert!(
+            *word & bit != 0,
+            "invalidate of {ppn:?}, which is not valid"
+        );
+        *word &= !bit;
+        self.valid_count[self.geo.block_of(ppn).idx()] -= 1;
+    }
+
+    /// Erases a whole block: all its pages become free.
+    ///
+    /// Panics if the block still holds valid pages.
+    pub fn erase(&mut self, pbn: Pbn, cause: Cause) {
+        assert!(
+            self.valid_count[pbn.idx()] == 0,
+            "erase of {pbn:?}, which still holds {} valid pages",
+            self.valid_count[pbn.idx()]
+        );
+        let first = self.geo.ppn(pbn, 0).idx();
+        let wp = self.write_ptr[pbn.idx()] as usize;
+        for t in &mut self.tags[first..first + wp] {
+            *t = PageTag {
+                lpn: NO_LPN,
+                version: 0,
+            };
+        }
+        self.write_ptr[pbn.idx()] = 0;
+        self.erase_count[pbn.idx()] += 1;
+        self.stats.erases[cause as usize] += 1;
+        self.log(OpKind::Erase, pbn, cause);
+    }
+
+    /// Copies a page to `dst` (a read and a program, no copy-back) and returns its tag.
+    /// The source stays valid: the caller invalidates it when its map moves.
+    #[inline]
+    pub fn copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> PageTag {
+        let tag = self.read(src, cause);
+        self.program(dst, tag, cause);
+        tag
+    }
+
+    /// The state of a page.
+    #[inline]
+    pub fn state(&self, ppn: Ppn) -> PageState {
+        if !self.is_programmed(ppn) {
+            PageState::Free
+        } else if self.is_valid(ppn) {
+            PageState::Valid
+        } else {
+            PageState::Invalid
+        }
+    }
+
+    /// Whether a page holds valid data.
+    #[inline]
+    pub fn is_valid(&self, ppn: Ppn) -> bool {
+        self.valid[ppn.idx() / 64] & (1 << (ppn.idx() % 64)) != 0
+    }
+
+    /// Valid pages in a block.
+    #[inline]
+    pub fn valid_count(&self, pbn: Pbn) -> u32 {
+        self.valid_count[pbn.idx()]
+    }
+
+    /// The next page offset to program in a block (`pages_per_block` when full).
+    #[inline]
+    pub fn write_ptr(&self, pbn: Pbn) -> u32 {
+        self.write_ptr[pbn.idx()]
+    }
+
+    /// Whether every page of the block has been programmed.
+    #[inline]
+    pub fn is_full(&self, pbn: Pbn) -> bool {
+        self.write_ptr[pbn.idx()] == self.geo.pages_per_block
+    }
+
+    /// Whether the block is erased (no page programmed).
+    #[inline]
+    pub fn is_erased(&self, pbn: Pbn) -> bool {
+        self.write_ptr[pbn.idx()] == 0
+    }
+
+    /// Times a block has been erased.
+    pub fn erase_count(&self, pbn: Pbn) -> u32 {
+        self.erase_count[pbn.idx()]
+    }
+
+    /// Erase counts of all blocks.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_count
+    }
+
+    /// The spare tag of a programmed page without a flash operation. For deep checks,
+    /// assertions and power-loss scans that account their reads themselves; an FTL's
+    /// decisions must go through [`Flash::read`] or [`Flash::read_spare`].
+    pub fn peek_tag(&self, ppn: Ppn) -> Option<PageTag> {
+        self.is_programmed(ppn).then(|| self.tags[ppn.idx()])
+    }
+
+    /// Operation counters since the last reset.
+    pub fn stats(&self) -> &FlashStats {
+        &self.stats
+    }
+
+    /// Zeroes the operation counters (wear state is kept).
+    pub fn reset_stats(&mut self) {
+        self.stats = FlashStats::default();
+    }
+
+    /// The operations logged since the last [`Flash::clear_log`].
+    pub fn log_ops(&self) -> &[FlashOp] {
+        &self.log
+    }
+
+    /// Forgets the logged operations (keeps the allocation).
+    pub fn clear_log(&mut self) {
+        self.log.clear();
+    }
+
+    /// Total valid pages on the device (O(blocks); for checks).
+    pub fn total_valid(&self) -> u64 {
+        self.valid_count.iter().map(|&c| c as u64).sum()
+    }
+
+    /// Deep self-check: each block's valid count equals its valid bits, and no valid
+    /// bit lies beyond a write pointer.
+    pub fn check(&self) -> Result<(), String> {
+        let ppb = self.geo.pages_per_block;
+        for b in 0..self.geo.blocks {
+            let pbn = Pbn(b);
+            let mut n = 0;
+            for o in 0..ppb {
+                let ppn = self.geo.ppn(pbn, o);
+                if self.is_valid(ppn) {
+                    if o >= self.write_ptr[b as usize] {
+                        return Err(format!("{ppn:?} is valid but beyond the write pointer"));
+                    }
+                    n += 1;
+                }
+            }
+            if n != self.valid_count[b as usize] {
+                return Err(format!(
+                    "{pbn:?}: valid count {} but {n} valid pages",
+                    self.valid_count[b as usize]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::GeometryBuilder;
+
+    fn flash() -> Flash {
+        let g = GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 4,
+            spare_bytes: 64,
+            logical_bytes: 4 * 2048 * 4,
+            op_percent: 50.0,
+            channels: 1,
+            dies_per_channel: 1,
+            min_spare_blocks: 1,
+        }
+        .build()
+        .unwrap();
+        Flash::new(&g)
+    }
+
+    fn tag(lpn: u32) -> PageTag {
+        PageTag {
+            lpn: Lpn(lpn),
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn program_read_invalidate_erase() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(7), Cause::Host);
+        assert_eq!(f.state(Ppn(0)), PageState::Valid);
+        assert_eq!(f.state(Ppn(1)), PageState::Free);
+        assert_eq!(f.read(Ppn(0), Cause::Host), tag(7));
+        assert_eq!(f.read_spare(Ppn(0), Cause::Map), tag(7));
+        f.invalidate(Ppn(0));
+        assert_eq!(f.state(Ppn(0)), PageState::Invalid);
+        f.erase(Pbn(0), Cause::Gc);
+        assert_eq!(f.state(Ppn(0)), PageState::Free);
+        assert_eq!(f.erase_count(Pbn(0)), 1);
+        let s = f.stats();
+        assert_eq!(s.programs[Cause::Host as usize], 1);
+        assert_eq!(s.page_reads[Cause::Host as usize], 1);
+        assert_eq!(s.spare_reads[Cause::Map as usize], 1);
+        assert_eq!(s.erases[Cause::Gc as usize], 1);
+        assert_eq!(f.log_ops().len(), 4);
+        f.check().unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "not free")]
+    fn refuses_program_of_programmed_page() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.program(Ppn(0), tag(2), Cause::Host);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of order")]
+    fn refuses_out_of_order_program() {
+        let mut f = flash();
+        f.program(Ppn(1), tag(1), Cause::Host);
+    }
+
+    #[test]
+    #[should_panic(expected = "never programmed")]
+    fn refuses_read_of_unwritten_page() {
+        let mut f = flash();
+        f.read(Ppn(2), Cause::Host);
+    }
+
+    #[test]
+    #[should_panic(expected = "never programmed")]
+    fn refuses_spare_read_of_erased_page() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.invalidate(Ppn(0));
+        f.erase(Pbn(0), Cause::Gc);
+        f.read_spare(Ppn(0), Cause::Host);
+    }
+
+    #[test]
+    #[should_panic(expected = "still holds 1 valid")]
+    fn refuses_erase_of_live_data() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.erase(Pbn(0), Cause::Gc);
+    }
+
+    #[test]
+    #[should_panic(expected = "not valid")]
+    fn refuses_double_invalidate() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.invalidate(Ppn(0));
+        f.invalidate(Ppn(0));
+    }
+}

@@ -1,0 +1,136 @@
+//! The [`Ftl`] trait: what every flash translation layer implements.
+//!
+//! Required: [`Ftl::write`], [`Ftl::read`], [`Ftl::trim`], [`Ftl::stats`],
+//! [`Ftl::reset_stats`], [`Ftl::mapping_bytes`]. Everything else has a default: idle
+//! work does nothing, deep checks pass, queries answer "not applicable".
+//!
+//! An FTL decides *which* flash operations happen, through the [`Flash`] it is handed;
+//! it never sees the clock.
+
+use crate::flash::Flash;
+use crate::nand::Latencies;
+use crate::units::{Lbn, Lpn, Nanos, PageTag, PageWrite};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Counters an FTL keeps. Fields a scheme does not have stay 0.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FtlStats {
+    /// Garbage collections (victim blocks reclaimed) of page-mapped areas.
+    pub gc_invocations: u64,
+    /// Valid pages copied by GC.
+    pub gc_pages_copied: u64,
+    /// Switch merges (1 erase, 0 copies).
+    pub merges_switch: u64,
+    /// Partial merges.
+    pub merges_partial: u64,
+    /// Full merges.
+    pub merges_full: u64,
+    /// Pages copied by merges.
+    pub merge_pages_copied: u64,
+    /// Mapping-cache hits.
+    pub map_hits: u64,
+    /// Mapping-cache misses.
+    pub map_misses: u64,
+    /// Translation (map) page reads.
+    pub translation_reads: u64,
+    /// Translation (map) page writes.
+    pub translation_writes: u64,
+    /// Scheme-specific figures (e.g. `u_avg`), reported under `ftl.extra`.
+    pub extra: BTreeMap<&'static str, f64>,
+}
+
+/// A question a write buffer may ask the FTL (co-op-buffer-ftl.txt Table 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    /// Free pages in the log block of a logical block.
+    LogFreePages(Lbn),
+    /// Whether the log block of a logical block has been written sequentially.
+    LogIsSequential(Lbn),
+    /// Number of free log blocks.
+    FreeLogBlocks,
+    /// The logical block whose log block is the next victim.
+    NextVictim,
+    /// The random-write threshold (pages).
+    RwThreshold,
+}
+
+/// The FTL's answer to a [`Query`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// This FTL has no such notion.
+    NotApplicable,
+    /// The logical block has no log block allocated.
+    NoLogBlock,
+    /// A count.
+    Count(u32),
+    /// A yes/no answer.
+    Bool(bool),
+    /// A logical block, or none.
+    Block(Option<Lbn>),
+}
+
+/// Idle time offered to a buffer or FTL between requests, with the serial cost of each
+/// operation so the scheme can stop before it overruns.
+#[derive(Clone, Copy, Debug)]
+pub struct IdleBudget {
+    /// Time left in the idle gap.
+    pub remaining: Nanos,
+    /// Operation costs used to spend it.
+    pub latencies: Latencies,
+}
+
+impl IdleBudget {
+    /// Spends the cost of the given operations if it fits; returns whether it did.
+    pub fn try_spend(&mut self, reads: u64, programs: u64, erases: u64) -> bool {
+        let l = &self.latencies;
+        let cost = l.read.0 * reads + l.program.0 * programs + l.erase.0 * erases;
+        if cost <= self.remaining.0 {
+            self.remaining.0 -= cost;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A flash translation layer.
+pub trait Ftl {
+    /// Writes a group of pages of one logical block, in ascending LPN order without
+    /// duplicates (a buffer flush or one request's pages of that block). Group-aware
+    /// schemes see the group's size; others may treat it page by page.
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]);
+
+    /// Reads a logical page: returns the spare tag of the physical page read (via
+    /// [`Flash::read`]), or `None` if the LPN is not mapped.
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag>;
+
+    /// Unmaps a logical page; later reads return `None` until it is written again.
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn);
+
+    /// A host flush-cache request reached the FTL (after the buffer emptied itself).
+    fn flush(&mut self, _flash: &mut Flash) {}
+
+    /// Idle time between requests; background work must fit `budget`.
+    fn idle(&mut self, _flash: &mut Flash, _budget: &mut IdleBudget) {}
+
+    /// Deep invariants (valid counts, map and reverse map agree). Slow; run under
+    /// `--verify=deep`.
+    fn check(&self, _flash: &Flash) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Counters since the last reset.
+    fn stats(&self) -> FtlStats;
+
+    /// Zeroes the counters (after preconditioning and warm-up).
+    fn reset_stats(&mut self);
+
+    /// RAM the mapping structures need, in bytes, computed from the actual tables.
+    fn mapping_bytes(&self) -> u64;
+
+    /// Answers a buffer's question (co-op-buffer-ftl.txt Table 3).
+    fn query(&self, _q: Query) -> Answer {
+        Answer::NotApplicable
+    }
+}

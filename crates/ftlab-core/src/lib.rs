@@ -1,0 +1,21 @@
+//! ftlab core: units, geometry, NAND presets, the `Flash` model, timing, the engine,
+//! the oracle and host metrics. FTLs and buffers plug in through the [`ftl::Ftl`] and
+//! [`buffer::Buffer`] traits; see `docs/design.md` for how the pieces fit.
+
+#![warn(missing_docs)]
+
+pub mod buffer;
+pub mod engine;
+pub mod flash;
+pub mod ftl;
+pub mod geometry;
+pub mod metrics;
+pub mod nand;
+pub mod options;
+pub mod oracle;
+pub mod request;
+pub mod timing;
+pub mod units;
+pub mod victim;
+
+pub use units::{Lbn, Lpn, Nanos, PageTag, PageWrite, Pbn, Ppn};

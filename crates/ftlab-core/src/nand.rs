@@ -1,0 +1,181 @@
+//! NAND presets: page geometry and operation latencies taken from the papers' tables.
+//!
+//! | preset | source |
+//! |---|---|
+//! | `slc-k9f1g16u0m` | superblock-ftl.txt Table I |
+//! | `mlc-k9gag08u0m` | superblock-ftl.txt Table I |
+//! | `slc-k9wag08u1m` | co-op-buffer-ftl.txt Table 1 |
+//! | `mlc-k9gag08uxm` | co-op-buffer-ftl.txt Table 1 |
+//! | `micron-2k` | c-lash.txt §4.4 |
+//! | `agrawal-4k` | cach-ftl.txt §5.1 |
+//! | `flashsim-2k` | tpm.txt Table I |
+//!
+//! Choice left open: only the superblock paper gives a separate spare-area read latency.
+//! For the other presets a spare read costs a full page read (`spare_read_us = read_us`),
+//! the conservative reading; override it with `--set nand_params.spare_read_us=...`.
+
+use crate::units::Nanos;
+use serde::Serialize;
+
+/// One NAND part as the papers describe it.
+#[derive(Clone, Debug, Serialize)]
+pub struct NandPreset {
+    /// Name used on the command line.
+    pub id: &'static str,
+    /// One-line description for `ftlab list`.
+    pub description: &'static str,
+    /// Where the numbers come from.
+    pub source: &'static str,
+    /// Data bytes per page.
+    pub page_size: u32,
+    /// Pages per erase block.
+    pub pages_per_block: u32,
+    /// Spare (OOB) bytes per page.
+    pub spare_bytes: u32,
+    /// Page read latency in µs.
+    pub read_us: f64,
+    /// Spare-area-only read latency in µs.
+    pub spare_read_us: f64,
+    /// Page program latency in µs.
+    pub program_us: f64,
+    /// Block erase latency in µs.
+    pub erase_us: f64,
+}
+
+/// Every preset of SCHEMES.md, in the order `ftlab list` shows them.
+pub const PRESETS: &[NandPreset] = &[
+    NandPreset {
+        id: "slc-k9f1g16u0m",
+        description: "Samsung SLC K9F1G16U0M, 2 KiB pages, 64 pages/block",
+        source: "superblock-ftl.txt Table I",
+        page_size: 2048,
+        pages_per_block: 64,
+        spare_bytes: 64,
+        read_us: 129.7,
+        spare_read_us: 30.5,
+        program_us: 298.9,
+        erase_us: 1998.7,
+    },
+    NandPreset {
+        id: "mlc-k9gag08u0m",
+        description: "Samsung MLC K9GAG08U0M, 4 KiB pages, 128 pages/block",
+        source: "superblock-ftl.txt Table I",
+        page_size: 4096,
+        pages_per_block: 128,
+        spare_bytes: 128,
+        read_us: 165.6,
+        spare_read_us: 63.2,
+        program_us: 905.8,
+        erase_us: 1500.0,
+    },
+    NandPreset {
+        id: "slc-k9wag08u1m",
+        description: "Samsung SLC K9WAG08U1M, 2 KiB pages, 64 pages/block",
+        source: "co-op-buffer-ftl.txt Table 1",
+        page_size: 2048,
+        pages_per_block: 64,
+        spare_bytes: 64,
+        read_us: 72.8,
+        spare_read_us: 72.8,
+        program_us: 252.8,
+        erase_us: 1500.0,
+    },
+    NandPreset {
+        id: "mlc-k9gag08uxm",
+        description: "Samsung MLC K9GAG08UXM, 4 KiB pages, 128 pages/block",
+        source: "co-op-buffer-ftl.txt Table 1",
+        page_size: 4096,
+        pages_per_block: 128,
+        spare_bytes: 128,
+        read_us: 165.6,
+        spare_read_us: 165.6,
+        program_us: 905.6,
+        erase_us: 1500.0,
+    },
+    NandPreset {
+        id: "micron-2k",
+        description: "Micron SLC as used by C-lash, 2 KiB pages, 64 pages/block",
+        source: "c-lash.txt §4.4",
+        page_size: 2048,
+        pages_per_block: 64,
+        spare_bytes: 64,
+        read_us: 130.9,
+        spare_read_us: 130.9,
+        program_us: 405.9,
+        erase_us: 2000.0,
+    },
+    NandPreset {
+        id: "agrawal-4k",
+        description: "Agrawal et al. SSD model as used by CACH-FTL, 4 KiB pages, 64 pages/block",
+        source: "cach-ftl.txt §5.1",
+        page_size: 4096,
+        pages_per_block: 64,
+        spare_bytes: 128,
+        read_us: 25.0,
+        spare_read_us: 25.0,
+        program_us: 200.0,
+        erase_us: 1500.0,
+    },
+    NandPreset {
+        id: "flashsim-2k",
+        description: "FlashSim defaults as used by TPM and DFTL, 2 KiB pages, 64 pages/block",
+        source: "tpm.txt Table I",
+        page_size: 2048,
+        pages_per_block: 64,
+        spare_bytes: 64,
+        read_us: 29.0,
+        spare_read_us: 29.0,
+        program_us: 205.9,
+        erase_us: 1500.0,
+    },
+];
+
+/// The preset used when none is named: the superblock paper's SLC part, the one with
+/// the most complete timing (it has a spare-read latency).
+pub const DEFAULT_PRESET: &str = "slc-k9f1g16u0m";
+
+/// Looks a preset up by id.
+pub fn preset(id: &str) -> Option<&'static NandPreset> {
+    PRESETS.iter().find(|p| p.id == id)
+}
+
+/// Operation latencies in nanoseconds, resolved from a preset and overrides.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Latencies {
+    /// Page read.
+    pub read: Nanos,
+    /// Spare-area read.
+    pub spare_read: Nanos,
+    /// Page program.
+    pub program: Nanos,
+    /// Block erase.
+    pub erase: Nanos,
+}
+
+impl NandPreset {
+    /// The preset's latencies in nanoseconds.
+    pub fn latencies(&self) -> Latencies {
+        Latencies {
+            read: Nanos::from_us_f64(self.read_us),
+            spare_read: Nanos::from_us_f64(self.spare_read_us),
+            program: Nanos::from_us_f64(self.program_us),
+            erase: Nanos::from_us_f64(self.erase_us),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seven_presets_with_unique_ids() {
+        assert_eq!(PRESETS.len(), 7);
+        for (i, p) in PRESETS.iter().enumerate() {
+            assert!(PRESETS[i + 1..].iter().all(|q| q.id != p.id), "{}", p.id);
+            assert!(p.page_size.is_power_of_two());
+            assert!(p.spare_read_us <= p.read_us);
+        }
+        assert!(preset(DEFAULT_PRESET).is_some());
+    }
+}

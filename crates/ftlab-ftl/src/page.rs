@@ -1,0 +1,203 @@
+//! `page`: ideal page-level mapping (PM), the baseline of every paper.
+//!
+//! Sources: tpm.txt §II (page-level mapping as the ideal), cach-ftl.txt §2,
+//! superblock-ftl.txt §2.2. One L2P entry per logical page in RAM; writes append to a
+//! single active block; greedy GC reclaims the sealed block with the fewest valid pages.
+//!
+//! Choices the papers leave open, as options or documented defaults:
+//! - `gc_threshold` (default 3): GC runs while fewer than this many blocks are free;
+//!   "The minimum number of free blocks: 3" (tpm.txt Table I).
+//! - Victim: fewest valid pages, ties by the lowest block number ([`GreedyIndex`]).
+//! - GC copies go to the same write frontier as host writes (no hot/cold separation).
+//! - Free blocks are reused first-in first-out (erased blocks go to the back), which
+//!   spreads wear without a wear-leveling policy.
+//! - GC is checked right after a new active block is opened, the moment the free pool
+//!   shrinks.
+//! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
+//!   controller bookkeeping that every scheme with GC needs and is not counted.
+
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::victim::GreedyIndex;
+use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// Options of the `page` FTL.
+pub const OPTIONS: &[OptionSpec] = &[OptionSpec {
+    name: "gc_threshold",
+    default: "3",
+    help: "GC runs while fewer than this many blocks are free (tpm.txt Table I: 3)",
+}];
+
+const UNMAPPED: u32 = u32::MAX;
+
+/// The page-mapped FTL.
+pub struct PageFtl {
+    geo: Geometry,
+    l2p: Vec<u32>,
+    free: VecDeque<Pbn>,
+    active: Pbn,
+    index: GreedyIndex,
+    gc_threshold: u32,
+    stats: FtlStats,
+}
+
+impl PageFtl {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<PageFtl, SchemeError> {
+        let gc_threshold: u32 = opts.get("gc_threshold")?;
+        if gc_threshold == 0 {
+            return Err(opts.bad("gc_threshold", "must be at least 1"));
+        }
+        let needed = geo.logical_blocks() + gc_threshold + 1;
+        if geo.blocks < needed {
+            return Err(opts.geometry_error(format!(
+                "needs at least {needed} physical blocks (logical blocks + gc_threshold + 1) \
+                 but the geometry has {}; raise --op or lower gc_threshold",
+                geo.blocks
+            )));
+        }
+        let mut free: VecDeque<Pbn> = (0..geo.blocks).map(Pbn).collect();
+        let active = free.pop_front().expect("geometry has blocks");
+        Ok(PageFtl {
+            geo: geo.clone(),
+            l2p: vec![UNMAPPED; geo.logical_pages as usize],
+            free,
+            active,
+            index: GreedyIndex::new(geo.blocks, geo.pages_per_block),
+            gc_threshold,
+            stats: FtlStats::default(),
+        })
+    }
+
+    /// The next free page of the write frontier, opening a new active block (and, for
+    /// host writes, collecting garbage) when the current one is full.
+    fn frontier(&mut self, flash: &mut Flash, in_gc: bool) -> Ppn {
+        while flash.is_full(self.active) {
+            self.index
+                .insert(self.active, flash.valid_count(self.active));
+            self.active = self
+                .free
+                .pop_front()
+                .expect("page FTL: free pool empty (GC reserve broken)");
+            if !in_gc {
+                self.collect(flash);
+            }
+        }
+        self.geo.ppn(self.active, flash.write_ptr(self.active))
+    }
+
+    /// Greedy GC while free blocks are fewer than the threshold.
+    fn collect(&mut self, flash: &mut Flash) {
+        while (self.free.len() as u32) < self.gc_threshold {
+            let (victim, valid) = self
+                .index
+                .pop_min()
+                .expect("page FTL: no sealed block to collect");
+            assert!(
+                valid < self.geo.pages_per_block,
+                "page FTL: GC victim {victim:?} is fully valid; no progress possible"
+            );
+            for off in 0..flash.write_ptr(victim) {
+                let src = self.geo.ppn(victim, off);
+                if !flash.is_valid(src) {
+                    continue;
+                }
+                let dst = self.frontier(flash, true);
+                let tag = flash.copy(src, dst, Cause::Gc);
+                flash.invalidate(src);
+                debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
+                self.l2p[tag.lpn.idx()] = dst.0;
+                self.stats.gc_pages_copied += 1;
+            }
+            flash.erase(victim, Cause::Gc);
+            self.free.push_back(victim);
+            self.stats.gc_invocations += 1;
+        }
+    }
+
+    #[inline]
+    fn unmap(&mut self, flash: &mut Flash, lpn: Lpn) {
+        let old = self.l2p[lpn.idx()];
+        if old != UNMAPPED {
+            let old = Ppn(old);
+            flash.invalidate(old);
+            self.index.decrement(self.geo.block_of(old));
+            self.l2p[lpn.idx()] = UNMAPPED;
+        }
+    }
+}
+
+impl Ftl for PageFtl {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        for &tag in pages {
+            self.unmap(flash, tag.lpn);
+            let ppn = self.frontier(flash, false);
+            flash.program(ppn, tag, Cause::Host);
+            self.l2p[tag.lpn.idx()] = ppn.0;
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let ppn = self.l2p[lpn.idx()];
+        (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.unmap(flash, lpn);
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        let mut mapped = 0u64;
+        for (l, &p) in self.l2p.iter().enumerate() {
+            if p == UNMAPPED {
+                continue;
+            }
+            mapped += 1;
+            let ppn = Ppn(p);
+            if !flash.is_valid(ppn) {
+                return Err(format!("lpn{l} maps to {ppn:?}, which is not valid"));
+            }
+            match flash.peek_tag(ppn) {
+                Some(t) if t.lpn.idx() == l => {}
+                other => return Err(format!("lpn{l} maps to {ppn:?} holding {other:?}")),
+            }
+        }
+        if mapped != flash.total_valid() {
+            return Err(format!(
+                "{mapped} mapped pages but {} valid pages on flash",
+                flash.total_valid()
+            ));
+        }
+        for &b in &self.free {
+            if !flash.is_erased(b) || self.index.contains(b) || b == self.active {
+                return Err(format!("free {b:?} is not erased or is also in use"));
+            }
+        }
+        let sealed = (0..self.geo.blocks)
+            .filter(|&b| self.index.contains(Pbn(b)))
+            .count();
+        if sealed + self.free.len() + 1 != self.geo.blocks as usize {
+            return Err(format!(
+                "{sealed} sealed + {} free + 1 active != {} blocks",
+                self.free.len(),
+                self.geo.blocks
+            ));
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        self.stats.clone()
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        self.l2p.len() as u64 * 4
+    }
+}

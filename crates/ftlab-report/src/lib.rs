@@ -1,0 +1,445 @@
+//! ftlab reports: the JSON whose keys are a stable interface, and the human summary.
+//!
+//! Derived figures (WA, hit ratios, percentiles, throughput, merge cost) are computed
+//! here, once, from the plain counters of [`Outcome`]. Keys may be added, never renamed.
+//! A figure a scheme does not have is 0, or `null` where 0 would be a lie (a hit ratio
+//! with no lookups, WA with no host writes).
+
+#![warn(missing_docs)]
+
+use ftlab_core::engine::Outcome;
+use ftlab_core::flash::{Cause, FlashStats};
+use ftlab_core::nand::Latencies;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Response-time summary in ns.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ResponseNs {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
+/// `host.*`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct HostReport {
+    /// Requests measured.
+    pub requests: u64,
+    /// Read requests.
+    pub read_requests: u64,
+    /// Write requests.
+    pub write_requests: u64,
+    /// Trim requests.
+    pub trim_requests: u64,
+    /// Flush-cache requests.
+    pub flush_requests: u64,
+    /// Pages read by the host.
+    pub pages_read: u64,
+    /// Pages written by the host.
+    pub pages_written: u64,
+    /// Response times.
+    pub response_ns: ResponseNs,
+    /// Host bytes (read + written) per simulated second, in KiB/s.
+    pub throughput_kib_s: f64,
+    /// First arrival to last completion.
+    pub sim_time_ns: u64,
+}
+
+/// Per-cause operation counts.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct CauseCounts {
+    /// Page reads.
+    pub page_reads: u64,
+    /// Spare reads.
+    pub spare_reads: u64,
+    /// Programs.
+    pub page_programs: u64,
+    /// Erases.
+    pub block_erases: u64,
+}
+
+/// min/mean/max of per-block erase counts.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct EraseCount {
+    /// Least-erased block.
+    pub min: u32,
+    /// Mean over blocks.
+    pub mean: f64,
+    /// Most-erased block.
+    pub max: u32,
+}
+
+/// `flash.*`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FlashReport {
+    /// Page reads, all causes.
+    pub page_reads: u64,
+    /// Spare-only reads.
+    pub spare_reads: u64,
+    /// Page programs.
+    pub page_programs: u64,
+    /// Block erases.
+    pub block_erases: u64,
+    /// Per-block erase counts over the device's life (preconditioning included).
+    pub erase_count: EraseCount,
+    /// The same operations split by cause (host, gc, merge, map, padding).
+    pub by_cause: BTreeMap<&'static str, CauseCounts>,
+}
+
+/// `ftl.gc`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct GcReport {
+    /// Victim blocks reclaimed.
+    pub invocations: u64,
+    /// Valid pages copied.
+    pub pages_copied: u64,
+    /// Time of GC operations (copies and erases) under serial costs.
+    pub cost_ns: u64,
+}
+
+/// `ftl.merges`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct MergeReport {
+    /// Switch merges.
+    pub switch: u64,
+    /// Partial merges.
+    pub partial: u64,
+    /// Full merges.
+    pub full: u64,
+    /// Pages copied by merges.
+    pub pages_copied: u64,
+    /// Merge cost: time of merge copies and erases under serial costs.
+    pub cost_ns: u64,
+}
+
+/// `ftl.map_cache`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct MapCacheReport {
+    /// Hits.
+    pub hits: u64,
+    /// Misses.
+    pub misses: u64,
+    /// hits / (hits + misses), null with no lookups.
+    pub hit_ratio: Option<f64>,
+}
+
+/// `ftl.translation`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct TranslationReport {
+    /// Translation page reads.
+    pub page_reads: u64,
+    /// Translation page writes.
+    pub page_writes: u64,
+}
+
+/// `ftl.*`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FtlReport {
+    /// Scheme id.
+    pub name: String,
+    /// Garbage collection.
+    pub gc: GcReport,
+    /// Merges.
+    pub merges: MergeReport,
+    /// Mapping cache.
+    pub map_cache: MapCacheReport,
+    /// Translation pages.
+    pub translation: TranslationReport,
+    /// Mapping RAM in bytes.
+    pub mapping_bytes: u64,
+    /// Scheme-specific figures.
+    pub extra: BTreeMap<&'static str, f64>,
+}
+
+/// `buffer.*`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct BufferReport {
+    /// Buffer id.
+    pub name: String,
+    /// Read and write hits.
+    pub hits: u64,
+    /// hits / host page accesses, null with none.
+    pub hit_ratio: Option<f64>,
+    /// Read hits.
+    pub read_hits: u64,
+    /// Write hits.
+    pub write_hits: u64,
+    /// Groups handed to the FTL.
+    pub flushes: u64,
+    /// Pages handed to the FTL.
+    pub pages_flushed: u64,
+    /// Pages read to pad blocks.
+    pub padding_reads: u64,
+    /// Scheme-specific figures.
+    pub extra: BTreeMap<&'static str, f64>,
+}
+
+/// `verify.*`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct VerifyReport {
+    /// Whether the oracle was on.
+    pub enabled: bool,
+    /// Reads checked (host reads plus the final read-back).
+    pub reads_checked: u64,
+    /// Violations found (a violation stops the run, so 0 or 1).
+    pub violations: u64,
+}
+
+/// The whole report. Field order is the JSON key order.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Report {
+    /// ftlab version that produced it.
+    pub ftlab_version: &'static str,
+    /// Host side.
+    pub host: HostReport,
+    /// Flash side.
+    pub flash: FlashReport,
+    /// Write amplification: flash page programs / host page writes (null: no writes).
+    pub waf: Option<f64>,
+    /// FTL.
+    pub ftl: FtlReport,
+    /// Buffer.
+    pub buffer: BufferReport,
+    /// Oracle.
+    pub verify: VerifyReport,
+    /// Every setting of the run, seed included.
+    pub config: serde_json::Value,
+}
+
+fn ratio(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+fn cost_ns(f: &FlashStats, c: Cause, lat: &Latencies) -> u64 {
+    let i = c as usize;
+    f.page_reads[i] * lat.read.0
+        + f.spare_reads[i] * lat.spare_read.0
+        + f.programs[i] * lat.program.0
+        + f.erases[i] * lat.erase.0
+}
+
+/// Names and settings the outcome alone does not carry.
+pub struct Labels<'a> {
+    /// FTL id.
+    pub ftl: &'a str,
+    /// Buffer id.
+    pub buffer: &'a str,
+    /// Latencies used (for merge and GC cost).
+    pub latencies: Latencies,
+    /// Violations found.
+    pub violations: u64,
+    /// The resolved configuration to echo.
+    pub config: serde_json::Value,
+}
+
+/// Builds the report.
+pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
+    let h = &o.host;
+    let sim = h.sim_time().0;
+    let bytes = h.bytes_read + h.bytes_written;
+    let throughput = if sim > 0 {
+        bytes as f64 / 1024.0 / (sim as f64 / 1e9)
+    } else {
+        0.0
+    };
+    let f = &o.flash;
+    let total = FlashStats::total;
+    let by_cause = Cause::ALL
+        .iter()
+        .map(|&c| {
+            let i = c as usize;
+            (
+                c.name(),
+                CauseCounts {
+                    page_reads: f.page_reads[i],
+                    spare_reads: f.spare_reads[i],
+                    page_programs: f.programs[i],
+                    block_erases: f.erases[i],
+                },
+            )
+        })
+        .collect();
+    let programs = total(&f.programs);
+    let b = &o.buffer;
+    let hits = b.read_hits + b.write_hits;
+    Report {
+        ftlab_version: env!("CARGO_PKG_VERSION"),
+        host: HostReport {
+            requests: h.requests,
+            read_requests: h.read_requests,
+            write_requests: h.write_requests,
+            trim_requests: h.trim_requests,
+            flush_requests: h.flush_requests,
+            pages_read: h.pages_read,
+            pages_written: h.pages_written,
+            response_ns: ResponseNs {
+                mean: (h.mean_response_ns() * 1000.0).round() / 1000.0,
+                p50: h.response.value_at_quantile(0.5),
+                p99: h.response.value_at_quantile(0.99),
+                p999: h.response.value_at_quantile(0.999),
+                max: h.response.max(),
+            },
+            throughput_kib_s: (throughput * 1000.0).round() / 1000.0,
+            sim_time_ns: sim,
+        },
+        flash: FlashReport {
+            page_reads: total(&f.page_reads),
+            spare_reads: total(&f.spare_reads),
+            page_programs: programs,
+            block_erases: total(&f.erases),
+            erase_count: EraseCount {
+                min: o.erase_count.0,
+                mean: (o.erase_count.1 * 1e6).round() / 1e6,
+                max: o.erase_count.2,
+            },
+            by_cause,
+        },
+        waf: ratio(programs, h.pages_written),
+        ftl: FtlReport {
+            name: labels.ftl.to_string(),
+            gc: GcReport {
+                invocations: o.ftl.gc_invocations,
+                pages_copied: o.ftl.gc_pages_copied,
+                cost_ns: cost_ns(f, Cause::Gc, &labels.latencies),
+            },
+            merges: MergeReport {
+                switch: o.ftl.merges_switch,
+                partial: o.ftl.merges_partial,
+                full: o.ftl.merges_full,
+                pages_copied: o.ftl.merge_pages_copied,
+                cost_ns: cost_ns(f, Cause::Merge, &labels.latencies),
+            },
+            map_cache: MapCacheReport {
+                hits: o.ftl.map_hits,
+                misses: o.ftl.map_misses,
+                hit_ratio: ratio(o.ftl.map_hits, o.ftl.map_hits + o.ftl.map_misses),
+            },
+            translation: TranslationReport {
+                page_reads: o.ftl.translation_reads,
+                page_writes: o.ftl.translation_writes,
+            },
+            mapping_bytes: o.mapping_bytes,
+            extra: o.ftl.extra.clone(),
+        },
+        buffer: BufferReport {
+            name: labels.buffer.to_string(),
+            hits,
+            hit_ratio: ratio(hits, h.pages_read + h.pages_written),
+            read_hits: b.read_hits,
+            write_hits: b.write_hits,
+            flushes: b.flushes,
+            pages_flushed: b.pages_flushed,
+            padding_reads: b.padding_reads,
+            extra: b.extra.clone(),
+        },
+        verify: VerifyReport {
+            enabled: o.verified,
+            reads_checked: o.reads_checked,
+            violations: labels.violations,
+        },
+        config: labels.config,
+    }
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1000.0)
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The human summary printed on stdout.
+pub fn summary(r: &Report) -> String {
+    let mut s = String::new();
+    let h = &r.host;
+    let f = &r.flash;
+    let t = &r.ftl;
+    let _ = writeln!(s, "ftlab: ftl={} buffer={}", t.name, r.buffer.name);
+    let _ = writeln!(
+        s,
+        "  host      {} requests ({} reads, {} writes, {} trims, {} flushes)",
+        h.requests, h.read_requests, h.write_requests, h.trim_requests, h.flush_requests
+    );
+    let _ = writeln!(
+        s,
+        "            {} pages read, {} pages written, {:.3} s simulated, {:.1} KiB/s",
+        h.pages_read,
+        h.pages_written,
+        h.sim_time_ns as f64 / 1e9,
+        h.throughput_kib_s
+    );
+    let rt = &h.response_ns;
+    let _ = writeln!(
+        s,
+        "  response  mean {}  p50 {}  p99 {}  p99.9 {}  max {}",
+        us(rt.mean),
+        us(rt.p50 as f64),
+        us(rt.p99 as f64),
+        us(rt.p999 as f64),
+        us(rt.max as f64)
+    );
+    let _ = writeln!(
+        s,
+        "  flash     {} reads, {} spare reads, {} programs, {} erases; WA {}",
+        f.page_reads,
+        f.spare_reads,
+        f.page_programs,
+        f.block_erases,
+        opt(r.waf, 3)
+    );
+    let _ = writeln!(
+        s,
+        "            erase count per block min {} / mean {:.2} / max {}",
+        f.erase_count.min, f.erase_count.mean, f.erase_count.max
+    );
+    let _ = writeln!(
+        s,
+        "  ftl       GC {} runs, {} pages copied; merges {} switch / {} partial / {} full ({} copied)",
+        t.gc.invocations,
+        t.gc.pages_copied,
+        t.merges.switch,
+        t.merges.partial,
+        t.merges.full,
+        t.merges.pages_copied
+    );
+    let _ = writeln!(
+        s,
+        "            map cache hit ratio {}; translation {} reads / {} writes; mapping RAM {} B",
+        opt(t.map_cache.hit_ratio, 4),
+        t.translation.page_reads,
+        t.translation.page_writes,
+        t.mapping_bytes
+    );
+    let b = &r.buffer;
+    let _ = writeln!(
+        s,
+        "  buffer    hit ratio {}; {} flushes, {} padding reads",
+        opt(b.hit_ratio, 4),
+        b.flushes,
+        b.padding_reads
+    );
+    let v = &r.verify;
+    let _ = writeln!(
+        s,
+        "  verify    {}",
+        if v.enabled {
+            format!(
+                "{} reads checked, {} violations",
+                v.reads_checked, v.violations
+            )
+        } else {
+            "off".into()
+        }
+    );
+    s
+}

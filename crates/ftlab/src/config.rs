@@ -1,0 +1,251 @@
+//! The run configuration: every setting of a run, loadable from TOML (`--config`),
+//! overridable key by key (`--set key=value`, dotted for tables) and by flags. The
+//! resolved configuration is echoed in every report, so a report says how to rerun it.
+
+use ftlab_workload::synthetic::SyntheticConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use thiserror::Error;
+
+/// A configuration could not be loaded.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The config file or a `--set` is not valid.
+    #[error("{origin}: {why}")]
+    Invalid {
+        /// The file, or `--set`.
+        origin: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// Overrides of the NAND preset's numbers (all optional).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NandParams {
+    /// Data bytes per page.
+    pub page_size: Option<u32>,
+    /// Pages per block.
+    pub pages_per_block: Option<u32>,
+    /// Spare bytes per page.
+    pub spare_bytes: Option<u32>,
+    /// Page read latency in µs.
+    pub read_us: Option<f64>,
+    /// Spare read latency in µs.
+    pub spare_read_us: Option<f64>,
+    /// Program latency in µs.
+    pub program_us: Option<f64>,
+    /// Erase latency in µs.
+    pub erase_us: Option<f64>,
+}
+
+/// Every setting of a run. Field names are the TOML keys and `--set` keys.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// FTL id (`ftlab list`).
+    pub ftl: String,
+    /// Buffer id.
+    pub buffer: String,
+    /// NAND preset id.
+    pub nand: String,
+    /// Logical capacity, e.g. `1GiB`.
+    pub capacity: String,
+    /// Over-provisioning in percent of the logical capacity.
+    pub op: f64,
+    /// Seed of every random stream in the run.
+    pub seed: u64,
+    /// Timing model: `serial` or `parallel`.
+    pub timing: String,
+    /// Channels (parallel timing).
+    pub channels: u32,
+    /// Dies per channel (parallel timing).
+    pub dies: u32,
+    /// Channel bandwidth in MiB/s (parallel timing: page transfer time).
+    pub channel_mib_s: f64,
+    /// `on` (check every read, read everything back at the end), `off`, or `deep`.
+    pub verify: String,
+    /// Requests between deep checks under `verify = "deep"`.
+    pub deep_every: u64,
+    /// Read-modify-write partly covered pages instead of writing them whole.
+    pub rmw: bool,
+    /// Offer idle gaps to the buffer and FTL.
+    pub idle: bool,
+    /// `none`, or `fill`: write every logical page once before measuring.
+    pub precondition: String,
+    /// Passes over the workload before the measured one (not reported).
+    pub warmup: u32,
+    /// Trace file; none runs the synthetic workload.
+    pub trace: Option<String>,
+    /// Trace format (`ftlab list`).
+    pub format: String,
+    /// Fold addresses beyond the capacity back into it (modulo).
+    pub fold: bool,
+    /// The synthetic workload, used when no trace is given.
+    pub synthetic: SyntheticConfig,
+    /// Overrides of the preset's geometry and latencies.
+    pub nand_params: NandParams,
+    /// Options of the FTL (`ftlab list` shows them).
+    pub ftl_options: BTreeMap<String, toml::Value>,
+    /// Options of the buffer.
+    pub buffer_options: BTreeMap<String, toml::Value>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ftl: "page".into(),
+            buffer: "none".into(),
+            nand: ftlab_core::nand::DEFAULT_PRESET.into(),
+            capacity: "1GiB".into(),
+            op: 7.0,
+            seed: 1,
+            timing: "serial".into(),
+            channels: 1,
+            dies: 1,
+            channel_mib_s: 40.0,
+            verify: "on".into(),
+            deep_every: 1000,
+            rmw: false,
+            idle: true,
+            precondition: "none".into(),
+            warmup: 0,
+            trace: None,
+            format: "spc".into(),
+            fold: false,
+            synthetic: SyntheticConfig::default(),
+            nand_params: NandParams::default(),
+            ftl_options: BTreeMap::new(),
+            buffer_options: BTreeMap::new(),
+        }
+    }
+}
+
+/// Parses a `--set` value as TOML (numbers, booleans, quoted strings), else as a bare
+/// string.
+fn parse_value(text: &str) -> toml::Value {
+    match toml::from_str::<toml::Table>(&format!("v = {text}")) {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.into())),
+        Err(_) => toml::Value::String(text.into()),
+    }
+}
+
+/// Sets a dotted key in a TOML table, creating intermediate tables.
+pub fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().filter(|s| !s.is_empty()).ok_or("empty key")?;
+    let mut t = table;
+    for p in parts {
+        let entry = t
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{p}` is not a table, cannot set `{key}`"))?;
+    }
+    t.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// Builds a configuration in layers: `file` (if any), then each `KEY=VALUE` of
+/// `sets`, then `flags` (already typed TOML values keyed by config key).
+pub fn load(
+    file: Option<&Path>,
+    sets: &[String],
+    flags: &[(&str, toml::Value)],
+) -> Result<Config, ConfigError> {
+    let mut table = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+            toml::from_str::<toml::Table>(&text).map_err(|e| ConfigError::Invalid {
+                origin: path.display().to_string(),
+                why: e.to_string(),
+            })?
+        }
+        None => toml::Table::new(),
+    };
+    for s in sets {
+        let (k, v) = s.split_once('=').ok_or_else(|| ConfigError::Invalid {
+            origin: "--set".into(),
+            why: format!("`{s}` is not KEY=VALUE"),
+        })?;
+        set_key(&mut table, k.trim(), parse_value(v.trim())).map_err(|why| {
+            ConfigError::Invalid {
+                origin: "--set".into(),
+                why,
+            }
+        })?;
+    }
+    for (k, v) in flags {
+        set_key(&mut table, k, v.clone()).map_err(|why| ConfigError::Invalid {
+            origin: "flags".into(),
+            why,
+        })?;
+    }
+    let origin = match file {
+        Some(p) => p.display().to_string(),
+        None => "configuration".into(),
+    };
+    Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Invalid {
+        origin,
+        why: e.to_string().trim().to_string(),
+    })
+}
+
+/// A TOML value as the text a scheme option parser reads.
+pub fn option_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_override_in_order() {
+        let dir = std::env::temp_dir().join(format!("ftlab-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.toml");
+        std::fs::write(
+            &f,
+            "ftl = \"page\"\nop = 10\n[ftl_options]\ngc_threshold = 5\n",
+        )
+        .unwrap();
+        let c = load(
+            Some(&f),
+            &["op=12.5".into(), "synthetic.count=7".into()],
+            &[("seed", toml::Value::Integer(9))],
+        )
+        .unwrap();
+        assert_eq!(c.op, 12.5);
+        assert_eq!(c.seed, 9);
+        assert_eq!(c.synthetic.count, 7);
+        assert_eq!(option_text(&c.ftl_options["gc_threshold"]), "5");
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e = load(None, &["fo=1".into()], &[]).unwrap_err();
+        assert!(e.to_string().contains("unknown field `fo`"), "{e}");
+        let e = load(None, &["novalue".into()], &[]).unwrap_err();
+        assert!(e.to_string().contains("KEY=VALUE"), "{e}");
+    }
+}

@@ -1,0 +1,98 @@
+//! The one registry of schemes: FTLs, buffers and timing models by id. The CLI, the
+//! listings, the docs and the tests all read it; no other code matches on scheme names.
+
+use ftlab_core::buffer::{Buffer, Passthrough};
+use ftlab_core::ftl::Ftl;
+use ftlab_core::geometry::Geometry;
+use ftlab_core::nand::Latencies;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+
+/// What a constructor gets.
+pub struct BuildContext<'a> {
+    /// Device geometry.
+    pub geo: &'a Geometry,
+    /// Operation latencies.
+    pub latencies: Latencies,
+    /// The run's seed, for schemes that randomise.
+    pub seed: u64,
+    /// The scheme's resolved options.
+    pub opts: &'a SchemeOptions,
+}
+
+/// A registered FTL.
+pub struct FtlEntry {
+    /// Id used with `--ftl`.
+    pub id: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+    /// Paper and section.
+    pub source: &'static str,
+    /// Declared options.
+    pub options: &'static [OptionSpec],
+    /// Constructor.
+    pub build: fn(&BuildContext<'_>) -> Result<Box<dyn Ftl>, SchemeError>,
+}
+
+/// A registered write buffer.
+pub struct BufferEntry {
+    /// Id used with `--buffer`.
+    pub id: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+    /// Paper and section.
+    pub source: &'static str,
+    /// Declared options.
+    pub options: &'static [OptionSpec],
+    /// Constructor.
+    pub build: fn(&BuildContext<'_>) -> Result<Box<dyn Buffer>, SchemeError>,
+}
+
+/// Every FTL, in the order `ftlab list` shows them.
+pub const FTLS: &[FtlEntry] = &[FtlEntry {
+    id: "page",
+    description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
+    source: "baseline of all papers; tpm.txt §II",
+    options: ftlab_ftl::page::OPTIONS,
+    build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
+}];
+
+/// Every buffer, in the order `ftlab list` shows them.
+pub const BUFFERS: &[BufferEntry] = &[BufferEntry {
+    id: "none",
+    description: "no buffer: host requests go straight to the FTL",
+    source: "-",
+    options: &[],
+    build: |_| Ok(Box::new(Passthrough::default())),
+}];
+
+/// Timing models: id and description.
+pub const TIMINGS: &[(&str, &str)] = &[
+    (
+        "serial",
+        "the papers' model: one flash operation at a time, requests first-come first-served",
+    ),
+    (
+        "parallel",
+        "channels x dies: array time on the die, page transfer on the channel",
+    ),
+];
+
+/// Looks up an FTL.
+pub fn ftl(id: &str) -> Option<&'static FtlEntry> {
+    FTLS.iter().find(|e| e.id == id)
+}
+
+/// Looks up a buffer.
+pub fn buffer(id: &str) -> Option<&'static BufferEntry> {
+    BUFFERS.iter().find(|e| e.id == id)
+}
+
+/// Ids of all FTLs, comma-separated (for error messages).
+pub fn ftl_ids() -> String {
+    FTLS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+}
+
+/// Ids of all buffers, comma-separated.
+pub fn buffer_ids() -> String {
+    BUFFERS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+}
