@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a workload (a trace, or the synthetic default) and print a report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List every FTL, buffer, NAND preset, timing model and trace format.
     List,
 }
