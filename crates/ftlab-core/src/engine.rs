@@ -312,6 +312,8 @@ impl Engine {
             }
             if direct {
                 self.ftl.write(&mut self.flash, &self.group);
+                // Untimed: drop the log as we go so it never grows with the device.
+                self.flash.clear_log();
             } else {
                 let mut be = Backend {
                     ftl: &mut *self.ftl,
@@ -423,5 +425,73 @@ impl Engine {
             checked += 1;
         }
         Ok(checked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::Passthrough;
+    use crate::ftl::FtlStats;
+    use crate::geometry::GeometryBuilder;
+    use crate::timing::SerialTiming;
+    use crate::units::{PageTag, Ppn};
+
+    /// A trivial FTL for engine tests: LPN n lives at PPN n, written once per erase.
+    struct Direct;
+
+    impl Ftl for Direct {
+        fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+            for p in pages {
+                flash.program(Ppn(p.lpn.0), *p, crate::flash::Cause::Host);
+            }
+        }
+        fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+            flash
+                .peek_tag(Ppn(lpn.0))
+                .map(|_| flash.read(Ppn(lpn.0), crate::flash::Cause::Host))
+        }
+        fn trim(&mut self, _: &mut Flash, _: Lpn) {}
+        fn stats(&self) -> FtlStats {
+            FtlStats::default()
+        }
+        fn reset_stats(&mut self) {}
+        fn mapping_bytes(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn precondition_does_not_grow_the_operation_log_with_the_device() {
+        // Regression: the fill logged every program, holding 12 bytes per page (3 GiB
+        // on a 1 TiB device) after the fill was over.
+        let geo = GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 64,
+            spare_bytes: 64,
+            logical_bytes: 64 << 20,
+            op_percent: 7.0,
+            channels: 1,
+            dies_per_channel: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap();
+        let lat = crate::nand::preset("slc-k9f1g16u0m").unwrap().latencies();
+        let mut e = Engine::new(
+            &geo,
+            lat,
+            Box::new(Direct),
+            Box::new(Passthrough::default()),
+            Box::new(SerialTiming::new(lat)),
+            EngineConfig::default(),
+        );
+        e.precondition_fill();
+        assert!(
+            e.flash().log_capacity() <= 4096,
+            "{}",
+            e.flash().log_capacity()
+        );
+        assert_eq!(e.verify_readback().unwrap(), geo.logical_pages as u64);
     }
 }

@@ -356,6 +356,11 @@ impl Flash {
         &self.log
     }
 
+    /// Capacity of the operation log (it grows to the largest request's operations).
+    pub fn log_capacity(&self) -> usize {
+        self.log.capacity()
+    }
+
     /// Forgets the logged operations (keeps the allocation).
     pub fn clear_log(&mut self) {
         self.log.clear();
