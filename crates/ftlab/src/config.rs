@@ -93,6 +93,9 @@ pub struct Config {
     pub fold: bool,
     /// The synthetic workload, used when no trace is given.
     pub synthetic: SyntheticConfig,
+    /// The swarm-testing request mix (reads, writes, trims, flushes, partial pages),
+    /// used instead of the synthetic workload when set and no trace is given.
+    pub mix: Option<crate::testkit::MixConfig>,
     /// Overrides of the preset's geometry and latencies.
     pub nand_params: NandParams,
     /// Options of the FTL (`ftlab list` shows them).
@@ -124,6 +127,7 @@ impl Default for Config {
             format: "spc".into(),
             fold: false,
             synthetic: SyntheticConfig::default(),
+            mix: None,
             nand_params: NandParams::default(),
             ftl_options: BTreeMap::new(),
             buffer_options: BTreeMap::new(),

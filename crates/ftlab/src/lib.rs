@@ -8,4 +8,5 @@
 pub mod config;
 pub mod registry;
 pub mod run;
+pub mod swarm;
 pub mod testkit;

@@ -4,6 +4,7 @@
 
 use crate::config::{option_text, Config};
 use crate::registry::{self, BuildContext};
+use crate::testkit::Mix;
 use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
 use ftlab_core::geometry::{Geometry, GeometryBuilder, GeometryError};
 use ftlab_core::nand::{self, Latencies, NandPreset};
@@ -199,7 +200,9 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             format!("`{}` is not none or fill", cfg.precondition),
         ));
     }
-    if cfg.trace.is_none() {
+    if let (None, Some(mix)) = (&cfg.trace, &cfg.mix) {
+        mix.validate().map_err(|e| setting("mix", e))?;
+    } else if cfg.trace.is_none() {
         cfg.synthetic
             .validate(geo.logical_bytes())
             .map_err(|e| setting("synthetic", e))?;
@@ -253,6 +256,16 @@ fn echo(
 pub fn open_workload(cfg: &Config, geo: &Geometry, pass: u32) -> Result<RequestStream, RunError> {
     match &cfg.trace {
         Some(path) => Ok(open_trace(Path::new(path), &cfg.format)?),
+        None if cfg.mix.is_some() => {
+            let mix = cfg.mix.as_ref().expect("checked");
+            let g = Mix::new(
+                mix,
+                cfg.seed,
+                geo.logical_pages as u64,
+                geo.page_size as u64,
+            );
+            Ok(Box::new(g.map(Ok)))
+        }
         None => {
             // Every pass replays the same requests: the seed does not depend on `pass`.
             let _ = pass;
@@ -280,7 +293,11 @@ pub fn fold(req: &mut Request, capacity: u64, page_size: u64) {
 
 /// Requests the configured workload will submit per pass, if known in advance.
 pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
-    cfg.trace.is_none().then_some(cfg.synthetic.count)
+    match (&cfg.trace, &cfg.mix) {
+        (Some(_), _) => None,
+        (None, Some(m)) => Some(m.requests),
+        (None, None) => Some(cfg.synthetic.count),
+    }
 }
 
 /// Runs the whole simulation. `progress` is called with the number of requests done
