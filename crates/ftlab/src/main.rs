@@ -103,6 +103,11 @@ struct RunArgs {
     /// Turn the read oracle off (same as --verify off)
     #[arg(long, conflicts_with = "verify")]
     no_verify: bool,
+    /// Power loss before request N, at simulated time t=SECONDS, or at random:K points
+    /// drawn from the seed; RAM state (and unflushed buffer data) is dropped and the FTL
+    /// recovers from flash (repeatable, comma-separated)
+    #[arg(long = "power-loss-at", value_name = "WHEN")]
+    power_loss_at: Vec<String>,
     /// TOML config file with any of these settings
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -149,6 +154,10 @@ impl RunArgs {
         }
         if self.fold {
             f.push(("fold", Boolean(true)));
+        }
+        if !self.power_loss_at.is_empty() {
+            let v = self.power_loss_at.iter().cloned().map(S).collect();
+            f.push(("power_loss", toml::Value::Array(v)));
         }
         if self.no_verify {
             f.push(("verify", S("off".into())));

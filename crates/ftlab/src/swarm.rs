@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::registry::{BUFFERS, FTLS};
 use crate::run::{run, RunError};
 use crate::testkit::MixConfig;
+use ftlab_core::ftl::RecoverError;
 use ftlab_core::nand::PRESETS;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -68,6 +69,9 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         ..Config::default()
     };
     cfg.nand_params.pages_per_block = Some(ppb);
+    if d.below(3) == 0 {
+        cfg.power_loss = vec![format!("random:{}", d.range(1, 4))];
+    }
     let write_pct = d.range(30, 80);
     let read_pct = d.range(5, (100 - write_pct).min(40));
     let trim_pct = if d.below(3) == 0 {
@@ -142,6 +146,10 @@ pub enum Verdict {
         requests: u64,
         /// Reads checked by the oracle.
         reads_checked: u64,
+        /// Power losses survived.
+        power_losses: u64,
+        /// Buffered pages reported lost by them.
+        lost_pages: u64,
     },
     /// The scheme refused the drawn geometry or options.
     Skipped(String),
@@ -162,12 +170,20 @@ pub fn run_case(cfg: &Config) -> Verdict {
             Verdict::Failed(format!("panic: {msg}"))
         }
         Ok(Err(RunError::Scheme(e))) => Verdict::Skipped(e.to_string()),
+        Ok(Err(
+            e @ RunError::Recovery {
+                why: RecoverError::Unsupported,
+                ..
+            },
+        )) => Verdict::Skipped(e.to_string()),
         Ok(Err(e)) => Verdict::Failed(e.to_string()),
         Ok(Ok(out)) => match out.failure {
             Some(f) => Verdict::Failed(f.to_string()),
             None => Verdict::Passed {
                 requests: out.requests,
                 reads_checked: out.report.verify.reads_checked,
+                power_losses: out.report.power_loss.events,
+                lost_pages: out.report.power_loss.lost_pages,
             },
         },
     }
@@ -176,8 +192,9 @@ pub fn run_case(cfg: &Config) -> Verdict {
 /// Totals of a swarm, per FTL and buffer.
 #[derive(Debug, Default)]
 pub struct Tally {
-    /// (ftl, buffer) -> (runs passed, requests, reads checked, skipped).
-    pub by_pair: BTreeMap<(String, String), [u64; 4]>,
+    /// (ftl, buffer) -> (runs passed, requests, reads checked, power losses, pages
+    /// lost from buffers, skipped).
+    pub by_pair: BTreeMap<(String, String), [u64; 6]>,
 }
 
 impl Tally {
@@ -191,12 +208,16 @@ impl Tally {
             Verdict::Passed {
                 requests,
                 reads_checked,
+                power_losses,
+                lost_pages,
             } => {
                 e[0] += 1;
                 e[1] += requests;
                 e[2] += reads_checked;
+                e[3] += power_losses;
+                e[4] += lost_pages;
             }
-            Verdict::Skipped(_) => e[3] += 1,
+            Verdict::Skipped(_) => e[5] += 1,
             Verdict::Failed(_) => {}
         }
     }
@@ -204,11 +225,12 @@ impl Tally {
     /// A markdown table of the totals.
     pub fn table(&self) -> String {
         let mut s = String::from(
-            "| ftl | buffer | runs passed | requests | reads checked | skipped |\n|---|---|---|---|---|---|\n",
+            "| ftl | buffer | runs passed | requests | reads checked | power losses | \
+             buffered pages lost | skipped |\n|---|---|---|---|---|---|---|---|\n",
         );
-        for ((f, b), [runs, reqs, reads, skipped]) in &self.by_pair {
+        for ((f, b), [runs, reqs, reads, losses, lost, skipped]) in &self.by_pair {
             s.push_str(&format!(
-                "| {f} | {b} | {runs} | {reqs} | {reads} | {skipped} |\n"
+                "| {f} | {b} | {runs} | {reqs} | {reads} | {losses} | {lost} | {skipped} |\n"
             ));
         }
         s
