@@ -14,6 +14,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+pub mod plot;
+
 /// Response-time summary in ns.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct ResponseNs {
