@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
-const W: f64 = 720.0;
+const W: f64 = 780.0;
 const H: f64 = 440.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 170.0;
+const RIGHT: f64 = 230.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 70.0;
 const COLORS: [&str; 8] = [

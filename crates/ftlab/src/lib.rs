@@ -8,6 +8,7 @@
 pub mod config;
 pub mod powerloss;
 pub mod registry;
+pub mod reproduce;
 pub mod run;
 pub mod swarm;
 pub mod testkit;

@@ -29,6 +29,32 @@ enum Command {
     /// Swarm testing: random geometries, schemes and workload mixes under the oracle and
     /// deep checks; prints the replay command of any failure.
     Fuzz(FuzzArgs),
+    /// Rerun the papers' evaluations from experiments/<paper>/*.toml: CSV, SVG and PNG
+    /// per figure and a markdown summary per paper.
+    Reproduce(ReproduceArgs),
+}
+
+/// Runs every experiment of a paper (or of all papers) in parallel over the machine's
+/// cores and writes <out>/<paper>/<figure>.{csv,svg,png} and <out>/<paper>/summary.md.
+#[derive(Args)]
+struct ReproduceArgs {
+    /// Paper (a directory under --experiments, e.g. tpm) or `all`
+    paper: String,
+    /// Small workloads (each file's [quick] overrides): minutes instead of hours
+    #[arg(long)]
+    quick: bool,
+    /// Directory of experiment files
+    #[arg(long, default_value = "experiments")]
+    experiments: PathBuf,
+    /// Output directory
+    #[arg(long, default_value = "out/reproduce")]
+    out: PathBuf,
+    /// Parallel runs [default: the number of cores]
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// No progress bar
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Each run draws a device, FTL, buffer, timing model and workload mix from its seed
@@ -302,6 +328,53 @@ fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn reproduce_cmd(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
+    use ftlab::reproduce::{papers, reproduce_paper, Options};
+    let list = if args.paper == "all" {
+        papers(&args.experiments)?
+    } else {
+        vec![args.paper.clone()]
+    };
+    let opts = Options {
+        experiments: args.experiments.clone(),
+        out: args.out.clone(),
+        quick: args.quick,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    };
+    let start = Instant::now();
+    for paper in &list {
+        let bar = if args.quiet {
+            indicatif::ProgressBar::hidden()
+        } else {
+            let b = indicatif::ProgressBar::new(0);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:>12} {elapsed_precise} [{wide_bar}] {pos}/{len} runs",
+                )
+                .expect("valid template"),
+            );
+            b.set_message(paper.clone());
+            b
+        };
+        let produced = reproduce_paper(paper, &opts, &|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?;
+        bar.finish_and_clear();
+        println!(
+            "{paper}: {} figures -> {}",
+            produced.len(),
+            opts.out.join(paper).join("summary.md").display()
+        );
+    }
+    if !args.quiet {
+        eprintln!("reproduce took {:.1} s", start.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -311,6 +384,7 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run_cmd(args),
         Command::Fuzz(args) => Ok(fuzz_cmd(args)),
+        Command::Reproduce(args) => reproduce_cmd(args),
     };
     match result {
         Ok(code) => code,
