@@ -49,7 +49,7 @@ pub enum ReproError {
         /// Series.
         series: String,
         /// Why.
-        source: RunError,
+        source: Box<RunError>,
     },
     /// A run finished with a data-integrity failure.
     #[error("{path}: run `{x}` / `{series}` lost data: {why}")]
@@ -354,7 +354,7 @@ pub fn reproduce_paper(
                     path: path.display().to_string(),
                     x: xs[*xi].name.clone(),
                     series: ss[*si].name.clone(),
-                    source: e,
+                    source: Box::new(e),
                 };
                 let r = match run(cfg, &mut |_| {}) {
                     Err(e) => Err(ctx(e)),
