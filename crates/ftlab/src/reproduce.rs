@@ -306,6 +306,9 @@ pub fn experiment_files(dir: &Path, paper: &str) -> Result<Vec<PathBuf>, ReproEr
 
 type Job = (usize, usize, usize, Config);
 
+/// Reports (or errors) by (experiment, series, x).
+type Results = BTreeMap<(usize, usize, usize), Result<serde_json::Value, ReproError>>;
+
 /// Runs every experiment of `paper`, writing CSV, SVG, PNG and `summary.md` under
 /// `opts.out/<paper>/`. `progress(done, total)` is called as runs finish.
 pub fn reproduce_paper(
@@ -338,8 +341,7 @@ pub fn reproduce_paper(
         exps.push((f.clone(), exp, xs, ss));
     }
     let total = jobs.len();
-    let results: Mutex<BTreeMap<(usize, usize, usize), Result<serde_json::Value, ReproError>>> =
-        Mutex::new(BTreeMap::new());
+    let results: Mutex<Results> = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     std::thread::scope(|scope| {
