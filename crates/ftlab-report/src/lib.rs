@@ -194,6 +194,29 @@ pub struct VerifyReport {
     pub violations: u64,
 }
 
+/// `workload.*`: where the requests came from and what the readers and transforms did.
+#[derive(Serialize, Debug, Clone, PartialEq, Default)]
+pub struct WorkloadReport {
+    /// `trace` or `synthetic` (empty when the report was built outside a run).
+    pub source: String,
+    /// The trace file, if any.
+    pub path: Option<String>,
+    /// The trace format, if any.
+    pub format: Option<String>,
+    /// Passes played before measuring (their statistics dropped).
+    pub warmup_passes: u32,
+    /// Passes measured.
+    pub measured_passes: u32,
+    /// Good records in one pass, after the transforms.
+    pub records_per_pass: u64,
+    /// Requests submitted to the engine, all passes.
+    pub requests_submitted: u64,
+    /// Bad records skipped (`--skip-bad`), counted once (not once per pass).
+    pub skipped_records: u64,
+    /// Records the sort window could not put in order (given the latest time so far).
+    pub late_records: u64,
+}
+
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct Report {
@@ -211,6 +234,8 @@ pub struct Report {
     pub buffer: BufferReport,
     /// Oracle.
     pub verify: VerifyReport,
+    /// Workload (set by the run; default when built alone).
+    pub workload: WorkloadReport,
     /// Every setting of the run, seed included.
     pub config: serde_json::Value,
 }
@@ -346,6 +371,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             reads_checked: o.reads_checked,
             violations: labels.violations,
         },
+        workload: WorkloadReport::default(),
         config: labels.config,
     }
 }
@@ -428,6 +454,19 @@ pub fn summary(r: &Report) -> String {
         b.flushes,
         b.padding_reads
     );
+    let wl = &r.workload;
+    if !wl.source.is_empty() {
+        let what = match (&wl.path, &wl.format) {
+            (Some(p), Some(f)) => format!("{p} ({f})"),
+            _ => wl.source.clone(),
+        };
+        let _ = writeln!(
+            s,
+            "  workload  {what}: {} records per pass, {} measured + {} warm-up passes; {} bad \
+             records skipped",
+            wl.records_per_pass, wl.measured_passes, wl.warmup_passes, wl.skipped_records
+        );
+    }
     let v = &r.verify;
     let _ = writeln!(
         s,
