@@ -1,6 +1,7 @@
 //! Composable transforms over record streams, each an iterator adapter that keeps
 //! constant memory (the sort window holds at most its size; the compact fold holds one
-//! entry per distinct block, at most the capacity's block count, allocated up front).
+//! entry per distinct block, at most the capacity's block count, the first 2^20 of them
+//! allocated up front).
 //!
 //! A pass over a trace is `reader -> select devices -> sort window -> time window ->
 //! cap gaps -> scale time -> lay devices side by side -> shift -> limit -> skip bad`
@@ -725,7 +726,9 @@ impl<I> FoldCompact<I> {
             inner,
             unit,
             units,
-            map: HashMap::with_capacity(units.min(1 << 26) as usize),
+            // Sized for up to 2^20 blocks up front (16 MiB); a trace touching more grows
+            // it, at most to the capacity's block count.
+            map: HashMap::with_capacity(units.min(1 << 20) as usize),
             pending: None,
         }
     }
