@@ -278,6 +278,29 @@ fn power_loss(o: &Outcome) -> PowerLossReport {
     }
 }
 
+/// `workload.*`: where the requests came from and what the readers and transforms did.
+#[derive(Serialize, Debug, Clone, PartialEq, Default)]
+pub struct WorkloadReport {
+    /// `trace` or `synthetic` (empty when the report was built outside a run).
+    pub source: String,
+    /// The trace file, if any.
+    pub path: Option<String>,
+    /// The trace format, if any.
+    pub format: Option<String>,
+    /// Passes played before measuring (their statistics dropped).
+    pub warmup_passes: u32,
+    /// Passes measured.
+    pub measured_passes: u32,
+    /// Good records in one pass, after the transforms.
+    pub records_per_pass: u64,
+    /// Requests submitted to the engine, all passes.
+    pub requests_submitted: u64,
+    /// Bad records skipped (`--skip-bad`), counted once (not once per pass).
+    pub skipped_records: u64,
+    /// Records the sort window could not put in order (given the latest time so far).
+    pub late_records: u64,
+}
+
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct Report {
@@ -297,6 +320,8 @@ pub struct Report {
     pub verify: VerifyReport,
     /// Power losses and recoveries.
     pub power_loss: PowerLossReport,
+    /// Workload (set by the run; default when built alone).
+    pub workload: WorkloadReport,
     /// Every setting of the run, seed included.
     pub config: serde_json::Value,
 }
@@ -433,6 +458,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             violations: labels.violations,
         },
         power_loss: power_loss(o),
+        workload: WorkloadReport::default(),
         config: labels.config,
     }
 }
@@ -525,6 +551,19 @@ pub fn summary(r: &Report) -> String {
             p.recovery.spare_reads,
             p.recovery.page_reads,
             p.recovery.time_ns as f64 / 1e6
+        );
+    }
+    let wl = &r.workload;
+    if !wl.source.is_empty() {
+        let what = match (&wl.path, &wl.format) {
+            (Some(p), Some(f)) => format!("{p} ({f})"),
+            _ => wl.source.clone(),
+        };
+        let _ = writeln!(
+            s,
+            "  workload  {what}: {} records per pass, {} measured + {} warm-up passes; {} bad \
+             records skipped",
+            wl.records_per_pass, wl.measured_passes, wl.warmup_passes, wl.skipped_records
         );
     }
     let v = &r.verify;

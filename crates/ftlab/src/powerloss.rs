@@ -5,13 +5,15 @@
 //! from 1 (`5000`: before request 5000), simulated arrival times (`t=2.5`: before the
 //! first request arriving at or after 2.5 s of its pass) or `random:K`, K distinct
 //! request numbers drawn uniformly from the seed over the whole run (the workload is
-//! counted first when it is a trace).
+//! counted first, with a dry pass through its transforms).
 
 use crate::config::Config;
-use crate::run::{open_workload, setting, RunError};
+use crate::run::{name_source, setting, workload_stream, RunError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::Nanos;
+use ftlab_workload::transform::Counters;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 /// The resolved power-loss points of a run.
 #[derive(Debug, Default)]
@@ -84,19 +86,16 @@ impl PowerLossPlan {
     }
 }
 
+/// Requests the whole run submits, all passes, after the transforms (a dry pass over
+/// the workload).
 fn total_requests(cfg: &Config, geo: &Geometry) -> Result<u64, RunError> {
-    let per_pass = match crate::run::requests_per_pass(cfg) {
-        Some(n) => n,
-        None => {
-            let mut n = 0;
-            for r in open_workload(cfg, geo, 0)? {
-                r?;
-                n += 1;
-            }
-            n
-        }
-    };
-    Ok(per_pass * (cfg.warmup as u64 + 1))
+    let counters = Rc::new(Counters::default());
+    let mut n = 0;
+    for r in workload_stream(cfg, geo, &counters)? {
+        r.map_err(|e| name_source(e, cfg))?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
