@@ -14,6 +14,7 @@
 pub mod ascii;
 pub mod blkparse;
 pub mod csv;
+pub mod fuzzing;
 pub mod input;
 pub mod msr;
 pub mod parse;
