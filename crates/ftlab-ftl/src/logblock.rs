@@ -478,7 +478,8 @@ pub(crate) mod tests {
                 .wrapping_add(1442695040888963407);
             // Keys in a narrow range force long probe runs and many shifts.
             let key = ((x >> 33) % 200) as u32;
-            if (x >> 20) % 2 == 0 && (reference.len() < 64 || reference.contains_key(&key)) {
+            if (x >> 20).is_multiple_of(2) && (reference.len() < 64 || reference.contains_key(&key))
+            {
                 idx.insert(key, step);
                 reference.insert(key, step);
             } else {

@@ -48,7 +48,7 @@ fn options(
 fn replay(ftl: &mut dyn Ftl) -> Flash {
     let geo = geometry();
     let mut flash = Flash::new(&geo);
-    let mut version = vec![0u32; 12];
+    let mut version = [0u32; 12];
     let mut write = |ftl: &mut dyn Ftl, flash: &mut Flash, lpns: &[u32]| {
         let pages: Vec<PageTag> = lpns
             .iter()
