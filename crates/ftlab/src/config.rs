@@ -93,8 +93,14 @@ pub struct Config {
     pub fold: bool,
     /// The synthetic workload, used when no trace is given.
     pub synthetic: SyntheticConfig,
+    /// The swarm-testing request mix (reads, writes, trims, flushes, partial pages),
+    /// used instead of the synthetic workload when set and no trace is given.
+    pub mix: Option<crate::testkit::MixConfig>,
     /// Overrides of the preset's geometry and latencies.
     pub nand_params: NandParams,
+    /// Power losses: request numbers (`5000`), simulated times (`t=2.5`, seconds) or
+    /// random request numbers drawn from the seed (`random:5`).
+    pub power_loss: Vec<String>,
     /// Options of the FTL (`ftlab list` shows them).
     pub ftl_options: BTreeMap<String, toml::Value>,
     /// Options of the buffer.
@@ -124,7 +130,9 @@ impl Default for Config {
             format: "spc".into(),
             fold: false,
             synthetic: SyntheticConfig::default(),
+            mix: None,
             nand_params: NandParams::default(),
+            power_loss: Vec::new(),
             ftl_options: BTreeMap::new(),
             buffer_options: BTreeMap::new(),
         }

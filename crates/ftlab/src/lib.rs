@@ -6,6 +6,8 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod powerloss;
 pub mod registry;
 pub mod run;
+pub mod swarm;
 pub mod testkit;

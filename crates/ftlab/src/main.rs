@@ -26,6 +26,34 @@ enum Command {
     Run(Box<RunArgs>),
     /// List every FTL, buffer, NAND preset, timing model and trace format.
     List,
+    /// Swarm testing: random geometries, schemes and workload mixes under the oracle and
+    /// deep checks; prints the replay command of any failure.
+    Fuzz(FuzzArgs),
+}
+
+/// Each run draws a device, FTL, buffer, timing model and workload mix from its seed
+/// (derived from --seed and the run number) and runs with `--verify deep`. The first
+/// failure stops the swarm with its seed and the exact `ftlab run` command replaying it.
+#[derive(Args)]
+struct FuzzArgs {
+    /// Seed of the swarm
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of runs (stops earlier if --minutes runs out)
+    #[arg(long, default_value_t = 100)]
+    runs: u64,
+    /// Wall-clock budget in minutes (0: no limit)
+    #[arg(long, default_value_t = 0.0)]
+    minutes: f64,
+    /// Longest run, in requests
+    #[arg(long, default_value_t = 20_000)]
+    max_requests: u64,
+    /// Print the per-FTL x buffer totals as a markdown table
+    #[arg(long)]
+    table: bool,
+    /// No progress bar
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Every option can also be set in a TOML file (--config) or with --set KEY=VALUE;
@@ -75,6 +103,11 @@ struct RunArgs {
     /// Turn the read oracle off (same as --verify off)
     #[arg(long, conflicts_with = "verify")]
     no_verify: bool,
+    /// Power loss before request N, at simulated time t=SECONDS, or at random:K points
+    /// drawn from the seed; RAM state (and unflushed buffer data) is dropped and the FTL
+    /// recovers from flash (repeatable, comma-separated)
+    #[arg(long = "power-loss-at", value_name = "WHEN")]
+    power_loss_at: Vec<String>,
     /// TOML config file with any of these settings
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -121,6 +154,10 @@ impl RunArgs {
         }
         if self.fold {
             f.push(("fold", Boolean(true)));
+        }
+        if !self.power_loss_at.is_empty() {
+            let v = self.power_loss_at.iter().cloned().map(S).collect();
+            f.push(("power_loss", toml::Value::Array(v)));
         }
         if self.no_verify {
             f.push(("verify", S("off".into())));
@@ -221,6 +258,50 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
+    use ftlab::swarm::{case_seed, draw, replay_command, run_case, Tally, Verdict};
+    let start = Instant::now();
+    let bar = if args.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(args.runs)
+    };
+    let mut tally = Tally::default();
+    let (mut passed, mut skipped) = (0u64, 0u64);
+    for i in 0..args.runs {
+        if args.minutes > 0.0 && start.elapsed().as_secs_f64() > args.minutes * 60.0 {
+            break;
+        }
+        let seed = case_seed(args.seed, i);
+        let cfg = draw(seed, args.max_requests);
+        bar.set_message(format!("{} / {}", cfg.ftl, cfg.buffer));
+        let verdict = run_case(&cfg);
+        tally.add(&cfg, &verdict);
+        match &verdict {
+            Verdict::Passed { .. } => passed += 1,
+            Verdict::Skipped(_) => skipped += 1,
+            Verdict::Failed(why) => {
+                bar.finish_and_clear();
+                eprintln!("FAILED run {i} (case seed {seed}): {why}");
+                eprintln!("replay: {}", replay_command(&cfg));
+                return ExitCode::from(1);
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "swarm seed {}: {passed} runs passed, {skipped} skipped (scheme refused the drawn \
+         geometry), 0 failed, in {:.1} s",
+        args.seed,
+        start.elapsed().as_secs_f64()
+    );
+    if args.table {
+        print!("{}", tally.table());
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -229,6 +310,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => run_cmd(args),
+        Command::Fuzz(args) => Ok(fuzz_cmd(args)),
     };
     match result {
         Ok(code) => code,

@@ -3,8 +3,12 @@
 //! and builds the report.
 
 use crate::config::{option_text, Config};
+use crate::powerloss::PowerLossPlan;
 use crate::registry::{self, BuildContext};
+use crate::testkit::Mix;
+use ftlab_core::buffer::Buffer;
 use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
+use ftlab_core::ftl::Ftl;
 use ftlab_core::geometry::{Geometry, GeometryBuilder, GeometryError};
 use ftlab_core::nand::{self, Latencies, NandPreset};
 use ftlab_core::options::{SchemeError, SchemeOptions};
@@ -39,6 +43,14 @@ pub enum RunError {
     /// The trace is unreadable or malformed.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// The FTL cannot recover from the power loss the config asks for.
+    #[error("--power-loss-at: {ftl}: {why}")]
+    Recovery {
+        /// FTL id.
+        ftl: String,
+        /// Why (unsupported, or recovery failed).
+        why: ftlab_core::ftl::RecoverError,
+    },
     /// The simulation stopped on bad input (a request out of range).
     #[error(transparent)]
     Input(SimError),
@@ -66,7 +78,8 @@ pub struct Prepared {
     pub echo: serde_json::Value,
 }
 
-fn setting(key: &'static str, why: impl Into<String>) -> RunError {
+/// An error about config key `key`.
+pub fn setting(key: &'static str, why: impl Into<String>) -> RunError {
     RunError::Setting {
         key,
         why: why.into(),
@@ -106,19 +119,16 @@ fn latencies(p: &NandPreset, cfg: &Config) -> Result<Latencies, RunError> {
     })
 }
 
-/// Resolves a config into a ready engine.
-pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
-    let preset = nand::preset(&cfg.nand).ok_or_else(|| {
-        let ids: Vec<&str> = nand::PRESETS.iter().map(|p| p.id).collect();
-        setting(
-            "nand",
-            format!(
-                "unknown NAND preset `{}` (known: {})",
-                cfg.nand,
-                ids.join(", ")
-            ),
-        )
-    })?;
+/// Fresh FTL and buffer instances with their resolved options.
+pub type Schemes = (Box<dyn Ftl>, Box<dyn Buffer>, SchemeOptions, SchemeOptions);
+
+/// The FTL and buffer instances a config names (fresh ones, as at the start of a run
+/// or after a power loss), with their resolved options.
+pub fn build_schemes(
+    cfg: &Config,
+    geo: &Geometry,
+    latencies: Latencies,
+) -> Result<Schemes, RunError> {
     let ftl_entry = registry::ftl(&cfg.ftl).ok_or_else(|| {
         setting(
             "ftl",
@@ -132,6 +142,32 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
                 "unknown buffer `{}` (known: {})",
                 cfg.buffer,
                 registry::buffer_ids()
+            ),
+        )
+    })?;
+    let ftl_opts = scheme_options(ftl_entry.id, ftl_entry.options, &cfg.ftl_options)?;
+    let buf_opts = scheme_options(buf_entry.id, buf_entry.options, &cfg.buffer_options)?;
+    let ctx = |opts| BuildContext {
+        geo,
+        latencies,
+        seed: cfg.seed,
+        opts,
+    };
+    let ftl = (ftl_entry.build)(&ctx(&ftl_opts))?;
+    let buffer = (buf_entry.build)(&ctx(&buf_opts))?;
+    Ok((ftl, buffer, ftl_opts, buf_opts))
+}
+
+/// Resolves a config into a ready engine.
+pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+    let preset = nand::preset(&cfg.nand).ok_or_else(|| {
+        let ids: Vec<&str> = nand::PRESETS.iter().map(|p| p.id).collect();
+        setting(
+            "nand",
+            format!(
+                "unknown NAND preset `{}` (known: {})",
+                cfg.nand,
+                ids.join(", ")
             ),
         )
     })?;
@@ -149,16 +185,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
     }
     .build()?;
     let latencies = latencies(preset, cfg)?;
-    let ftl_opts = scheme_options(ftl_entry.id, ftl_entry.options, &cfg.ftl_options)?;
-    let buf_opts = scheme_options(buf_entry.id, buf_entry.options, &cfg.buffer_options)?;
-    let ctx = |opts| BuildContext {
-        geo: &geo,
-        latencies,
-        seed: cfg.seed,
-        opts,
-    };
-    let ftl = (ftl_entry.build)(&ctx(&ftl_opts))?;
-    let buffer = (buf_entry.build)(&ctx(&buf_opts))?;
+    let (ftl, buffer, ftl_opts, buf_opts) = build_schemes(cfg, &geo, latencies)?;
     let timing: Box<dyn Timing> = match cfg.timing.as_str() {
         "serial" => Box::new(SerialTiming::new(latencies)),
         "parallel" => {
@@ -199,7 +226,9 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             format!("`{}` is not none or fill", cfg.precondition),
         ));
     }
-    if cfg.trace.is_none() {
+    if let (None, Some(mix)) = (&cfg.trace, &cfg.mix) {
+        mix.validate().map_err(|e| setting("mix", e))?;
+    } else if cfg.trace.is_none() {
         cfg.synthetic
             .validate(geo.logical_bytes())
             .map_err(|e| setting("synthetic", e))?;
@@ -253,6 +282,16 @@ fn echo(
 pub fn open_workload(cfg: &Config, geo: &Geometry, pass: u32) -> Result<RequestStream, RunError> {
     match &cfg.trace {
         Some(path) => Ok(open_trace(Path::new(path), &cfg.format)?),
+        None if cfg.mix.is_some() => {
+            let mix = cfg.mix.as_ref().expect("checked");
+            let g = Mix::new(
+                mix,
+                cfg.seed,
+                geo.logical_pages as u64,
+                geo.page_size as u64,
+            );
+            Ok(Box::new(g.map(Ok)))
+        }
         None => {
             // Every pass replays the same requests: the seed does not depend on `pass`.
             let _ = pass;
@@ -280,7 +319,11 @@ pub fn fold(req: &mut Request, capacity: u64, page_size: u64) {
 
 /// Requests the configured workload will submit per pass, if known in advance.
 pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
-    cfg.trace.is_none().then_some(cfg.synthetic.count)
+    match (&cfg.trace, &cfg.mix) {
+        (Some(_), _) => None,
+        (None, Some(m)) => Some(m.requests),
+        (None, None) => Some(cfg.synthetic.count),
+    }
 }
 
 /// Runs the whole simulation. `progress` is called with the number of requests done
@@ -297,6 +340,7 @@ pub fn run(cfg: &Config, progress: &mut dyn FnMut(u64)) -> Result<RunOutput, Run
         engine.reset_measurement();
     }
     let capacity = geo.logical_bytes();
+    let mut plan = PowerLossPlan::new(cfg, &geo)?;
     let mut done = 0u64;
     let mut failure = None;
     'passes: for pass in 0..=cfg.warmup {
@@ -307,6 +351,15 @@ pub fn run(cfg: &Config, progress: &mut dyn FnMut(u64)) -> Result<RunOutput, Run
             let mut req = item?;
             if cfg.fold {
                 fold(&mut req, capacity, geo.page_size as u64);
+            }
+            if plan.due(done + 1, req.arrival) {
+                let (ftl, buffer, _, _) = build_schemes(cfg, &geo, latencies)?;
+                engine
+                    .power_loss(ftl, buffer)
+                    .map_err(|why| RunError::Recovery {
+                        ftl: cfg.ftl.clone(),
+                        why,
+                    })?;
             }
             match engine.submit(&req) {
                 Ok(()) => {}
