@@ -57,13 +57,23 @@ pub const FTLS: &[FtlEntry] = &[FtlEntry {
 }];
 
 /// Every buffer, in the order `ftlab list` shows them.
-pub const BUFFERS: &[BufferEntry] = &[BufferEntry {
-    id: "none",
-    description: "no buffer: host requests go straight to the FTL",
-    source: "-",
-    options: &[],
-    build: |_| Ok(Box::new(Passthrough::default())),
-}];
+pub const BUFFERS: &[BufferEntry] = &[
+    BufferEntry {
+        id: "none",
+        description: "no buffer: host requests go straight to the FTL",
+        source: "-",
+        options: &[],
+        build: |_| Ok(Box::new(Passthrough::default())),
+    },
+    BufferEntry {
+        id: "clash",
+        description: "C-lash: p-space of pages + b-space of blocks; largest group to the \
+                      b-space (free block, switch, or LRU block flushed with a late merge)",
+        source: "c-lash.txt §3",
+        options: ftlab_buffer::clash::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::clash::Clash::new(c.geo, c.opts)?)),
+    },
+];
 
 /// Timing models: id and description.
 pub const TIMINGS: &[(&str, &str)] = &[
