@@ -158,7 +158,7 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let key = ((x >> 33) % 400) as u32 * 7;
-            if (x >> 20) % 2 == 0 && (r.len() < 200 || r.contains_key(&key)) {
+            if (x >> 20).is_multiple_of(2) && (r.len() < 200 || r.contains_key(&key)) {
                 assert_eq!(m.insert(key, step), r.insert(key, step));
             } else {
                 assert_eq!(m.remove(key), r.remove(&key));

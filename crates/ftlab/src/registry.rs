@@ -48,13 +48,24 @@ pub struct BufferEntry {
 }
 
 /// Every FTL, in the order `ftlab list` shows them.
-pub const FTLS: &[FtlEntry] = &[FtlEntry {
-    id: "page",
-    description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
-    source: "baseline of all papers; tpm.txt §II",
-    options: ftlab_ftl::page::OPTIONS,
-    build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
-}];
+pub const FTLS: &[FtlEntry] = &[
+    FtlEntry {
+        id: "page",
+        description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
+        source: "baseline of all papers; tpm.txt §II",
+        options: ftlab_ftl::page::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "cach",
+        description: "CACH-FTL: groups above a threshold to a block-mapped region (in-place \
+                      rewrite), smaller ones to a page-mapped over-provisioning region; \
+                      sync and idle-time interruptible GC",
+        source: "cach-ftl.txt §4",
+        options: ftlab_ftl::cach::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::cach::CachFtl::new(c.geo, c.opts)?)),
+    },
+];
 
 /// Every buffer, in the order `ftlab list` shows them.
 pub const BUFFERS: &[BufferEntry] = &[
