@@ -411,6 +411,8 @@ pub struct Clash {
     merge: Merge,
     read_miss_insert: bool,
     evict_with_p_space: bool,
+    /// The LPN whose insertion into the full p-space triggered the current eviction.
+    inserting: u32,
     p: PSpace,
     b: BSpace,
     group: Vec<PageWrite>,
@@ -449,6 +451,7 @@ impl Clash {
             merge,
             read_miss_insert: opts.get("read_miss_insert")?,
             evict_with_p_space: opts.get("evict_with_p_space")?,
+            inserting: NONE,
             p: PSpace::new(p_pages, ppb),
             b: BSpace::new(b_blocks, ppb),
             group: Vec::with_capacity(ppb as usize),
@@ -492,7 +495,9 @@ impl Clash {
 
     fn insert_p(&mut self, be: &mut Backend<'_>, tag: PageTag, dirty: bool) {
         if self.p.free.is_empty() {
+            self.inserting = tag.lpn.0;
             self.evict_p(be);
+            self.inserting = NONE;
         }
         self.p.insert(tag, dirty);
     }
@@ -584,7 +589,11 @@ impl Clash {
         let end = (first + self.ppb).min(self.logical_pages);
         for lpn in first..end {
             let off = lpn - first;
-            if self.b.state(b, off) == EMPTY && self.p.find(lpn).is_none() {
+            // The page being inserted is not merged: its flash copy is stale (regression:
+            // an eviction made room for a page of the very block it moved, and the merge
+            // cached the old version next to the new one).
+            if self.b.state(b, off) == EMPTY && self.p.find(lpn).is_none() && lpn != self.inserting
+            {
                 if let Some(tag) = be.read(Lpn(lpn)) {
                     self.b.put(b, off, tag, CLEAN);
                     self.x.early_merge_reads += 1;
@@ -1116,6 +1125,26 @@ mod tests {
         r.write(8, &[0]);
         assert_eq!(r.ftl.groups, vec![lpns(3, &[0, 1, 2, 3])]);
         assert_eq!(r.ops(), (2, 4));
+        r.verify();
+    }
+
+    #[test]
+    fn early_merge_skips_the_page_whose_insertion_evicted_its_own_block() {
+        // Regression: the write miss of page 0 of block 3 evicts block 3's group to the
+        // b-space; the early merge read page 0's old version from flash into the block
+        // while the new one went to the p-space, and reads returned the old one.
+        let mut r = Rig::new(&[
+            ("b_space_blocks", "1"),
+            ("p_space_pages", "2"),
+            ("merge", "early"),
+        ]);
+        r.write(3, &[0, 1, 2, 3]);
+        r.flush();
+        r.write(3, &[1, 2]);
+        r.write(3, &[0]);
+        assert_eq!(r.b_space(), vec![(3, vec![1, 2, 3])]);
+        assert_eq!(r.p_space(), lpns(3, &[0]));
+        assert_eq!(r.read(12).map(|t| t.version), Some(2));
         r.verify();
     }
 
