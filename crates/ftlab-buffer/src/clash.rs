@@ -24,7 +24,9 @@
 //! - `merge` (`late`): "We restrict the scope of the presented study to the use of a late
 //!   merge scheme" (§3.2). `early` reads the block's missing pages when a group enters the
 //!   b-space; `none` writes only the dirty cached pages (no merge reads), which is what a
-//!   page-mapped FTL below needs.
+//!   page-mapped FTL below needs, and what CACH-FTL expects: its Function 2 reads the
+//!   block's missing pages itself, and with whole-block flushes its redirection
+//!   threshold would never send a group to its page-mapped region (cach-ftl.txt §4.2.2).
 //! - `evict_with_p_space` (false): the paper writes "an entire victim block from the
 //!   b-space"; pages of the same logical block that sit in the p-space stay there (their
 //!   flash copy is stale, so the late merge does not read them). `true` takes them along.
