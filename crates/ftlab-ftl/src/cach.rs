@@ -273,6 +273,61 @@ fn parse_auto(opts: &SchemeOptions, key: &str) -> Result<Option<f64>, SchemeErro
         .ok_or_else(|| opts.bad(key, "expected auto or a non-negative number"))
 }
 
+/// The PMR's size in blocks and the synchronous GC reserve, from the options; errors
+/// name the option (or `--op`) that would make them fit.
+fn region_sizes(
+    geo: &Geometry,
+    opts: &SchemeOptions,
+    out_of_place: bool,
+) -> Result<(u32, u32), SchemeError> {
+    let logical = geo.logical_blocks();
+    let spare_blocks = geo.blocks - logical;
+    let reserve = u32::from(out_of_place);
+    let room = spare_blocks.saturating_sub(reserve);
+    let pmr_blocks = match parse_auto(opts, "pmr_percent")? {
+        None => room,
+        Some(pct) => {
+            let n = (pct / 100.0 * geo.blocks as f64).round() as u32;
+            if n > room {
+                return Err(opts.bad(
+                    "pmr_percent",
+                    format!(
+                        "{n} PMR blocks do not fit the {room} blocks beyond the BMR{}; \
+                         raise --op or lower pmr_percent",
+                        if out_of_place {
+                            " and the out-of-place spare"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            n
+        }
+    };
+    if pmr_blocks < 3 {
+        return Err(opts.geometry_error(format!(
+            "the PMR needs at least 3 blocks (an active block, a victim and a free \
+             reserve) but has {pmr_blocks}; raise --op (the device has {spare_blocks} \
+             blocks beyond the logical ones) or pmr_percent"
+        )));
+    }
+    let sync_free_blocks = match parse_auto(opts, "sync_free_blocks")? {
+        None => 3.min(pmr_blocks - 2),
+        Some(v) if v.fract() == 0.0 && v >= 1.0 && v <= (pmr_blocks - 2) as f64 => v as u32,
+        Some(_) => {
+            return Err(opts.bad(
+                "sync_free_blocks",
+                format!(
+                    "must be a whole number from 1 to PMR blocks - 2 = {}",
+                    pmr_blocks - 2
+                ),
+            ))
+        }
+    };
+    Ok((pmr_blocks, sync_free_blocks))
+}
+
 impl CachFtl {
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<CachFtl, SchemeError> {
@@ -284,50 +339,7 @@ impl CachFtl {
             _ => return Err(opts.bad("bmr_update", "expected in_place or out_of_place")),
         };
         let logical = geo.logical_blocks();
-        let spare_blocks = geo.blocks - logical;
-        let reserve = u32::from(out_of_place);
-        let room = spare_blocks.saturating_sub(reserve);
-        let pmr_blocks = match parse_auto(opts, "pmr_percent")? {
-            None => room,
-            Some(pct) => {
-                let n = (pct / 100.0 * geo.blocks as f64).round() as u32;
-                if n > room {
-                    return Err(opts.bad(
-                        "pmr_percent",
-                        format!(
-                            "{n} PMR blocks do not fit the {room} blocks beyond the BMR{}; \
-                             raise --op or lower pmr_percent",
-                            if out_of_place {
-                                " and the out-of-place spare"
-                            } else {
-                                ""
-                            }
-                        ),
-                    ));
-                }
-                n
-            }
-        };
-        if pmr_blocks < 3 {
-            return Err(opts.geometry_error(format!(
-                "the PMR needs at least 3 blocks (an active block, a victim and a free \
-                 reserve) but has {pmr_blocks}; raise --op (the device has {spare_blocks} \
-                 blocks beyond the logical ones) or pmr_percent"
-            )));
-        }
-        let sync_free_blocks = match parse_auto(opts, "sync_free_blocks")? {
-            None => 3.min(pmr_blocks - 2),
-            Some(v) if v.fract() == 0.0 && v >= 1.0 && v <= (pmr_blocks - 2) as f64 => v as u32,
-            Some(_) => {
-                return Err(opts.bad(
-                    "sync_free_blocks",
-                    format!(
-                        "must be a whole number from 1 to PMR blocks - 2 = {}",
-                        pmr_blocks - 2
-                    ),
-                ))
-            }
-        };
+        let (pmr_blocks, sync_free_blocks) = region_sizes(geo, opts, out_of_place)?;
         let min_invalid: u32 = opts.get("pmr_gc_min_invalid")?;
         if min_invalid == 0 || min_invalid > ppb {
             return Err(opts.bad(
