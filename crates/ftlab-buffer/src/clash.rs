@@ -44,6 +44,12 @@
 //!   block, each completed by the merge policy, then passes the flush to the FTL.
 //! - Merge reads go through [`Backend::read`], so the flash counts them under the host
 //!   cause; the buffer counts them as `padding_reads`.
+//!
+//! Report keys (`buffer.extra`): `moves_to_free_block`, `joins`, `switches` (p-space
+//! evictions by outcome), `b_evictions` (b-space blocks written to flash),
+//! `clean_drops`, `late_merge_reads`, `early_merge_reads`, and `flush_group_pages_*`,
+//! the sizes of the groups handed to the FTL by powers of two (`_1`, `_2`, `_3_4`, ...,
+//! up to the pages per block).
 
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;

@@ -72,6 +72,17 @@
 //!   The GC indexes (greedy victim and largest group) are bookkeeping, not counted, as
 //!   for `page`.
 //!
+//! Report keys (`ftl.extra`): `pmr_groups` / `pmr_pages_written` and `bmr_groups` /
+//! `bmr_pages_written` (host groups by region); `bmr_updates` (block rewrites, host and
+//! GC); `pmr_gc_sync`, `bmr_gc_sync` (runs started in the foreground), `pmr_gc_async`,
+//! `bmr_gc_async` (runs started in idle time), `gc_interruptions` (idle gaps that ended
+//! with a run pending), `gc_finished_in_foreground`, `bmr_gc_aborted`; `pmr_erases`,
+//! `bmr_erases`; `filler_programs`; `group_pages_*` (received group sizes, by powers of
+//! two); `map_bytes_bmr`, `map_bytes_pmr`, `map_bytes_paper`; and the resolved sizes
+//! `pmr_blocks`, `sync_free_blocks`, `async_free_pages`. `ftl.gc` counts PMR-GC runs
+//! and the pages they copied; `ftl.merges` counts block rewrites (full if they copied
+//! an old page, switch if not) and the pages they copied.
+//!
 //! [`IdleBudget`]: ftlab_core::ftl::IdleBudget
 //! [`U32Map`]: ftlab_core::u32map::U32Map
 
