@@ -16,11 +16,12 @@
 //!   2 blocks (128KB each) and 128 pages" (c-lash.txt §4.4). cach-ftl.txt §5.1 uses 6
 //!   blocks + 128 pages.
 //! - `read_miss_insert` (false): §3.1 says "In any case, a read miss does generate a copy
-//!   from the flash memory to the cache", which contradicts "we insure that blocks are
-//!   always flushed" being about writes and cach-ftl.txt §4.1 ("If the data are not
-//!   available, the read request is forwarded to the underlying FTL"); SCHEMES.md asks
-//!   for "default off". With `true`, a read miss is inserted clean into the p-space like
-//!   a write miss (evicting if needed).
+//!   from the flash memory to the cache", where "In any case" after a hit/miss
+//!   alternative reads like a lost "not"; cach-ftl.txt §4.1, describing the same cache,
+//!   only forwards a read miss to the FTL ("If the data are not available, the read
+//!   request is forwarded to the underlying FTL"). SCHEMES.md asks for "default off".
+//!   With `true`, a read miss is inserted clean into the p-space like a write miss
+//!   (evicting if needed); clean pages are never written back on their own.
 //! - `merge` (`late`): "We restrict the scope of the presented study to the use of a late
 //!   merge scheme" (§3.2). `early` reads the block's missing pages when a group enters the
 //!   b-space; `none` writes only the dirty cached pages (no merge reads), which is what a
