@@ -739,6 +739,20 @@ impl Buffer for Clash {
         be.ftl.flush(be.flash);
     }
 
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        for s in 0..self.p.capacity() {
+            let tag = self.p.tag[s as usize];
+            if self.p.dirty[s as usize] && self.p.by_lpn.get(tag.lpn.0) == Some(s) {
+                out.push(tag.lpn);
+            }
+        }
+        for (i, &state) in self.b.state.iter().enumerate() {
+            if state == DIRTY {
+                out.push(self.b.tag[i].lpn);
+            }
+        }
+    }
+
     fn check(&self) -> Result<(), String> {
         let p = &self.p;
         if p.by_lpn.len() != p.used() {
