@@ -1,5 +1,5 @@
 //! `dftl`: demand-based page-level mapping (DFTL), as tpm.txt §II describes it and as
-//! the DFTL paper it cites ([11], Gupta, Kim and Urgaonkar, ASPLOS'09) defines it.
+//! the DFTL paper it cites (\[11\], Gupta, Kim and Urgaonkar, ASPLOS'09) defines it.
 //!
 //! The whole page table lives in translation pages on flash (`entries_per_page` entries
 //! each); the global translation directory (GTD) in RAM holds each translation page's
@@ -9,9 +9,9 @@
 //! §II, Fig. 1: "one cache miss leads to one read operation in the best case, but
 //! produces two read operations and one write operation in the worst case"). Host data
 //! goes to one current data block; GC of a data block updates the moved pages' entries
-//! in the CMT when they are cached ("lazy copying" in [11]) and otherwise batches the
+//! in the CMT when they are cached ("lazy copying" in \[11\]) and otherwise batches the
 //! translation page updates, one read and one write per distinct translation page
-//! ("batch updates" in [11]; tpm.txt Fig. 2 shows the unbatched worst case). GC of a
+//! ("batch updates" in \[11\]; tpm.txt Fig. 2 shows the unbatched worst case). GC of a
 //! translation block moves its valid translation pages and updates the GTD. The block
 //! pool, GC and translation pages are shared with `tpm` (see `demand.rs` for the choices
 //! they make).
@@ -23,7 +23,7 @@
 //!   spare bit of the LPN); the CMT holds `cmt_bytes / 8` entries, at most one per
 //!   logical page. The LRU links and the LPN -> slot index the simulator uses to find an
 //!   entry in O(1) stand for the controller's lookup structure and are not counted.
-//! - Replacement: plain LRU over entries, as tpm.txt §II and the issue describe; [11]
+//! - Replacement: plain LRU over entries, as tpm.txt §II and the issue describe; \[11\]
 //!   uses a segmented LRU, which is not modelled.
 //! - A dirty eviction writes back only the evicted entry, as tpm.txt §II says ("the
 //!   corresponding mapping item in the page is updated to the version of that in the
@@ -201,7 +201,7 @@ impl Dftl {
             let room = self
                 .active
                 .map_or(0, |a| self.s.geo.pages_per_block - flash.write_ptr(a));
-            let victim = self.s.pick_victim(flash, |_| room);
+            let victim = self.s.pick_victim(flash, |_| room, self.s.lay.tpages);
             match self.s.kind[victim.idx()] {
                 Kind::Trans => self.s.collect_trans_block(flash, victim),
                 _ => self.collect_data_block(flash, victim),

@@ -98,4 +98,37 @@ mod testutil {
             assert_eq!(ftl.read(flash, Lpn(lpn)), want, "read-back of lpn {lpn}");
         }
     }
+
+    /// Writes every one of `lpns` pages once, then overwrites uniformly random pages
+    /// `ops` times (the device stays 100% full of valid data), then checks and reads
+    /// everything back.
+    pub fn full_churn(
+        ftl: &mut dyn ftlab_core::ftl::Ftl,
+        flash: &mut ftlab_core::flash::Flash,
+        lpns: u32,
+        ops: u32,
+        seed: u64,
+    ) {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut version = vec![1u32; lpns as usize];
+        for l in 0..lpns {
+            ftl.write(flash, &[tag(l, 1)]);
+        }
+        for _ in 0..ops {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let l = (x % lpns as u64) as u32;
+            version[l as usize] += 1;
+            ftl.write(flash, &[tag(l, version[l as usize])]);
+        }
+        ftl.check(flash).unwrap();
+        for l in 0..lpns {
+            assert_eq!(
+                ftl.read(flash, Lpn(l)),
+                Some(tag(l, version[l as usize])),
+                "lpn {l}"
+            );
+        }
+    }
 }

@@ -11,8 +11,7 @@
 //!   it first: the whole page is in RAM.
 //! - §III-C multiple write pointers: each GTD entry keeps a write pointer into a data
 //!   block of its own, so every data block holds pages of one translation page only
-//!   (Algorithm III.1, including its GC loop: while the free pool is short and the
-//!   entry has no write pointer, collect).
+//!   (Algorithm III.1, including its GC loop before a block is allocated).
 //! - §III-D garbage collection: data-block GC copies the valid pages with the victim's
 //!   own write pointer, allocating a new block ("swap block") only when that one is used
 //!   up, so at most one translation page is updated per victim: in RAM if it is cached,
@@ -33,11 +32,16 @@
 //!   that many open blocks (the feasibility rule of `demand.rs`) gets fewer: consecutive
 //!   translation pages then share a write pointer, a data block holds pages of one such
 //!   group, and a data-block GC updates at most `tpages_per_write_pointer` translation
-//!   pages. `auto` is one per translation page when the geometry allows it, else as many
-//!   as it allows; the report's `ftl.extra.tpages_per_write_pointer` says which.
-//! - Algorithm III.1 collects when the pool is empty; as for every scheme here, GC runs
-//!   while the pool holds fewer than `gc_threshold` blocks (tpm.txt Table I: 3), and, as
-//!   in line 4 of the algorithm, stops as soon as a GC handed the entry a block.
+//!   pages. `auto` is one per translation page when the geometry holds them with a block
+//!   to spare, else as many as it holds that way (at least one); the report's
+//!   `ftl.extra.tpages_per_write_pointer` says which.
+//! - Algorithm III.1 collects when the pool is empty and stops as soon as a GC handed
+//!   the entry a block (line 4: `while Free Block Pool is empty && GTD[i].WP == -1`).
+//!   Here, as for every scheme, GC runs while the pool holds fewer than `gc_threshold`
+//!   blocks (tpm.txt Table I: 3) and always until it is back there: stopping early left
+//!   the pool below its reserve, and on tight devices a later GC then ran it dry (see
+//!   the regression test `regression_gc_stops_below_reserve_tpm`; in a stress sweep the
+//!   early stop nearly doubled the stalled runs).
 //! - A host update of a cached page counts as an update (the page becomes dirty); so does
 //!   a GC move of one of its pages, since the flash copy is then stale.
 //! - `mapping_bytes` = GTD (a 4-byte translation PPN and a 4-byte cache index per
@@ -118,7 +122,7 @@ impl Tpm {
         let slots = (bytes / page_bytes).min(lay.tpages as u64) as u32;
         let theta = demand::gc_threshold(geo, opts, lay.tpages, 1)?;
         let wps = match demand::auto_or::<u32>(opts, "write_pointers")? {
-            None => lay.tpages.min(demand::max_open(geo, lay.tpages, theta)),
+            None => lay.tpages.min(demand::auto_open(geo, lay.tpages, theta)),
             Some(w) if w == 0 || w > lay.tpages => {
                 return Err(opts.bad(
                     "write_pointers",
@@ -220,7 +224,7 @@ impl Tpm {
         if self.slot_updates[v as usize] > 0 {
             if self.s.trans_room(flash) == 0 {
                 // GC may move pages of the victim page; it updates the cached copy.
-                self.collect(flash, None);
+                self.collect(flash);
             }
             let t = self.slot_tpage[v as usize];
             let epp = self.s.lay.epp as usize;
@@ -246,7 +250,7 @@ impl Tpm {
                 return self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b)));
             }
             if !in_gc && self.s.below_threshold() {
-                self.collect(flash, Some(g));
+                self.collect(flash);
                 continue;
             }
             let b = self.s.open_block(Kind::Data);
@@ -265,21 +269,25 @@ impl Tpm {
         }
     }
 
-    /// GC until the pool holds `gc_threshold` blocks, or until group `want` has a block.
-    fn collect(&mut self, flash: &mut Flash, want: Option<u32>) {
+    /// GC until the pool holds `gc_threshold` blocks.
+    fn collect(&mut self, flash: &mut Flash) {
         let limit = 4 * self.s.geo.blocks as u64 + 16;
         let mut rounds = 0u64;
-        while self.s.below_threshold() && want.is_none_or(|g| self.wp[g as usize] == NONE) {
+        while self.s.below_threshold() {
             let ppb = self.s.geo.pages_per_block;
             let (wp, owner) = (&self.wp, &self.owner);
-            let victim = self.s.pick_victim(flash, |b| {
-                let open = wp[owner[b.idx()] as usize];
-                if open == NONE {
-                    0
-                } else {
-                    ppb - flash.write_ptr(Pbn(open))
-                }
-            });
+            let victim = self.s.pick_victim(
+                flash,
+                |b| {
+                    let open = wp[owner[b.idx()] as usize];
+                    if open == NONE {
+                        0
+                    } else {
+                        ppb - flash.write_ptr(Pbn(open))
+                    }
+                },
+                self.per_wp,
+            );
             match self.s.kind[victim.idx()] {
                 Kind::Trans => self.s.collect_trans_block(flash, victim),
                 _ => self.collect_data_block(flash, victim),
