@@ -4,8 +4,12 @@
 
 #![warn(missing_docs)]
 
+pub mod bast;
+pub mod block;
 mod demand;
 pub mod dftl;
+pub mod fast;
+mod logblock;
 pub mod page;
 pub mod tpm;
 
