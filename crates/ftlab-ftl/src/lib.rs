@@ -7,6 +7,133 @@
 pub mod bast;
 pub mod block;
 pub mod cach;
+mod demand;
+pub mod dftl;
 pub mod fast;
 mod logblock;
 pub mod page;
+pub mod tpm;
+
+#[cfg(test)]
+mod testutil {
+    use ftlab_core::geometry::{Geometry, GeometryBuilder};
+    use ftlab_core::options::{OptionSpec, SchemeOptions};
+    use ftlab_core::{Lpn, PageTag};
+    use std::collections::BTreeMap;
+
+    /// A one-die device of `logical_pages` pages with `op` percent over-provisioning.
+    pub fn geometry(page_size: u32, pages_per_block: u32, logical_pages: u64, op: f64) -> Geometry {
+        GeometryBuilder {
+            page_size,
+            pages_per_block,
+            spare_bytes: 64,
+            logical_bytes: logical_pages * page_size as u64,
+            op_percent: op,
+            channels: 1,
+            dies_per_channel: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap()
+    }
+
+    /// Resolved options with the given overrides.
+    pub fn opts(scheme: &str, specs: &[OptionSpec], given: &[(&str, &str)]) -> SchemeOptions {
+        let given: BTreeMap<String, String> = given
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SchemeOptions::resolve(scheme, specs, &given).unwrap()
+    }
+
+    /// The tag of version `version` of `lpn`.
+    pub fn tag(lpn: u32, version: u32) -> PageTag {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Drives `ftl` with `ops` seeded random operations over `lpns` logical pages (70%
+    /// writes, half of them to the first eighth of the space; 20% checked reads; 10%
+    /// trims), then reads every page back and checks it.
+    pub fn churn(
+        ftl: &mut dyn ftlab_core::ftl::Ftl,
+        flash: &mut ftlab_core::flash::Flash,
+        lpns: u32,
+        ops: u32,
+        seed: u64,
+    ) {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as u32
+        };
+        let mut version = vec![0u32; lpns as usize];
+        let mut live = vec![false; lpns as usize];
+        for _ in 0..ops {
+            let roll = next(10);
+            let lpn = if next(2) == 0 {
+                next(lpns / 8)
+            } else {
+                next(lpns)
+            };
+            let l = lpn as usize;
+            match roll {
+                0..=6 => {
+                    version[l] += 1;
+                    live[l] = true;
+                    ftl.write(flash, &[tag(lpn, version[l])]);
+                }
+                7..=8 => {
+                    let want = live[l].then(|| tag(lpn, version[l]));
+                    assert_eq!(ftl.read(flash, Lpn(lpn)), want, "read of lpn {lpn}");
+                }
+                _ => {
+                    live[l] = false;
+                    ftl.trim(flash, Lpn(lpn));
+                }
+            }
+        }
+        ftl.check(flash).unwrap();
+        for lpn in 0..lpns {
+            let want = live[lpn as usize].then(|| tag(lpn, version[lpn as usize]));
+            assert_eq!(ftl.read(flash, Lpn(lpn)), want, "read-back of lpn {lpn}");
+        }
+    }
+
+    /// Writes every one of `lpns` pages once, then overwrites uniformly random pages
+    /// `ops` times (the device stays 100% full of valid data), then checks and reads
+    /// everything back.
+    pub fn full_churn(
+        ftl: &mut dyn ftlab_core::ftl::Ftl,
+        flash: &mut ftlab_core::flash::Flash,
+        lpns: u32,
+        ops: u32,
+        seed: u64,
+    ) {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut version = vec![1u32; lpns as usize];
+        for l in 0..lpns {
+            ftl.write(flash, &[tag(l, 1)]);
+        }
+        for _ in 0..ops {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let l = (x % lpns as u64) as u32;
+            version[l as usize] += 1;
+            ftl.write(flash, &[tag(l, version[l as usize])]);
+        }
+        ftl.check(flash).unwrap();
+        for l in 0..lpns {
+            assert_eq!(
+                ftl.read(flash, Lpn(l)),
+                Some(tag(l, version[l as usize])),
+                "lpn {l}"
+            );
+        }
+    }
+}

@@ -86,6 +86,20 @@ pub const FTLS: &[FtlEntry] = &[
         options: ftlab_ftl::cach::OPTIONS,
         build: |c| Ok(Box::new(ftlab_ftl::cach::CachFtl::new(c.geo, c.opts)?)),
     },
+    FtlEntry {
+        id: "dftl",
+        description: "DFTL: page table in translation pages, GTD in RAM, LRU cache of single entries",
+        source: "tpm.txt §II; Gupta et al. ASPLOS'09",
+        options: ftlab_ftl::dftl::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::dftl::Dftl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "tpm",
+        description: "TPM: DFTL with a cache of whole translation pages and one write pointer per translation page",
+        source: "tpm.txt §III",
+        options: ftlab_ftl::tpm::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::tpm::Tpm::new(c.geo, c.opts)?)),
+    },
 ];
 
 /// Every buffer, in the order `ftlab list` shows them.

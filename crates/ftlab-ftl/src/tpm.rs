@@ -1,0 +1,714 @@
+//! `tpm`: Translation Page Management (tpm.txt §III, Zhang et al., ASP-DAC 2013).
+//!
+//! Demand-paged page mapping like `dftl` (tpm.txt §II), with the two changes of §III:
+//! - §III-B caching mechanism: the cached mapping table (CMT) caches whole translation
+//!   pages, replaced by LRU; a cached page that was never updated is dropped without a
+//!   write-back ("if a translation page cached in the CMT has never been updated (i.e.,
+//!   the update counts is zero), it can be directly evicted from the cache without any
+//!   write back operation"). Each GTD entry carries the cache index of its page (or -1),
+//!   so a lookup is one division and one index (Fig. 3: LPN 135 with 8 mappings per
+//!   page is GTD entry 16). A dirty eviction writes the cached page back without reading
+//!   it first: the whole page is in RAM.
+//! - §III-C multiple write pointers: each GTD entry keeps a write pointer into a data
+//!   block of its own, so every data block holds pages of one translation page only
+//!   (Algorithm III.1, including its GC loop before a block is allocated).
+//! - §III-D garbage collection: data-block GC copies the valid pages with the victim's
+//!   own write pointer, allocating a new block ("swap block") only when that one is used
+//!   up, so at most one translation page is updated per victim: in RAM if it is cached,
+//!   else one read and one write. Translation-block GC moves valid translation pages to
+//!   the single translation write pointer and updates the GTD.
+//!
+//! The block pool, GC victim choice and translation pages are shared with `dftl` (see
+//! `demand.rs` for the choices they make). Choices the paper leaves open:
+//! - `cmt_bytes` (default 512 KiB, the size tpm.txt §IV-B uses for all but Fig. 5): a
+//!   cached translation page costs `entries_per_page * 4` bytes, a page's worth with the
+//!   default, so the CMT holds `cmt_bytes / page_size` pages ("the same RAM footprint"
+//!   as DFTL, §IV-B.1); at most one per translation page. The start logical address,
+//!   update count and LRU links of each cached page are bookkeeping, not counted (as
+//!   DFTL's dirty bits and links are not).
+//! - `write_pointers` (default `auto`): how many write pointers there are. The paper has
+//!   one per GTD entry, which needs an open data block per translation page (the "about
+//!   4.74% extra space overhead" of §IV-C). A device whose over-provisioning cannot hold
+//!   that many open blocks (the feasibility rule of `demand.rs`) gets fewer: consecutive
+//!   translation pages then share a write pointer, a data block holds pages of one such
+//!   group, and a data-block GC updates at most `tpages_per_write_pointer` translation
+//!   pages. `auto` is one per translation page when the geometry holds them with a block
+//!   to spare, else as many as it holds that way (at least one); the report's
+//!   `ftl.extra.tpages_per_write_pointer` says which.
+//! - Algorithm III.1 collects when the pool is empty and stops as soon as a GC handed
+//!   the entry a block (line 4: `while Free Block Pool is empty && GTD[i].WP == -1`).
+//!   Here, as for every scheme, GC runs while the pool holds fewer than `gc_threshold`
+//!   blocks (tpm.txt Table I: 3) and always until it is back there: stopping early left
+//!   the pool below its reserve, and on tight devices a later GC then ran it dry (see
+//!   the regression test `regression_gc_stops_below_reserve_tpm`; in a stress sweep the
+//!   early stop nearly doubled the stalled runs).
+//! - A host update of a cached page counts as an update (the page becomes dirty); so does
+//!   a GC move of one of its pages, since the flash copy is then stale.
+//! - `mapping_bytes` = GTD (a 4-byte translation PPN and a 4-byte cache index per
+//!   translation page) + CMT (cached pages) + write pointers (4 bytes each). tpm.txt
+//!   §IV-C quotes 96 KB of GTD for 32 GB, which no entry size we can derive reproduces
+//!   (32768 entries of 2 KiB pages x 512 mappings would be 3 bytes each).
+
+use crate::demand::{self, Kind, Lru, Space, Why, NONE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+
+/// Options of the `tpm` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "cmt_bytes",
+        default: "512KiB",
+        help:
+            "RAM of the cached mapping table; one translation page per entries_per_page * 4 bytes",
+    },
+    OptionSpec {
+        name: "entries_per_page",
+        default: "auto",
+        help: "mappings per translation page; auto = page_size / 4 (tpm.txt §II: 512 for 2 KiB)",
+    },
+    OptionSpec {
+        name: "gc_threshold",
+        default: "auto",
+        help: "GC runs while fewer blocks are free; auto = 3 (tpm.txt Table I), 2 on tight devices",
+    },
+    OptionSpec {
+        name: "write_pointers",
+        default: "auto",
+        help: "data write pointers; auto = one per translation page (tpm.txt §III-C) if the \
+               over-provisioning holds that many open blocks, else as many as it holds",
+    },
+];
+
+/// The TPM FTL.
+pub struct Tpm {
+    s: Space,
+    lru: Lru,
+    slot_tpage: Vec<u32>,
+    slot_updates: Vec<u32>,
+    /// `slots * epp` cached entries.
+    slot_entries: Vec<u32>,
+    free_slots: Vec<u32>,
+    /// GTD cache index: translation page -> CMT slot, or NONE ("-1").
+    gtd_slot: Vec<u32>,
+    /// Translation pages per write pointer (1 as in the paper).
+    per_wp: u32,
+    /// Write pointer of each group: its open data block, or NONE ("-1").
+    wp: Vec<u32>,
+    /// Group of each data block, or NONE.
+    owner: Vec<u32>,
+    /// Free pages in open write-pointer blocks, now and at most since the last reset.
+    open_free: u64,
+    open_free_max: u64,
+    /// Most translation pages written by one data-block GC since the last reset.
+    gc_tpages_max: u32,
+    batch: Vec<(u32, u32, u32)>,
+}
+
+impl Tpm {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Tpm, SchemeError> {
+        let lay = demand::layout(geo, opts)?;
+        let bytes = demand::cmt_bytes(opts)?;
+        let page_bytes = lay.epp as u64 * 4;
+        if bytes < page_bytes {
+            return Err(opts.bad(
+                "cmt_bytes",
+                format!("must hold at least one translation page ({page_bytes} bytes)"),
+            ));
+        }
+        let slots = (bytes / page_bytes).min(lay.tpages as u64) as u32;
+        let theta = demand::gc_threshold(geo, opts, lay.tpages, 1)?;
+        let wps = match demand::auto_or::<u32>(opts, "write_pointers")? {
+            None => lay.tpages.min(demand::auto_open(geo, lay.tpages, theta)),
+            Some(w) if w == 0 || w > lay.tpages => {
+                return Err(opts.bad(
+                    "write_pointers",
+                    format!("must be 1 to {} (one per translation page)", lay.tpages),
+                ))
+            }
+            Some(w) if !demand::fits(geo, lay.tpages, w, theta) => {
+                return Err(opts.geometry_error(format!(
+                    "{w} write pointers need {w} open data blocks, but the over-provisioning \
+                     holds {} with gc_threshold {theta}; raise --op or lower write_pointers",
+                    demand::max_open(geo, lay.tpages, theta)
+                )))
+            }
+            Some(w) => w,
+        };
+        debug_assert!(wps >= 1, "gc_threshold checked room for one open block");
+        let per_wp = lay.tpages.div_ceil(wps);
+        let groups = lay.tpages.div_ceil(per_wp);
+        Ok(Tpm {
+            s: Space::new(geo, lay, theta, "tpm"),
+            lru: Lru::new(slots),
+            slot_tpage: vec![NONE; slots as usize],
+            slot_updates: vec![0; slots as usize],
+            slot_entries: vec![NONE; slots as usize * lay.epp as usize],
+            free_slots: (0..slots).rev().collect(),
+            gtd_slot: vec![NONE; lay.tpages as usize],
+            per_wp,
+            wp: vec![NONE; groups as usize],
+            owner: vec![NONE; geo.blocks as usize],
+            open_free: 0,
+            open_free_max: 0,
+            gc_tpages_max: 0,
+            batch: Vec::with_capacity(geo.pages_per_block as usize),
+        })
+    }
+
+    /// The GTD entry (translation page) of an LPN: `lpn / entries_per_page`.
+    pub fn gtd_index(&self, lpn: Lpn) -> u32 {
+        self.s.tpage_of(lpn).0
+    }
+
+    /// The cache index of a GTD entry, `None` for "-1" (not cached).
+    pub fn cache_index(&self, gtd_index: u32) -> Option<u32> {
+        let s = self.gtd_slot[gtd_index as usize];
+        (s != NONE).then_some(s)
+    }
+
+    /// The write pointer of a GTD entry: the next page its data goes to, `None` for
+    /// "-1" (no open block).
+    pub fn write_pointer(&self, flash: &Flash, gtd_index: u32) -> Option<Ppn> {
+        let b = self.wp[(gtd_index / self.per_wp) as usize];
+        (b != NONE).then(|| self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b))))
+    }
+
+    /// Number of write pointers (groups of translation pages).
+    pub fn write_pointers(&self) -> u32 {
+        self.wp.len() as u32
+    }
+
+    /// CMT capacity in translation pages.
+    pub fn cmt_pages(&self) -> u32 {
+        self.slot_tpage.len() as u32
+    }
+
+    #[inline]
+    fn entry(&self, slot: u32, off: u32) -> usize {
+        slot as usize * self.s.lay.epp as usize + off as usize
+    }
+
+    /// The CMT slot of translation page `t`, loading it on a miss.
+    fn lookup(&mut self, flash: &mut Flash, t: u32) -> u32 {
+        let s = self.gtd_slot[t as usize];
+        if s != NONE {
+            self.s.c.map_hits += 1;
+            self.lru.touch(s);
+            return s;
+        }
+        self.s.c.map_misses += 1;
+        if self.free_slots.is_empty() {
+            self.evict(flash);
+        }
+        self.s.read_tpage(flash, t, Why::Miss);
+        let s = self.free_slots.pop().expect("eviction freed a slot");
+        let epp = self.s.lay.epp as usize;
+        let src = self.s.entry(t, 0);
+        let dst = self.entry(s, 0);
+        self.slot_entries[dst..dst + epp].copy_from_slice(&self.s.content[src..src + epp]);
+        self.slot_tpage[s as usize] = t;
+        self.slot_updates[s as usize] = 0;
+        self.gtd_slot[t as usize] = s;
+        self.lru.push_front(s);
+        s
+    }
+
+    /// Evicts the LRU page: dropped if never updated, else written back (one write).
+    fn evict(&mut self, flash: &mut Flash) {
+        let v = self.lru.tail().expect("a full CMT has a tail");
+        self.s.c.evictions += 1;
+        if self.slot_updates[v as usize] > 0 {
+            if self.s.trans_room(flash) == 0 {
+                // GC may move pages of the victim page; it updates the cached copy.
+                self.collect(flash);
+            }
+            let t = self.slot_tpage[v as usize];
+            let epp = self.s.lay.epp as usize;
+            let src = self.entry(v, 0);
+            let dst = self.s.entry(t, 0);
+            self.s.content[dst..dst + epp].copy_from_slice(&self.slot_entries[src..src + epp]);
+            self.s.write_tpage(flash, t, Why::Evict);
+            self.s.c.dirty_evictions += 1;
+        }
+        self.lru.remove(v);
+        self.gtd_slot[self.slot_tpage[v as usize] as usize] = NONE;
+        self.slot_tpage[v as usize] = NONE;
+        self.free_slots.push(v);
+    }
+
+    /// Algorithm III.1: the page group `g`'s write pointer points at, opening a block
+    /// for it when it has none. Outside GC, GC runs first while the pool is short and
+    /// the group still has no block (lines 3-7).
+    fn wp_dest(&mut self, flash: &mut Flash, g: u32, in_gc: bool) -> Ppn {
+        loop {
+            let b = self.wp[g as usize];
+            if b != NONE {
+                return self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b)));
+            }
+            if !in_gc && self.s.below_threshold() {
+                self.collect(flash);
+                continue;
+            }
+            let b = self.s.open_block(Kind::Data);
+            self.owner[b.idx()] = g;
+            self.wp[g as usize] = b.0;
+            self.open_free += self.s.geo.pages_per_block as u64;
+            self.open_free_max = self.open_free_max.max(self.open_free);
+        }
+    }
+
+    /// Advances group `g`'s write pointer past `dst` (lines 14-18).
+    fn after_data_program(&mut self, flash: &Flash, g: u32, dst: Ppn) {
+        self.open_free -= 1;
+        if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
+            self.wp[g as usize] = NONE;
+        }
+    }
+
+    /// GC until the pool holds `gc_threshold` blocks.
+    fn collect(&mut self, flash: &mut Flash) {
+        let limit = 4 * self.s.geo.blocks as u64 + 16;
+        let mut rounds = 0u64;
+        while self.s.below_threshold() {
+            let ppb = self.s.geo.pages_per_block;
+            let (wp, owner) = (&self.wp, &self.owner);
+            let victim = self.s.pick_victim(
+                flash,
+                |b| {
+                    let open = wp[owner[b.idx()] as usize];
+                    if open == NONE {
+                        0
+                    } else {
+                        ppb - flash.write_ptr(Pbn(open))
+                    }
+                },
+                self.per_wp,
+            );
+            match self.s.kind[victim.idx()] {
+                Kind::Trans => self.s.collect_trans_block(flash, victim),
+                _ => self.collect_data_block(flash, victim),
+            }
+            rounds += 1;
+            assert!(
+                rounds <= limit,
+                "tpm: GC made no progress in {limit} rounds"
+            );
+        }
+    }
+
+    /// §III-D: copies the victim's valid pages with its group's write pointer (a new
+    /// block only when that one is used up), erases it, then updates its translation
+    /// page: in the CMT if cached, else one read and one write.
+    fn collect_data_block(&mut self, flash: &mut Flash, victim: Pbn) {
+        let g = self.owner[victim.idx()];
+        self.batch.clear();
+        for off in 0..flash.write_ptr(victim) {
+            let src = self.s.geo.ppn(victim, off);
+            if !flash.is_valid(src) {
+                continue;
+            }
+            let dst = self.wp_dest(flash, g, true);
+            let tag = flash.copy(src, dst, Cause::Gc);
+            self.s.invalidate(flash, src);
+            self.after_data_program(flash, g, dst);
+            self.s.c.data_pages_copied += 1;
+            let (t, e) = self.s.tpage_of(tag.lpn);
+            debug_assert_eq!(t / self.per_wp, g);
+            let slot = self.gtd_slot[t as usize];
+            if slot != NONE {
+                let i = self.entry(slot, e);
+                debug_assert_eq!(self.slot_entries[i], src.0);
+                self.slot_entries[i] = dst.0;
+                self.slot_updates[slot as usize] += 1;
+            } else {
+                self.batch.push((t, e, dst.0));
+            }
+        }
+        self.s.reclaim(flash, victim);
+        self.owner[victim.idx()] = NONE;
+        self.s.c.data_victims += 1;
+        self.batch.sort_unstable();
+        let mut i = 0;
+        let mut written = 0;
+        while i < self.batch.len() {
+            let t = self.batch[i].0;
+            let on_flash = self.s.read_tpage(flash, t, Why::Gc);
+            assert!(
+                on_flash,
+                "tpm: uncached mapping of translation page {t} is not on flash"
+            );
+            while i < self.batch.len() && self.batch[i].0 == t {
+                let (_, e, p) = self.batch[i];
+                let idx = self.s.entry(t, e);
+                self.s.content[idx] = p;
+                i += 1;
+            }
+            self.s.write_tpage(flash, t, Why::Gc);
+            written += 1;
+        }
+        self.gc_tpages_max = self.gc_tpages_max.max(written);
+    }
+
+    /// Unmaps entry `e` of cached `slot`.
+    fn drop_old(&mut self, flash: &mut Flash, slot: u32, e: u32) {
+        let i = self.entry(slot, e);
+        let old = self.slot_entries[i];
+        if old != NONE {
+            self.s.invalidate(flash, Ppn(old));
+            self.slot_entries[i] = NONE;
+            self.slot_updates[slot as usize] += 1;
+        }
+    }
+
+    fn mapping_parts(&self) -> (u64, u64, u64) {
+        (
+            self.s.lay.tpages as u64 * 8,
+            self.cmt_pages() as u64 * self.s.lay.epp as u64 * 4,
+            self.wp.len() as u64 * 4,
+        )
+    }
+
+    fn check_cache(&self) -> Result<(), String> {
+        let used = self.slot_tpage.len() - self.free_slots.len();
+        if self.lru.len() as usize != used || self.lru.iter().count() != used {
+            return Err(format!(
+                "CMT: {used} slots used but LRU holds {}",
+                self.lru.len()
+            ));
+        }
+        let epp = self.s.lay.epp as usize;
+        for s in self.lru.iter() {
+            let t = self.slot_tpage[s as usize];
+            if t == NONE || self.gtd_slot[t as usize] != s {
+                return Err(format!(
+                    "CMT slot {s} holds page {t} whose cache index differs"
+                ));
+            }
+            let cached = &self.slot_entries[self.entry(s, 0)..self.entry(s, 0) + epp];
+            let on_flash = &self.s.content[self.s.entry(t, 0)..self.s.entry(t, 0) + epp];
+            if self.slot_updates[s as usize] == 0 && cached != on_flash {
+                return Err(format!("never-updated cached page {t} differs from flash"));
+            }
+        }
+        let indexed = self.gtd_slot.iter().filter(|&&s| s != NONE).count();
+        if indexed != used {
+            return Err(format!(
+                "{indexed} GTD cache indexes but {used} CMT slots used"
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_groups(&self, flash: &Flash) -> Result<(), String> {
+        let geo = &self.s.geo;
+        let mut open_free = 0u64;
+        for (g, &b) in self.wp.iter().enumerate() {
+            if b == NONE {
+                continue;
+            }
+            let pbn = Pbn(b);
+            if self.s.kind[pbn.idx()] != Kind::Data || self.owner[pbn.idx()] != g as u32 {
+                return Err(format!(
+                    "write pointer {g} points into {pbn:?} it does not own"
+                ));
+            }
+            open_free += (geo.pages_per_block - flash.write_ptr(pbn)) as u64;
+        }
+        if open_free != self.open_free {
+            return Err(format!(
+                "{open_free} free pages in open blocks, counted {}",
+                self.open_free
+            ));
+        }
+        for b in (0..geo.blocks).map(Pbn) {
+            let g = self.owner[b.idx()];
+            if (self.s.kind[b.idx()] == Kind::Data) != (g != NONE) {
+                return Err(format!(
+                    "{b:?} is {:?} with owner {g}",
+                    self.s.kind[b.idx()]
+                ));
+            }
+            if g == NONE {
+                continue;
+            }
+            for off in 0..flash.write_ptr(b) {
+                let tag = flash.peek_tag(geo.ppn(b, off)).expect("programmed");
+                if self.s.tpage_of(tag.lpn).0 / self.per_wp != g {
+                    return Err(format!("{b:?} of write pointer {g} holds {tag:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Tpm {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        for &tag in pages {
+            let (t, e) = self.s.tpage_of(tag.lpn);
+            let g = t / self.per_wp;
+            let slot = self.lookup(flash, t);
+            self.drop_old(flash, slot, e);
+            let dst = self.wp_dest(flash, g, false);
+            flash.program(dst, tag, Cause::Host);
+            self.after_data_program(flash, g, dst);
+            debug_assert_eq!(self.gtd_slot[t as usize], slot);
+            let i = self.entry(slot, e);
+            self.slot_entries[i] = dst.0;
+            self.slot_updates[slot as usize] += 1;
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let (t, e) = self.s.tpage_of(lpn);
+        let slot = self.lookup(flash, t);
+        let ppn = self.slot_entries[self.entry(slot, e)];
+        (ppn != NONE).then(|| flash.read(Ppn(ppn), Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        let (t, e) = self.s.tpage_of(lpn);
+        let slot = self.lookup(flash, t);
+        self.drop_old(flash, slot, e);
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        self.s.check(flash, |b| {
+            let g = self.owner[b.idx()];
+            g != NONE && self.wp[g as usize] == b.0
+        })?;
+        self.check_cache()?;
+        self.check_groups(flash)?;
+        self.s.check_mapping(flash, |l| {
+            let (t, e) = self.s.tpage_of(Lpn(l));
+            let s = self.gtd_slot[t as usize];
+            if s != NONE {
+                self.slot_entries[self.entry(s, e)]
+            } else {
+                self.s.content[self.s.entry(t, e)]
+            }
+        })
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut st = FtlStats::default();
+        self.s.c.fill(&mut st);
+        let physical = self.s.geo.physical_pages() as f64;
+        let open = self.wp.iter().filter(|&&b| b != NONE).count();
+        let e = &mut st.extra;
+        e.insert("cmt_pages", self.cmt_pages() as f64);
+        e.insert("translation_pages", self.s.lay.tpages as f64);
+        e.insert("gc_threshold", self.s.gc_threshold as f64);
+        e.insert("write_pointers", self.wp.len() as f64);
+        e.insert("tpages_per_write_pointer", self.per_wp as f64);
+        e.insert(
+            "gc_max_translation_writes_per_data_block",
+            self.gc_tpages_max as f64,
+        );
+        e.insert("wp_open_blocks", open as f64);
+        e.insert("wp_free_pages", self.open_free as f64);
+        e.insert("wp_space_overhead", self.open_free as f64 / physical);
+        e.insert(
+            "wp_space_overhead_max",
+            self.open_free_max as f64 / physical,
+        );
+        let (gtd, cmt, wp) = self.mapping_parts();
+        e.insert("mapping_bytes_gtd", gtd as f64);
+        e.insert("mapping_bytes_cmt", cmt as f64);
+        e.insert("mapping_bytes_wp", wp as f64);
+        st
+    }
+
+    fn reset_stats(&mut self) {
+        self.s.c = Default::default();
+        self.gc_tpages_max = 0;
+        self.open_free_max = self.open_free;
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        let (gtd, cmt, wp) = self.mapping_parts();
+        gtd + cmt + wp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{churn, geometry, opts, tag};
+
+    fn tpm(geo: &Geometry, given: &[(&str, &str)]) -> Tpm {
+        Tpm::new(geo, &opts("tpm", OPTIONS, given)).unwrap()
+    }
+
+    /// Every programmed page of every data block belongs to the block's one
+    /// translation page; returns how many data blocks were seen.
+    fn one_tpage_per_block(f: &Tpm, flash: &Flash) -> u32 {
+        let geo = &f.s.geo;
+        let mut blocks = 0;
+        for b in (0..geo.blocks).map(Pbn) {
+            if f.s.kind[b.idx()] != Kind::Data {
+                continue;
+            }
+            blocks += 1;
+            let tpages: std::collections::BTreeSet<u32> = (0..flash.write_ptr(b))
+                .map(|o| f.gtd_index(flash.peek_tag(geo.ppn(b, o)).unwrap().lpn))
+                .collect();
+            assert_eq!(
+                tpages.len(),
+                1,
+                "{b:?} holds pages of translation pages {tpages:?}"
+            );
+        }
+        blocks
+    }
+
+    /// SCHEMES.md worked example 4, tpm.txt §III-B/C Fig. 3: with 8 mappings per
+    /// translation page, LPN 135 is GTD entry 16 and LPN 145 is GTD entry 18; with 4
+    /// pages per block, every data block holds pages of exactly one translation page.
+    #[test]
+    fn worked_example_4_tpm_indexing_fig3() {
+        let geo = geometry(2048, 4, 160, 100.0);
+        let mut f = tpm(&geo, &[("entries_per_page", "8")]);
+        let mut flash = Flash::new(&geo);
+        assert_eq!(f.gtd_index(Lpn(135)), 16);
+        assert_eq!(f.gtd_index(Lpn(145)), 18);
+        assert_eq!(f.write_pointers(), 20, "one write pointer per GTD entry");
+        // "-1": nothing cached, no write pointer yet.
+        assert_eq!(f.cache_index(16), None);
+        assert_eq!(f.write_pointer(&flash, 18), None);
+        f.write(&mut flash, &[tag(135, 1)]);
+        f.write(&mut flash, &[tag(145, 1)]);
+        // GTD entry 18's write pointer now points just past 145's page, in a block of
+        // its own; the translation page is cached with the new mapping.
+        let wp18 = f.write_pointer(&flash, 18).unwrap();
+        let p145 = Ppn(wp18.0 - 1);
+        assert_eq!(flash.peek_tag(p145), Some(tag(145, 1)));
+        assert_eq!(geo.offset_of(p145), 0);
+        let slot = f.cache_index(18).unwrap();
+        assert_eq!(f.slot_entries[f.entry(slot, 145 % 8)], p145.0);
+        // 134 shares entry 16 with 135 (128..=135), so it goes right after it; 136 is
+        // entry 17's and goes elsewhere.
+        f.write(&mut flash, &[tag(134, 1)]);
+        f.write(&mut flash, &[tag(136, 1)]);
+        assert_eq!(f.gtd_index(Lpn(136)), 17);
+        let wp16 = f.write_pointer(&flash, 16).unwrap();
+        assert_eq!(flash.peek_tag(Ppn(wp16.0 - 1)), Some(tag(134, 1)));
+        assert_eq!(flash.peek_tag(Ppn(wp16.0 - 2)), Some(tag(135, 1)));
+        // A read of 135 finds its mapping through GTD entry 16's cache index.
+        let hits = f.stats().map_hits;
+        assert_eq!(f.read(&mut flash, Lpn(135)), Some(tag(135, 1)));
+        assert_eq!(f.stats().map_hits, hits + 1);
+        // Under churn with GC, every data block still holds one translation page only.
+        churn(&mut f, &mut flash, 160, 5_000, 7);
+        assert!(f.stats().extra["gc_data_blocks"] > 0.0);
+        f.check(&flash).unwrap();
+        assert!(one_tpage_per_block(&f, &flash) > 0);
+    }
+
+    /// tpm.txt §III-B: a cached page never updated is dropped without a write-back; an
+    /// updated one costs one write and no read (the whole page is cached).
+    #[test]
+    fn clean_eviction_costs_nothing_and_dirty_eviction_one_write() {
+        let geo = geometry(2048, 4, 64, 100.0);
+        let mut f = tpm(&geo, &[("entries_per_page", "8"), ("cmt_bytes", "32")]);
+        let mut flash = Flash::new(&geo);
+        assert_eq!(f.cmt_pages(), 1);
+        f.write(&mut flash, &[tag(0, 1)]);
+        f.write(&mut flash, &[tag(8, 1)]); // evicts page 0 (dirty): 1 write
+        let s = f.stats();
+        assert_eq!((s.translation_reads, s.translation_writes), (0, 1));
+        assert_eq!(f.read(&mut flash, Lpn(1)), None); // evicts page 1 (dirty), loads page 0
+        let s = f.stats();
+        assert_eq!((s.translation_reads, s.translation_writes), (1, 2));
+        assert_eq!(s.extra["translation_reads_evict"], 0.0);
+        // Page 0 is cached clean: evicting it costs nothing but the next miss's read.
+        assert_eq!(f.read(&mut flash, Lpn(9)), None);
+        let s = f.stats();
+        assert_eq!((s.translation_reads, s.translation_writes), (2, 2));
+        assert_eq!(s.extra["cmt_dirty_evictions"], 2.0);
+        assert_eq!(s.extra["cmt_evictions"], 3.0);
+        assert_eq!(f.read(&mut flash, Lpn(0)), Some(tag(0, 1)));
+        assert_eq!(f.read(&mut flash, Lpn(8)), Some(tag(8, 1)));
+        f.check(&flash).unwrap();
+    }
+
+    /// tpm.txt §III-D: "at most one translation page copy overhead when this block is
+    /// selected as the victim". Under random churn with a small CMT, no data-block GC
+    /// writes more than one translation page, while DFTL on the same workload does.
+    #[test]
+    fn data_block_gc_writes_at_most_one_translation_page() {
+        let geo = geometry(2048, 4, 256, 150.0);
+        let given = [("entries_per_page", "8"), ("cmt_bytes", "64")];
+        let mut f = tpm(&geo, &given);
+        assert_eq!(f.write_pointers(), 32);
+        let mut flash = Flash::new(&geo);
+        churn(&mut f, &mut flash, 256, 20_000, 3);
+        f.check(&flash).unwrap();
+        let s = f.stats();
+        assert!(s.extra["gc_data_blocks"] > 100.0, "{:?}", s.extra);
+        assert!(s.extra["translation_writes_data_gc"] > 0.0);
+        assert_eq!(s.extra["gc_max_translation_writes_per_data_block"], 1.0);
+        assert!(s.extra["translation_writes_data_gc"] <= s.extra["gc_data_blocks"]);
+        one_tpage_per_block(&f, &flash);
+
+        // DFTL on a tighter device (fuller victims) writes more than one per victim.
+        let geo = geometry(2048, 4, 256, 25.0);
+        let given = [("entries_per_page", "8"), ("cmt_bytes", "16")];
+        let mut d =
+            crate::dftl::Dftl::new(&geo, &opts("dftl", crate::dftl::OPTIONS, &given)).unwrap();
+        let mut flash = Flash::new(&geo);
+        churn(&mut d, &mut flash, 256, 20_000, 3);
+        let s = d.stats();
+        assert!(s.extra["translation_writes_data_gc"] > s.extra["gc_data_blocks"]);
+    }
+
+    /// Fewer write pointers than translation pages: each data block holds pages of one
+    /// group, and a GC updates at most one group's worth of translation pages.
+    #[test]
+    fn shared_write_pointers_bound_gc_translation_writes() {
+        let geo = geometry(2048, 4, 256, 150.0);
+        let given = [
+            ("entries_per_page", "8"),
+            ("cmt_bytes", "32"),
+            ("write_pointers", "8"),
+        ];
+        let mut f = tpm(&geo, &given);
+        assert_eq!((f.write_pointers(), f.per_wp), (8, 4));
+        let mut flash = Flash::new(&geo);
+        churn(&mut f, &mut flash, 256, 20_000, 5);
+        f.check(&flash).unwrap();
+        let m = f.stats().extra["gc_max_translation_writes_per_data_block"];
+        assert!((1.0..=4.0).contains(&m), "{m}");
+    }
+
+    #[test]
+    fn write_pointers_scale_with_over_provisioning() {
+        // 64 translation pages of 8 entries; 25% over-provisioning holds only a few
+        // open blocks, so auto shares write pointers; an explicit excess is refused.
+        let geo = geometry(2048, 4, 512, 25.0);
+        let f = tpm(&geo, &[("entries_per_page", "8")]);
+        assert!(f.write_pointers() < 64 && f.write_pointers() >= 1);
+        let e = Tpm::new(
+            &geo,
+            &opts(
+                "tpm",
+                OPTIONS,
+                &[("entries_per_page", "8"), ("write_pointers", "64")],
+            ),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.to_string().contains("write_pointers") && e.to_string().contains("--op"),
+            "{e}"
+        );
+        let e = Tpm::new(&geo, &opts("tpm", OPTIONS, &[("cmt_bytes", "1KiB")]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("cmt_bytes"), "{e}");
+    }
+}
