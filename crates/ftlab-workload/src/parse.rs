@@ -154,17 +154,19 @@ impl TimeError {
 /// nearest ns). Scientific notation (`7.3e-05`) is accepted through `f64`.
 #[inline]
 pub fn parse_time_ns(s: &[u8], unit_ns: u64) -> Result<u64, TimeError> {
-    let s = match s.split_first() {
-        Some((b'-', rest)) => {
-            return match parse_time_ns(rest, unit_ns) {
-                Ok(0) => Ok(0),
-                Ok(_) => Err(TimeError::Negative),
-                Err(e) => Err(e),
-            }
-        }
-        Some((b'+', rest)) => rest,
-        _ => s,
-    };
+    // One sign at most. (Regression: a sign was stripped recursively, so a field of
+    // thousands of '-' overflowed the stack; found by cargo fuzz, read_spc.)
+    match s.split_first() {
+        Some((b'-', rest)) => match parse_unsigned_time_ns(rest, unit_ns)? {
+            0 => Ok(0),
+            _ => Err(TimeError::Negative),
+        },
+        Some((b'+', rest)) => parse_unsigned_time_ns(rest, unit_ns),
+        _ => parse_unsigned_time_ns(s, unit_ns),
+    }
+}
+
+fn parse_unsigned_time_ns(s: &[u8], unit_ns: u64) -> Result<u64, TimeError> {
     if s.iter().any(|&b| b == b'e' || b == b'E') {
         return parse_time_float(s, unit_ns);
     }
@@ -213,6 +215,16 @@ fn parse_time_float(s: &[u8], unit_ns: u64) -> Result<u64, TimeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_run_of_signs_is_an_error_not_a_stack_overflow() {
+        let many = vec![b'-'; 200_000];
+        assert_eq!(parse_time_ns(&many, 1), Err(TimeError::NotANumber));
+        assert_eq!(parse_time_ns(b"-0", 1), Ok(0));
+        assert_eq!(parse_time_ns(b"-1", 1), Err(TimeError::Negative));
+        assert_eq!(parse_time_ns(b"--1", 1), Err(TimeError::NotANumber));
+        assert_eq!(parse_time_ns(b"+2.5", 10), Ok(25));
+    }
 
     #[test]
     fn integers() {

@@ -41,3 +41,4 @@ fn config_corpus_does_not_panic() {
         .count();
     assert!(valid > 0, "the seeds should hold valid configs");
 }
+
