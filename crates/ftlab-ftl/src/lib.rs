@@ -4,4 +4,5 @@
 
 #![warn(missing_docs)]
 
+pub mod dac;
 pub mod page;

@@ -48,13 +48,22 @@ pub struct BufferEntry {
 }
 
 /// Every FTL, in the order `ftlab list` shows them.
-pub const FTLS: &[FtlEntry] = &[FtlEntry {
-    id: "page",
-    description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
-    source: "baseline of all papers; tpm.txt §II",
-    options: ftlab_ftl::page::OPTIONS,
-    build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
-}];
+pub const FTLS: &[FtlEntry] = &[
+    FtlEntry {
+        id: "page",
+        description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
+        source: "baseline of all papers; tpm.txt §II",
+        options: ftlab_ftl::page::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "dac",
+        description: "DAC: page mapping with K regions by update frequency, greedy GC",
+        source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",
+        options: ftlab_ftl::dac::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::dac::DacFtl::new(c.geo, c.opts)?)),
+    },
+];
 
 /// Every buffer, in the order `ftlab list` shows them.
 pub const BUFFERS: &[BufferEntry] = &[BufferEntry {
