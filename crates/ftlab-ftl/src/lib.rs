@@ -6,3 +6,4 @@
 
 pub mod dac;
 pub mod page;
+pub mod superblock;

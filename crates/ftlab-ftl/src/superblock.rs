@@ -1,0 +1,884 @@
+//! `superblock`: Superblock FTL (superblock-ftl.txt §4).
+//!
+//! N adjacent logical blocks form a superblock that owns up to N+M physical blocks
+//! (D-blocks and U-blocks); pages are mapped freely inside the superblock, and every write
+//! of the superblock is logged sequentially into its current U-block (§4.1). The page
+//! mapping is a three-level table (§4.2, Fig. 5): the PGD (one entry per logical block,
+//! in RAM) points to the page whose spare area holds the latest PMD of that logical block;
+//! the PMD points to the pages holding its `2^m` PTs; a PT's entries point to the data.
+//! The PMD and the one PT a page belongs to are written into the spare area with the page
+//! (SB-S, Table III), so the map costs no extra flash write; a small LRU map cache of
+//! `PMD + PT` entries saves the spare reads (§4.2.2, §5.7). Merges (§4.3): a block whose
+//! pages are all invalid is reclaimed at once (switch); a superblock that reaches its
+//! block limit runs MergeSome (Fig. 10 with SimpleCopyAndCompact of Fig. 9); when no free
+//! block is left, the least recently used superblock owning U-blocks runs MergeAll with
+//! hot/cold classification (Fig. 11).
+//!
+//! Choices the paper leaves open, as options (see [`OPTIONS`]) or documented defaults:
+//! - `superblock_size` N (default 4, §5.1). The last superblock may have fewer logical
+//!   blocks when N does not divide the device.
+//! - `max_u_blocks` M (default `auto`): "the total number of D-blocks and U-blocks that
+//!   can be allocated to a superblock is limited to eight" (§4.2.2); `auto` uses the
+//!   whole limit the spare layout allows (PBMT entries + 1 - N: 4 for SLC with N = 4). An
+//!   explicit M above the limit is refused.
+//! - `hot_cold` (default on): Fig. 11's classification. Off, MergeAll compacts blocks in
+//!   allocation order. Fig. 11 continues packing cold pages into the block the hot pages
+//!   ended in ("in the same manner"); Fig. 12 shows the cold pages in a new block, which is
+//!   what happens when the hot pages fill the last U-block. We follow the pseudo-code, so
+//!   MergeAll always ends with `ceil(valid / pages_per_block)` blocks.
+//! - MergeSome repeats "until two free PBMT entries are generated" (Fig. 10 reads
+//!   `until nFreed < 2`, a typo for `>= 2`), or as many as the superblock can free
+//!   (`blocks - ceil(valid / pages_per_block)`) when that is fewer than two.
+//! - Victim inside a superblock: fewest valid pages, ties by allocation order; the U-block
+//!   being written is never a victim while it has free pages.
+//! - MergeAll's "has no free page and has invalid pages": free pages of any block that is
+//!   not being written were abandoned (Fig. 11 line 5), so they count as invalid.
+//! - A SimpleCopyAndCompact that fits into the current U-block is counted as a partial
+//!   merge, one that needs a reserved block as a full merge, one without valid pages as a
+//!   switch merge; each reclaimed block is one merge (Table VII sums the three kinds to
+//!   MergeCount). The merge cost is the time of merge copies and erases (§3.1).
+//! - "AllocReservedBlock": one block is kept in reserve for merges (Fig. 9 takes at most
+//!   one per victim and gives one back); blocks freed by a merge refill the reserve first.
+//! - U-blocks are hot and D-blocks cold when assigned; MergeAll marks every block cold.
+//!   When a merge leaves a superblock with N blocks its U-blocks become D-blocks (§4.3).
+//! - The MergeAll victim is the least recently written superblock that owns a U-block.
+//!   If that frees nothing (every such superblock is already compact), the superblock with
+//!   the most blocks beyond `ceil(valid / pages_per_block)` is merged (a fallback the paper
+//!   does not need because it preconditions every D-block full).
+//! - `map_cache_entries` (default 16, §5.1). A lookup is a hit when the `(logical block,
+//!   PMD index)` entry is cached; a miss reads the PMD's spare (unless another cached entry
+//!   of the block holds the PMD) and the PT's spare (unless it is the same spare), under
+//!   [`Cause::Map`]. The hit ratio is eq. 4. Merges load the whole superblock's map
+//!   ("LoadAllMapTable") into a work area, reading the spares of the entries not cached;
+//!   those reads are counted in `extra.merge_map_spare_reads`, not in the hit ratio.
+//! - Trim (not in the paper): the PT in flash still maps a trimmed page, so the FTL
+//!   rewrites one valid page of the same PT (or of the same logical block, if the PT is now
+//!   empty) to carry the updated PT and PMD, under [`Cause::Map`]; that keeps the
+//!   invariant that every PTE points to the live copy of its page.
+//! - Simulation of the spare contents: the PMD and PT written with each page are kept in
+//!   a per-page table (absolute page numbers rather than PBMT-indexed bit fields; the
+//!   layout check above proves the bit fields fit). Reads resolve through the cache and
+//!   these spares, never through a full page table, so a wrong PGD or PT shows up as an
+//!   oracle violation.
+//! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
+//!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
+//!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
+
+mod cache;
+mod layout;
+mod merge;
+#[cfg(test)]
+mod tests;
+
+pub use layout::{AddressSplit, Ecc, SpareLayout, Split};
+
+use cache::{MapCache, SbLru, NONE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::nand::Latencies;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// Options of the `superblock` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "superblock_size",
+        default: "4",
+        help: "logical blocks per superblock, N (superblock-ftl.txt §5.1: 4)",
+    },
+    OptionSpec {
+        name: "max_u_blocks",
+        default: "auto",
+        help: "most U-blocks a superblock may own, M (auto: the spare layout's block limit - N)",
+    },
+    OptionSpec {
+        name: "hot_cold",
+        default: "on",
+        help: "MergeAll compacts hot blocks before cold ones (Fig. 11); off: allocation order",
+    },
+    OptionSpec {
+        name: "map_cache_entries",
+        default: "16",
+        help: "PMD+PT entries in the LRU map cache (superblock-ftl.txt §5.1: 16)",
+    },
+    OptionSpec {
+        name: "ecc",
+        default: "auto",
+        help: "spare-area ECC budget of Table III: slc, mlc4, or auto (slc up to 2 KiB pages)",
+    },
+    OptionSpec {
+        name: "pt_bits",
+        default: "4",
+        help: "t: a PT holds 2^t entries (Table III: 4); clamped to the page-offset bits",
+    },
+];
+
+/// Owner codes of blocks that belong to no superblock.
+const OWN_FREE: u32 = u32::MAX;
+const OWN_RESERVED: u32 = u32::MAX - 1;
+
+/// Blocks kept in reserve for merges ("AllocReservedBlock", Fig. 9).
+const RESERVED_BLOCKS: u32 = 1;
+
+/// Resolved configuration.
+#[derive(Clone, Copy, Debug)]
+struct Cfg {
+    /// Logical blocks per superblock.
+    n: u32,
+    /// Most physical blocks per superblock (N + M).
+    max_blocks: u32,
+    hot_cold: bool,
+}
+
+/// The per-page PMD and PT written into spare areas (the flash-resident part of the
+/// map). Entries are absolute page numbers, `NONE` for unmapped.
+#[derive(Clone, Debug)]
+struct SpareStore {
+    pmd_len: usize,
+    pt_len: usize,
+    data: Vec<u32>,
+}
+
+impl SpareStore {
+    fn new(pages: u32, pmd_len: usize, pt_len: usize) -> SpareStore {
+        SpareStore {
+            pmd_len,
+            pt_len,
+            data: vec![NONE; pages as usize * (pmd_len + pt_len)],
+        }
+    }
+
+    #[inline]
+    fn at(&self, ppn: u32) -> usize {
+        ppn as usize * (self.pmd_len + self.pt_len)
+    }
+
+    #[inline]
+    fn pmd(&self, ppn: u32) -> &[u32] {
+        let a = self.at(ppn);
+        &self.data[a..a + self.pmd_len]
+    }
+
+    #[inline]
+    fn pt(&self, ppn: u32) -> &[u32] {
+        let a = self.at(ppn) + self.pmd_len;
+        &self.data[a..a + self.pt_len]
+    }
+
+    #[inline]
+    fn write(&mut self, ppn: u32, pmd: &[u32], pt: &[u32]) {
+        let a = self.at(ppn);
+        self.data[a..a + self.pmd_len].copy_from_slice(pmd);
+        self.data[a + self.pmd_len..a + self.pmd_len + self.pt_len].copy_from_slice(pt);
+    }
+}
+
+/// Counters beyond [`FtlStats`].
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    merges_some: u64,
+    merges_all: u64,
+    u_victims: u64,
+    u_pages_written: u64,
+    map_spare_reads: u64,
+    merge_map_spare_reads: u64,
+    trim_copies: u64,
+}
+
+/// The Superblock FTL.
+pub struct SuperblockFtl {
+    geo: Geometry,
+    lat: Latencies,
+    cfg: Cfg,
+    split: AddressSplit,
+    layout: SpareLayout,
+    superblocks: u32,
+    // RAM map (counted in mapping_bytes).
+    pgd: Vec<u32>,
+    cache: MapCache,
+    // Controller state (in the snapshot).
+    sb_blocks: Vec<u32>,
+    sb_len: Vec<u32>,
+    frontier: Vec<u32>,
+    nu: Vec<u32>,
+    owner: Vec<u32>,
+    is_u: Vec<bool>,
+    hot: Vec<bool>,
+    free: VecDeque<Pbn>,
+    reserved: Vec<Pbn>,
+    lru: SbLru,
+    // Flash-resident spare contents.
+    spare: SpareStore,
+    // Merge work area and scratch.
+    ws: merge::Workspace,
+    scratch: Vec<u32>,
+    stats: FtlStats,
+    counters: Counters,
+}
+
+fn parse_on_off(opts: &SchemeOptions, key: &str) -> Result<bool, SchemeError> {
+    let v: String = opts.get(key)?;
+    match v.trim() {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(opts.bad(key, "expected on or off")),
+    }
+}
+
+impl SuperblockFtl {
+    /// Builds the FTL for `geo`; `lat` prices the merge cost reported in `extra`.
+    pub fn new(
+        geo: &Geometry,
+        lat: Latencies,
+        opts: &SchemeOptions,
+    ) -> Result<SuperblockFtl, SchemeError> {
+        let n: u32 = opts.get("superblock_size")?;
+        if n == 0 || n > geo.logical_blocks() {
+            return Err(opts.bad(
+                "superblock_size",
+                format!("must be 1 to the logical blocks ({})", geo.logical_blocks()),
+            ));
+        }
+        let t: u32 = opts.get("pt_bits")?;
+        if !(1..=12).contains(&t) {
+            return Err(opts.bad("pt_bits", "must be 1 to 12"));
+        }
+        let ecc = match opts.get::<String>("ecc")?.trim() {
+            "auto" => Ecc::auto(geo.page_size),
+            "slc" => Ecc::Slc,
+            "mlc4" => Ecc::Mlc4,
+            _ => return Err(opts.bad("ecc", "expected slc, mlc4 or auto")),
+        };
+        let split = AddressSplit::new(n, geo.pages_per_block, t);
+        let layout = SpareLayout::compute(geo.spare_bytes, geo.page_size, &split, ecc, geo.blocks)
+            .map_err(|why| {
+                opts.geometry_error(format!(
+                    "the SB-S spare layout (Table III) does not fit: {why}; use a larger \
+                         nand_params.spare_bytes, ecc = slc, or a smaller pt_bits"
+                ))
+            })?;
+        let limit = layout.blocks_per_superblock();
+        let m = match opts.get::<String>("max_u_blocks")?.trim() {
+            "auto" => limit.saturating_sub(n),
+            _ => opts.get::<u32>("max_u_blocks")?,
+        };
+        if m == 0 || n + m > limit {
+            return Err(opts.bad(
+                "max_u_blocks",
+                format!(
+                    "N + M must be {} to {limit} (the spare layout has {} PBMT entries + the \
+                     block itself); lower max_u_blocks or superblock_size",
+                    n + 1,
+                    layout.pbmt_entries
+                ),
+            ));
+        }
+        let entries: usize = opts.get("map_cache_entries")?;
+        if entries == 0 || entries > 1 << 20 {
+            return Err(opts.bad("map_cache_entries", "must be 1 to 1048576"));
+        }
+        let lbns = geo.logical_blocks();
+        let needed = lbns + RESERVED_BLOCKS + 1;
+        if geo.blocks < needed {
+            return Err(opts.geometry_error(format!(
+                "needs at least {needed} physical blocks (logical blocks + {RESERVED_BLOCKS} \
+                 reserved for merges + 1 free) but the geometry has {}; raise --op",
+                geo.blocks
+            )));
+        }
+        let cfg = Cfg {
+            n,
+            max_blocks: n + m,
+            hot_cold: parse_on_off(opts, "hot_cold")?,
+        };
+        Ok(Self::build(geo, lat, cfg, split, layout, entries))
+    }
+
+    fn build(
+        geo: &Geometry,
+        lat: Latencies,
+        cfg: Cfg,
+        split: AddressSplit,
+        layout: SpareLayout,
+        entries: usize,
+    ) -> SuperblockFtl {
+        let lbns = geo.logical_blocks();
+        let superblocks = lbns.div_ceil(cfg.n);
+        let mut free: VecDeque<Pbn> = (0..geo.blocks).map(Pbn).collect();
+        let reserved: Vec<Pbn> = (0..RESERVED_BLOCKS)
+            .map(|_| free.pop_back().expect("geometry checked"))
+            .collect();
+        let mut owner = vec![OWN_FREE; geo.blocks as usize];
+        for b in &reserved {
+            owner[b.idx()] = OWN_RESERVED;
+        }
+        SuperblockFtl {
+            geo: geo.clone(),
+            lat,
+            cfg,
+            split,
+            layout,
+            superblocks,
+            pgd: vec![NONE; lbns as usize],
+            cache: MapCache::new(entries, lbns, split.pmd_len(), split.pt_len()),
+            sb_blocks: vec![NONE; (superblocks * cfg.max_blocks) as usize],
+            sb_len: vec![0; superblocks as usize],
+            frontier: vec![NONE; superblocks as usize],
+            nu: vec![0; superblocks as usize],
+            owner,
+            is_u: vec![false; geo.blocks as usize],
+            hot: vec![false; geo.blocks as usize],
+            free,
+            reserved,
+            lru: SbLru::new(superblocks),
+            spare: SpareStore::new(geo.physical_pages(), split.pmd_len(), split.pt_len()),
+            ws: merge::Workspace::new(cfg.n, split.pmd_len(), split.pt_len()),
+            scratch: Vec::with_capacity(cfg.max_blocks as usize),
+            stats: FtlStats::default(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The spare layout in use.
+    pub fn layout(&self) -> &SpareLayout {
+        &self.layout
+    }
+
+    /// The address split in use.
+    pub fn address_split(&self) -> &AddressSplit {
+        &self.split
+    }
+
+    /// Most physical blocks a superblock may own (N + M).
+    pub fn max_blocks_per_superblock(&self) -> u32 {
+        self.cfg.max_blocks
+    }
+
+    /// Logical blocks of superblock `sb` (N, or fewer for the last one).
+    #[inline]
+    fn lbns_of(&self, sb: u32) -> u32 {
+        (self.geo.logical_blocks() - sb * self.cfg.n).min(self.cfg.n)
+    }
+
+    /// The blocks of superblock `sb`, in allocation order.
+    #[inline]
+    fn blocks_of(&self, sb: u32) -> &[u32] {
+        let base = (sb * self.cfg.max_blocks) as usize;
+        &self.sb_blocks[base..base + self.sb_len[sb as usize] as usize]
+    }
+
+    /// Physical blocks of superblock `sb`, in allocation order (for tests and reports).
+    pub fn superblock_blocks(&self, sb: u32) -> Vec<Pbn> {
+        self.blocks_of(sb).iter().map(|&b| Pbn(b)).collect()
+    }
+
+    /// Valid pages of superblock `sb`.
+    fn valid_of(&self, flash: &Flash, sb: u32) -> u32 {
+        self.blocks_of(sb)
+            .iter()
+            .map(|&b| flash.valid_count(Pbn(b)))
+            .sum()
+    }
+
+    /// Adds block `b` to superblock `sb`.
+    fn attach(&mut self, sb: u32, b: Pbn, as_u: bool) {
+        let len = self.sb_len[sb as usize];
+        assert!(
+            len < self.cfg.max_blocks,
+            "superblock {sb} already owns {len} blocks"
+        );
+        self.sb_blocks[(sb * self.cfg.max_blocks + len) as usize] = b.0;
+        self.sb_len[sb as usize] = len + 1;
+        self.owner[b.idx()] = sb;
+        self.is_u[b.idx()] = as_u;
+        self.hot[b.idx()] = as_u;
+        if as_u {
+            self.nu[sb as usize] += 1;
+            self.lru.touch(sb);
+        }
+    }
+
+    /// Removes block `b` from superblock `sb` (RemoveFromSB).
+    fn detach(&mut self, sb: u32, b: Pbn) {
+        let base = (sb * self.cfg.max_blocks) as usize;
+        let len = self.sb_len[sb as usize] as usize;
+        let pos = self.sb_blocks[base..base + len]
+            .iter()
+            .position(|&x| x == b.0)
+            .unwrap_or_else(|| panic!("{b:?} is not in superblock {sb}"));
+        self.sb_blocks
+            .copy_within(base + pos + 1..base + len, base + pos);
+        self.sb_blocks[base + len - 1] = NONE;
+        self.sb_len[sb as usize] -= 1;
+        if self.is_u[b.idx()] {
+            self.nu[sb as usize] -= 1;
+            if self.nu[sb as usize] == 0 {
+                self.lru.remove(sb);
+            }
+        }
+        if self.frontier[sb as usize] == b.0 {
+            self.frontier[sb as usize] = NONE;
+        }
+        self.owner[b.idx()] = OWN_FREE;
+        self.is_u[b.idx()] = false;
+        self.hot[b.idx()] = false;
+    }
+
+    /// When a merge leaves a superblock with exactly its N blocks, its U-blocks become
+    /// D-blocks (§4.3).
+    fn maybe_promote(&mut self, sb: u32) {
+        if self.nu[sb as usize] > 0 && self.sb_len[sb as usize] == self.lbns_of(sb) {
+            self.mark_all_d(sb, false);
+        }
+    }
+
+    /// Marks every block of `sb` a D-block (and cold, when `cold`).
+    fn mark_all_d(&mut self, sb: u32, cold: bool) {
+        let base = (sb * self.cfg.max_blocks) as usize;
+        for k in 0..self.sb_len[sb as usize] as usize {
+            let b = self.sb_blocks[base + k] as usize;
+            self.is_u[b] = false;
+            if cold {
+                self.hot[b] = false;
+            }
+        }
+        self.nu[sb as usize] = 0;
+        self.lru.remove(sb);
+    }
+
+    /// Returns an erased block to the reserve (if short) or the free pool.
+    fn release(&mut self, b: Pbn) {
+        if (self.reserved.len() as u32) < RESERVED_BLOCKS {
+            self.owner[b.idx()] = OWN_RESERVED;
+            self.reserved.push(b);
+        } else {
+            self.owner[b.idx()] = OWN_FREE;
+            self.free.push_back(b);
+        }
+    }
+
+    /// Records the utilisation of a U-block chosen as a merge victim (U_avg, §5.1).
+    fn sample_u(&mut self, flash: &Flash, b: Pbn) {
+        if self.is_u[b.idx()] {
+            self.counters.u_victims += 1;
+            self.counters.u_pages_written += flash.write_ptr(b) as u64;
+        }
+    }
+
+    /// Invalidates a page and reclaims its block at once if that left it without valid
+    /// pages (switch merge, §4.3 situation (i)), unless it is still being written.
+    fn drop_page(&mut self, flash: &mut Flash, ppn: Ppn) {
+        flash.invalidate(ppn);
+        let b = self.geo.block_of(ppn);
+        if flash.valid_count(b) > 0 {
+            return;
+        }
+        let sb = self.owner[b.idx()];
+        debug_assert!(sb < self.superblocks, "{b:?} owned by {sb}");
+        if self.frontier[sb as usize] == b.0 && !flash.is_full(b) {
+            return;
+        }
+        self.sample_u(flash, b);
+        self.detach(sb, b);
+        flash.erase(b, Cause::Merge);
+        self.release(b);
+        self.stats.merges_switch += 1;
+        self.maybe_promote(sb);
+    }
+
+    /// The next page of superblock `sb`'s current U-block, allocating a new U-block (and
+    /// merging first, if the superblock is at its limit or no block is free).
+    fn frontier_page(&mut self, flash: &mut Flash, sb: u32) -> Ppn {
+        for _ in 0..64 {
+            let f = self.frontier[sb as usize];
+            if f != NONE {
+                if !flash.is_full(Pbn(f)) {
+                    return self.geo.ppn(Pbn(f), flash.write_ptr(Pbn(f)));
+                }
+                self.frontier[sb as usize] = NONE;
+            }
+            if self.sb_len[sb as usize] >= self.cfg.max_blocks {
+                self.merge_some(flash, sb);
+            } else if self.free.is_empty() {
+                self.make_free_block(flash);
+            } else {
+                let b = self.free.pop_front().expect("checked non-empty");
+                debug_assert!(flash.is_erased(b));
+                self.attach(sb, b, true);
+                self.frontier[sb as usize] = b.0;
+            }
+        }
+        panic!("superblock {sb}: no write frontier after 64 merge rounds");
+    }
+
+    /// Runs MergeAll on victims until a free block exists (§4.3 situation (iii)).
+    fn make_free_block(&mut self, flash: &mut Flash) {
+        while self.free.is_empty() {
+            let victim = match self.lru.lru() {
+                Some(sb) => sb,
+                None => self
+                    .most_reclaimable(flash)
+                    .expect("superblock: no block to reclaim (over-provisioning broken)"),
+            };
+            self.merge_all(flash, victim);
+        }
+    }
+
+    /// The superblock with the most blocks beyond what its valid pages need.
+    fn most_reclaimable(&self, flash: &Flash) -> Option<u32> {
+        let ppb = self.geo.pages_per_block;
+        (0..self.superblocks)
+            .map(|sb| {
+                let need = self.valid_of(flash, sb).div_ceil(ppb);
+                (self.sb_len[sb as usize].saturating_sub(need), sb)
+            })
+            .filter(|&(excess, _)| excess > 0)
+            .max_by_key(|&(excess, sb)| (excess, std::cmp::Reverse(sb)))
+            .map(|(_, sb)| sb)
+    }
+
+    /// The map cache slot of `(lbn, i)`, reading the spares on a miss.
+    fn lookup(&mut self, flash: &mut Flash, lbn: u32, i: u32) -> usize {
+        if let Some(s) = self.cache.get(lbn, i) {
+            self.stats.map_hits += 1;
+            return s;
+        }
+        self.stats.map_misses += 1;
+        let s = self.cache.insert(lbn, i);
+        let head = self.pgd[lbn as usize];
+        let mut read_head = false;
+        if let Some(o) = self.cache.any_of_lbn(lbn, s) {
+            self.cache.copy_pmd(o, s);
+        } else if head != NONE {
+            flash.read_spare(Ppn(head), Cause::Map);
+            self.counters.map_spare_reads += 1;
+            read_head = true;
+            self.cache.pmd_mut(s).copy_from_slice(self.spare.pmd(head));
+        } else {
+            self.cache.pmd_mut(s).fill(NONE);
+        }
+        let loc = self.cache.pmd(s)[i as usize];
+        if loc == NONE {
+            self.cache.pt_mut(s).fill(NONE);
+        } else {
+            if !(read_head && loc == head) {
+                flash.read_spare(Ppn(loc), Cause::Map);
+                self.counters.map_spare_reads += 1;
+            }
+            self.cache.pt_mut(s).copy_from_slice(self.spare.pt(loc));
+        }
+        s
+    }
+}
+
+impl SuperblockFtl {
+    /// Makes `dst` the live copy of the page `sp` whose map entry is in cache slot `s`:
+    /// updates the PT, the PMD (in every cached entry of the block) and the PGD, and writes
+    /// the PMD and PT into `dst`'s spare area (the page itself is programmed by the
+    /// caller).
+    fn record(&mut self, s: usize, sp: Split, dst: Ppn) {
+        self.cache.pt_mut(s)[sp.pte_index as usize] = dst.0;
+        self.cache
+            .set_pmd_entry(sp.lbn, sp.pmd_index as usize, dst.0);
+        self.pgd[sp.lbn as usize] = dst.0;
+        self.spare.write(dst.0, self.cache.pmd(s), self.cache.pt(s));
+    }
+
+    /// One host page write: logged into the superblock's current U-block.
+    fn host_write(&mut self, flash: &mut Flash, tag: PageTag) {
+        let sp = self.split.split(tag.lpn.0);
+        if self.lru.contains(sp.superblock) {
+            self.lru.touch(sp.superblock);
+        }
+        let dst = self.frontier_page(flash, sp.superblock);
+        let s = self.lookup(flash, sp.lbn, sp.pmd_index);
+        let old = self.cache.pt(s)[sp.pte_index as usize];
+        flash.program(dst, tag, Cause::Host);
+        self.record(s, sp, dst);
+        if old != NONE {
+            self.drop_page(flash, Ppn(old));
+        }
+    }
+
+    /// Unmaps a page. The PT in flash still maps it, so a valid page of the same PT (or,
+    /// if the PT became empty, of the same logical block) is rewritten to carry the
+    /// updated PT and PMD.
+    fn trim_page(&mut self, flash: &mut Flash, lpn: Lpn) {
+        let sp = self.split.split(lpn.0);
+        let (lbn, i, j) = (sp.lbn, sp.pmd_index as usize, sp.pte_index as usize);
+        let s = self.lookup(flash, lbn, sp.pmd_index);
+        if self.cache.pt(s)[j] == NONE {
+            return;
+        }
+        let dst = self.frontier_page(flash, sp.superblock);
+        let old = self.cache.pt(s)[j];
+        self.cache.pt_mut(s)[j] = NONE;
+        let (cs, ci, cj) = match self.cache.pt(s).iter().position(|&p| p != NONE) {
+            Some(cj) => (s, i, cj),
+            None => {
+                self.cache.set_pmd_entry(lbn, i, NONE);
+                let Some(ci) = self.cache.pmd(s).iter().position(|&p| p != NONE) else {
+                    // The logical block holds no page any more.
+                    self.pgd[lbn as usize] = NONE;
+                    self.drop_page(flash, Ppn(old));
+                    return;
+                };
+                let cs = self.lookup(flash, lbn, ci as u32);
+                // The PMD may have come from the spare, which still lists the empty PT.
+                self.cache.set_pmd_entry(lbn, i, NONE);
+                let cj = self
+                    .cache
+                    .pt(cs)
+                    .iter()
+                    .position(|&p| p != NONE)
+                    .expect("a PMD entry points to a PT with live pages");
+                (cs, ci, cj)
+            }
+        };
+        let src = Ppn(self.cache.pt(cs)[cj]);
+        let tag = flash.copy(src, dst, Cause::Map);
+        let carrier = Split {
+            pmd_index: ci as u32,
+            pte_index: cj as u32,
+            ..sp
+        };
+        debug_assert_eq!(
+            tag.lpn.0,
+            lbn * self.geo.pages_per_block + ((ci as u32) << self.split.t) + cj as u32
+        );
+        self.record(cs, carrier, dst);
+        self.counters.trim_copies += 1;
+        self.drop_page(flash, src);
+        self.drop_page(flash, Ppn(old));
+    }
+
+    /// Checks the spare-resident map of every logical block against flash, and returns
+    /// the number of pages it maps.
+    fn check_chains(&self, flash: &Flash) -> Result<u64, String> {
+        let ppb = self.geo.pages_per_block;
+        let (pl, tl) = (self.split.pmd_len(), self.split.pt_len());
+        let live = |p: u32, what: &str| -> Result<PageTag, String> {
+            if p as u64 >= self.geo.physical_pages() as u64 || !flash.is_valid(Ppn(p)) {
+                return Err(format!("{what} at ppn{p}, which is not a valid page"));
+            }
+            Ok(flash.peek_tag(Ppn(p)).expect("valid pages are programmed"))
+        };
+        let mut mapped = 0u64;
+        for lbn in 0..self.pgd.len() as u32 {
+            let head = self.pgd[lbn as usize];
+            if head == NONE {
+                continue;
+            }
+            let t = live(head, &format!("PMD of lbn{lbn}"))?;
+            let hs = self.split.split(t.lpn.0);
+            if hs.lbn != lbn || self.spare.pmd(head)[hs.pmd_index as usize] != head {
+                return Err(format!("lbn{lbn}: PGD points to ppn{head} holding {t:?}"));
+            }
+            let pmd = self.spare.pmd(head);
+            if pmd.iter().all(|&p| p == NONE) {
+                return Err(format!("lbn{lbn}: PGD set but its PMD is empty"));
+            }
+            for (i, &loc) in pmd.iter().enumerate() {
+                if loc == NONE {
+                    continue;
+                }
+                let t = live(loc, &format!("PT {i} of lbn{lbn}"))?;
+                let ts = self.split.split(t.lpn.0);
+                if ts.lbn != lbn || ts.pmd_index as usize != i {
+                    return Err(format!("lbn{lbn}: PT {i} at ppn{loc} holding {t:?}"));
+                }
+                let pt = self.spare.pt(loc);
+                if pt.iter().all(|&p| p == NONE) {
+                    return Err(format!("lbn{lbn}: PT {i} at ppn{loc} maps nothing"));
+                }
+                for (j, &p) in pt.iter().enumerate() {
+                    if p == NONE {
+                        continue;
+                    }
+                    let lpn = lbn * ppb + ((i as u32) << self.split.t) + j as u32;
+                    let t = live(p, &format!("lpn{lpn}"))?;
+                    if t.lpn.0 != lpn {
+                        return Err(format!("lpn{lpn} maps to ppn{p} holding {t:?}"));
+                    }
+                    let b = self.geo.block_of(Ppn(p));
+                    if self.owner[b.idx()] != lbn / self.cfg.n {
+                        return Err(format!("lpn{lpn} lives in {b:?} of another owner"));
+                    }
+                    mapped += 1;
+                }
+            }
+        }
+        for (lbn, i, s) in self.cache.entries() {
+            let head = self.pgd[lbn as usize];
+            let (pmd, pt): (&[u32], Option<&[u32]>) = if head == NONE {
+                (&[], None)
+            } else {
+                let pmd = self.spare.pmd(head);
+                let loc = pmd[i as usize];
+                (pmd, (loc != NONE).then(|| self.spare.pt(loc)))
+            };
+            let pmd_ok = if head == NONE {
+                self.cache.pmd(s).iter().all(|&p| p == NONE)
+            } else {
+                self.cache.pmd(s) == pmd
+            };
+            let pt_ok = match pt {
+                Some(pt) => self.cache.pt(s) == pt,
+                None => self.cache.pt(s).iter().all(|&p| p == NONE),
+            };
+            if !pmd_ok || !pt_ok {
+                return Err(format!(
+                    "cache entry (lbn{lbn}, {i}) differs from the spares"
+                ));
+            }
+        }
+        let _ = (pl, tl);
+        Ok(mapped)
+    }
+
+    /// Checks the block lists, pools and LRU list.
+    fn check_blocks(&self, flash: &Flash) -> Result<(), String> {
+        let mut seen = vec![false; self.geo.blocks as usize];
+        for sb in 0..self.superblocks {
+            let blocks = self.blocks_of(sb);
+            if blocks.len() as u32 > self.cfg.max_blocks {
+                return Err(format!("superblock {sb} owns {} blocks", blocks.len()));
+            }
+            let mut nu = 0;
+            for &b in blocks {
+                if self.owner[b as usize] != sb || seen[b as usize] {
+                    return Err(format!(
+                        "pbn{b} listed in superblock {sb} but owned elsewhere"
+                    ));
+                }
+                seen[b as usize] = true;
+                nu += self.is_u[b as usize] as u32;
+                let written = flash.write_ptr(Pbn(b));
+                if flash.valid_count(Pbn(b)) == 0
+                    && !(self.frontier[sb as usize] == b && written < self.geo.pages_per_block)
+                {
+                    return Err(format!("pbn{b} of superblock {sb} holds no valid page"));
+                }
+                for off in 0..written {
+                    let p = self.geo.ppn(Pbn(b), off);
+                    if flash.is_valid(p) {
+                        let t = flash.peek_tag(p).expect("programmed");
+                        if self.split.split(t.lpn.0).superblock != sb {
+                            return Err(format!("{p:?} in superblock {sb} holds {t:?}"));
+                        }
+                    }
+                }
+            }
+            if nu != self.nu[sb as usize] || (nu > 0) != self.lru.contains(sb) {
+                return Err(format!(
+                    "superblock {sb}: U-block count or LRU membership wrong"
+                ));
+            }
+            let f = self.frontier[sb as usize];
+            if f != NONE && !blocks.contains(&f) {
+                return Err(format!("superblock {sb}: frontier pbn{f} not in its list"));
+            }
+        }
+        for b in &self.free {
+            if self.owner[b.idx()] != OWN_FREE || seen[b.idx()] || !flash.is_erased(*b) {
+                return Err(format!("free {b:?} is in use or not erased"));
+            }
+            seen[b.idx()] = true;
+        }
+        for b in &self.reserved {
+            if self.owner[b.idx()] != OWN_RESERVED || seen[b.idx()] || !flash.is_erased(*b) {
+                return Err(format!("reserved {b:?} is in use or not erased"));
+            }
+            seen[b.idx()] = true;
+        }
+        if self.reserved.len() as u32 != RESERVED_BLOCKS {
+            return Err(format!("{} reserved blocks", self.reserved.len()));
+        }
+        if let Some(b) = seen.iter().position(|&s| !s) {
+            return Err(format!("pbn{b} is in no superblock and no pool"));
+        }
+        for sb in self.lru.iter() {
+            if self.nu[sb as usize] == 0 {
+                return Err(format!(
+                    "superblock {sb} is in the LRU list without U-blocks"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for SuperblockFtl {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        for &tag in pages {
+            self.host_write(flash, tag);
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let sp = self.split.split(lpn.0);
+        let s = self.lookup(flash, sp.lbn, sp.pmd_index);
+        let p = self.cache.pt(s)[sp.pte_index as usize];
+        (p != NONE).then(|| flash.read(Ppn(p), Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.trim_page(flash, lpn);
+    }
+
+    fn idle(&mut self, _flash: &mut Flash, _budget: &mut IdleBudget) {}
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        self.check_blocks(flash)?;
+        let mapped = self.check_chains(flash)?;
+        if mapped != flash.total_valid() {
+            return Err(format!(
+                "{mapped} mapped pages but {} valid pages on flash",
+                flash.total_valid()
+            ));
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        let c = &self.counters;
+        let count = s.merges_switch + s.merges_partial + s.merges_full;
+        let l = &self.lat;
+        let cost = s.merge_pages_copied * (l.read.0 + l.program.0) + count * l.erase.0;
+        s.extra.insert("merge_count", count as f64);
+        if count > 0 {
+            s.extra
+                .insert("merge_cost_avg_ns", cost as f64 / count as f64);
+        }
+        if c.u_victims > 0 {
+            s.extra.insert(
+                "u_avg",
+                c.u_pages_written as f64 / (c.u_victims as f64 * self.geo.pages_per_block as f64),
+            );
+        }
+        s.extra.insert("merges_some", c.merges_some as f64);
+        s.extra.insert("merges_all", c.merges_all as f64);
+        s.extra.insert("map_spare_reads", c.map_spare_reads as f64);
+        s.extra
+            .insert("merge_map_spare_reads", c.merge_map_spare_reads as f64);
+        s.extra.insert("trim_copies", c.trim_copies as f64);
+        s.extra.insert("superblock_size", self.cfg.n as f64);
+        s.extra
+            .insert("blocks_per_superblock_max", self.cfg.max_blocks as f64);
+        s.extra
+            .insert("pbmt_entries", self.layout.pbmt_entries as f64);
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.counters = Counters::default();
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        self.pgd.len() as u64 * 4 + self.cache.bytes()
+    }
+}
