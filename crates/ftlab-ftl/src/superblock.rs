@@ -67,10 +67,13 @@
 mod cache;
 mod layout;
 mod merge;
+mod snapshot;
 #[cfg(test)]
 mod tests;
 
 pub use layout::{AddressSplit, Ecc, SpareLayout, Split};
+use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
+pub use snapshot::{RecoveryReport, SnapshotArea, SuperblockImage};
 
 use cache::{MapCache, SbLru, NONE};
 use ftlab_core::flash::{Cause, Flash};
@@ -109,6 +112,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         help: "spare-area ECC budget of Table III: slc, mlc4, or auto (slc up to 2 KiB pages)",
     },
     OptionSpec {
+        name: "snapshots",
+        default: "auto",
+        help: "full + partial snapshots for power-loss recovery (§4.4): on, off, or auto (on \
+               when the spare blocks hold the snapshot area and 2 more blocks)",
+    },
+    OptionSpec {
         name: "pt_bits",
         default: "4",
         help: "t: a PT holds 2^t entries (Table III: 4); clamped to the page-offset bits",
@@ -135,7 +144,7 @@ struct Cfg {
 /// The per-page PMD and PT written into spare areas (the flash-resident part of the
 /// map). Entries are absolute page numbers, `NONE` for unmapped.
 #[derive(Clone, Debug)]
-struct SpareStore {
+pub struct SpareStore {
     pmd_len: usize,
     pt_len: usize,
     data: Vec<u32>,
@@ -211,6 +220,10 @@ pub struct SuperblockFtl {
     lru: SbLru,
     // Flash-resident spare contents.
     spare: SpareStore,
+    // Snapshot log (None: snapshots off) and recovery bookkeeping.
+    snap: Option<SnapLog>,
+    frontier_wp: Vec<u32>,
+    recovery: Option<RecoveryReport>,
     // Merge work area and scratch.
     ws: merge::Workspace,
     scratch: Vec<u32>,
@@ -280,12 +293,29 @@ impl SuperblockFtl {
             return Err(opts.bad("map_cache_entries", "must be 1 to 1048576"));
         }
         let lbns = geo.logical_blocks();
-        let needed = lbns + RESERVED_BLOCKS + 1;
+        let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m);
+        let area = 2 * snapshot::half_blocks(geo, full_pages);
+        let base = lbns + RESERVED_BLOCKS + 1;
+        let snapshots = match opts.get::<String>("snapshots")?.trim() {
+            "auto" => geo.blocks > base + area,
+            _ => parse_on_off(opts, "snapshots")?,
+        };
+        let needed = base + if snapshots { area } else { 0 };
         if geo.blocks < needed {
             return Err(opts.geometry_error(format!(
                 "needs at least {needed} physical blocks (logical blocks + {RESERVED_BLOCKS} \
-                 reserved for merges + 1 free) but the geometry has {}; raise --op",
-                geo.blocks
+                 reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
+                if snapshots {
+                    format!(" + {area} for snapshots")
+                } else {
+                    String::new()
+                },
+                geo.blocks,
+                if snapshots {
+                    " or set snapshots = off"
+                } else {
+                    ""
+                }
             )));
         }
         let cfg = Cfg {
@@ -293,7 +323,9 @@ impl SuperblockFtl {
             max_blocks: n + m,
             hot_cold: parse_on_off(opts, "hot_cold")?,
         };
-        Ok(Self::build(geo, lat, cfg, split, layout, entries))
+        let snap = snapshots
+            .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
+        Ok(Self::build(geo, lat, cfg, split, layout, entries, snap))
     }
 
     fn build(
@@ -303,14 +335,23 @@ impl SuperblockFtl {
         split: AddressSplit,
         layout: SpareLayout,
         entries: usize,
+        snap: Option<SnapLog>,
     ) -> SuperblockFtl {
         let lbns = geo.logical_blocks();
         let superblocks = lbns.div_ceil(cfg.n);
-        let mut free: VecDeque<Pbn> = (0..geo.blocks).map(Pbn).collect();
+        let mut owner = vec![OWN_FREE; geo.blocks as usize];
+        if let Some(log) = &snap {
+            for b in log.blocks() {
+                owner[b.idx()] = OWN_SNAPSHOT;
+            }
+        }
+        let mut free: VecDeque<Pbn> = (0..geo.blocks)
+            .filter(|&b| owner[b as usize] == OWN_FREE)
+            .map(Pbn)
+            .collect();
         let reserved: Vec<Pbn> = (0..RESERVED_BLOCKS)
             .map(|_| free.pop_back().expect("geometry checked"))
             .collect();
-        let mut owner = vec![OWN_FREE; geo.blocks as usize];
         for b in &reserved {
             owner[b.idx()] = OWN_RESERVED;
         }
@@ -334,6 +375,9 @@ impl SuperblockFtl {
             reserved,
             lru: SbLru::new(superblocks),
             spare: SpareStore::new(geo.physical_pages(), split.pmd_len(), split.pt_len()),
+            snap,
+            frontier_wp: vec![0; superblocks as usize],
+            recovery: None,
             ws: merge::Workspace::new(cfg.n, split.pmd_len(), split.pt_len()),
             scratch: Vec::with_capacity(cfg.max_blocks as usize),
             stats: FtlStats::default(),
@@ -436,6 +480,7 @@ impl SuperblockFtl {
 
     /// Marks every block of `sb` a D-block (and cold, when `cold`).
     fn mark_all_d(&mut self, sb: u32, cold: bool) {
+        self.note(Event::MarkD { sb, cold });
         let base = (sb * self.cfg.max_blocks) as usize;
         for k in 0..self.sb_len[sb as usize] as usize {
             let b = self.sb_blocks[base + k] as usize;
@@ -448,14 +493,16 @@ impl SuperblockFtl {
         self.lru.remove(sb);
     }
 
-    /// Returns an erased block to the reserve (if short) or the free pool.
-    fn release(&mut self, b: Pbn) {
+    /// Returns an erased block to the reserve (if short) or the free pool; says which.
+    fn release(&mut self, b: Pbn) -> bool {
         if (self.reserved.len() as u32) < RESERVED_BLOCKS {
             self.owner[b.idx()] = OWN_RESERVED;
             self.reserved.push(b);
+            true
         } else {
             self.owner[b.idx()] = OWN_FREE;
             self.free.push_back(b);
+            false
         }
     }
 
@@ -483,7 +530,11 @@ impl SuperblockFtl {
         self.sample_u(flash, b);
         self.detach(sb, b);
         flash.erase(b, Cause::Merge);
-        self.release(b);
+        let to_reserved = self.release(b);
+        self.note(Event::Release {
+            pbn: b.0,
+            to_reserved,
+        });
         self.stats.merges_switch += 1;
         self.maybe_promote(sb);
     }
@@ -508,6 +559,7 @@ impl SuperblockFtl {
                 debug_assert!(flash.is_erased(b));
                 self.attach(sb, b, true);
                 self.frontier[sb as usize] = b.0;
+                self.note_now(flash, Event::Alloc { sb, pbn: b.0 });
             }
         }
         panic!("superblock {sb}: no write frontier after 64 merge rounds");
@@ -597,6 +649,10 @@ impl SuperblockFtl {
         let old = self.cache.pt(s)[sp.pte_index as usize];
         flash.program(dst, tag, Cause::Host);
         self.record(s, sp, dst);
+        self.note(Event::Write {
+            lpn: tag.lpn.0,
+            ppn: dst.0,
+        });
         if old != NONE {
             self.drop_page(flash, Ppn(old));
         }
@@ -623,6 +679,7 @@ impl SuperblockFtl {
                     // The logical block holds no page any more.
                     self.pgd[lbn as usize] = NONE;
                     self.drop_page(flash, Ppn(old));
+                    self.note_now(flash, Event::LbnEmpty { lbn });
                     return;
                 };
                 let cs = self.lookup(flash, lbn, ci as u32);
@@ -649,6 +706,10 @@ impl SuperblockFtl {
             lbn * self.geo.pages_per_block + ((ci as u32) << self.split.t) + cj as u32
         );
         self.record(cs, carrier, dst);
+        self.note(Event::Write {
+            lpn: tag.lpn.0,
+            ppn: dst.0,
+        });
         self.counters.trim_copies += 1;
         self.drop_page(flash, src);
         self.drop_page(flash, Ppn(old));
@@ -796,6 +857,14 @@ impl SuperblockFtl {
         if self.reserved.len() as u32 != RESERVED_BLOCKS {
             return Err(format!("{} reserved blocks", self.reserved.len()));
         }
+        if let Some(log) = &self.snap {
+            for b in log.blocks() {
+                if self.owner[b.idx()] != OWN_SNAPSHOT || seen[b.idx()] {
+                    return Err(format!("snapshot {b:?} is also in use"));
+                }
+                seen[b.idx()] = true;
+            }
+        }
         if let Some(b) = seen.iter().position(|&s| !s) {
             return Err(format!("pbn{b} is in no superblock and no pool"));
         }
@@ -815,6 +884,7 @@ impl Ftl for SuperblockFtl {
         for &tag in pages {
             self.host_write(flash, tag);
         }
+        self.snap_tick(flash);
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
@@ -826,6 +896,11 @@ impl Ftl for SuperblockFtl {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.trim_page(flash, lpn);
+        self.snap_tick(flash);
+    }
+
+    fn flush(&mut self, flash: &mut Flash) {
+        self.snap_flush(flash);
     }
 
     fn idle(&mut self, _flash: &mut Flash, _budget: &mut IdleBudget) {}
@@ -833,9 +908,11 @@ impl Ftl for SuperblockFtl {
     fn check(&self, flash: &Flash) -> Result<(), String> {
         self.check_blocks(flash)?;
         let mapped = self.check_chains(flash)?;
-        if mapped != flash.total_valid() {
+        let snapshot_pages = self.snap.as_ref().map_or(0, |l| l.valid_pages());
+        if mapped + snapshot_pages != flash.total_valid() {
             return Err(format!(
-                "{mapped} mapped pages but {} valid pages on flash",
+                "{mapped} mapped pages + {snapshot_pages} snapshot pages but {} valid pages \
+                 on flash",
                 flash.total_valid()
             ));
         }
@@ -870,12 +947,25 @@ impl Ftl for SuperblockFtl {
             .insert("blocks_per_superblock_max", self.cfg.max_blocks as f64);
         s.extra
             .insert("pbmt_entries", self.layout.pbmt_entries as f64);
+        s.extra
+            .insert("snapshots", self.snap.is_some() as u8 as f64);
+        if let Some(log) = &self.snap {
+            s.extra.insert("snapshot_pages", log.pages_written as f64);
+            s.extra.insert("full_snapshots", log.full_snapshots as f64);
+            s.extra
+                .insert("partial_snapshots", log.partial_snapshots as f64);
+        }
         s
     }
 
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.counters = Counters::default();
+        if let Some(log) = &mut self.snap {
+            log.pages_written = 0;
+            log.full_snapshots = 0;
+            log.partial_snapshots = 0;
+        }
     }
 
     fn mapping_bytes(&self) -> u64 {

@@ -3,6 +3,7 @@
 //! holds the whole superblock's map while it is reorganised ("LoadAllMapTable").
 
 use super::cache::NONE;
+use super::snapshot::Event;
 use super::SuperblockFtl;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::{Pbn, Ppn};
@@ -117,6 +118,10 @@ impl SuperblockFtl {
         self.ws.pmd[k * pl + i] = dst.0;
         self.pgd[sp.lbn as usize] = dst.0;
         self.spare.write(dst.0, self.ws.pmd(k), self.ws.pt(k, i));
+        self.note(Event::Write {
+            lpn: tag.lpn.0,
+            ppn: dst.0,
+        });
         self.stats.merge_pages_copied += 1;
     }
 
@@ -128,6 +133,7 @@ impl SuperblockFtl {
         let valid = flash.valid_count(src);
         self.sample_u(flash, src);
         self.detach(sb, src);
+        self.note(Event::Detach { sb, pbn: src.0 });
         let mut fits = true;
         for off in 0..flash.write_ptr(src) {
             let p = self.geo.ppn(src, off);
@@ -143,6 +149,7 @@ impl SuperblockFtl {
                     .expect("superblock: reserved block missing during a merge");
                 self.attach(sb, d, true);
                 self.frontier[sb as usize] = d.0;
+                self.note_now(flash, Event::Alloc { sb, pbn: d.0 });
             }
             let f = Pbn(self.frontier[sb as usize]);
             let dst = self.geo.ppn(f, flash.write_ptr(f));
@@ -155,6 +162,10 @@ impl SuperblockFtl {
             self.owner[src.idx()] = super::OWN_RESERVED;
             self.reserved.push(src);
         }
+        self.note(Event::Release {
+            pbn: src.0,
+            to_reserved: !fits,
+        });
         match (valid, fits) {
             (0, _) => self.stats.merges_switch += 1,
             (_, true) => self.stats.merges_partial += 1,
@@ -215,6 +226,7 @@ impl SuperblockFtl {
             // InvalidateAllFreePages: the last U-block has invalid pages, so it cannot
             // become a D-block; its free pages are abandoned.
             self.frontier[sb as usize] = NONE;
+            self.note(Event::Abandon { sb });
         }
         let keep = self.frontier[sb as usize];
         let mut order = std::mem::take(&mut self.scratch);

@@ -379,3 +379,155 @@ fn trimming_the_page_that_holds_the_map_keeps_the_rest_reachable() {
     d.write(&[4, 5, 6, 7, 4, 5, 6, 7]);
     d.verify();
 }
+
+/// Recovers a copy of the driver's flash from `image` and checks it against the driver.
+fn recover_copy(d: &Driver, pairs: &[(&str, &str)], image: SuperblockImage) -> Driver {
+    let g = d.flash.geometry().clone();
+    let mut flash = d.flash.clone();
+    let ftl = SuperblockFtl::recover(&g, lat(), &opts(pairs), &mut flash, image).unwrap();
+    let r = Driver {
+        flash,
+        ftl,
+        version: d.version.clone(),
+    };
+    r.check();
+    assert_eq!(r.ftl.pgd, d.ftl.pgd, "the PGD is rebuilt exactly");
+    for sb in 0..d.ftl.superblocks {
+        let mut a = d.ftl.superblock_blocks(sb);
+        let mut b = r.ftl.superblock_blocks(sb);
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "blocks of superblock {sb}");
+    }
+    let pooled = |f: &SuperblockFtl| {
+        let mut v: Vec<Pbn> = f.free.iter().chain(&f.reserved).copied().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(pooled(&r.ftl), pooled(&d.ftl));
+    r
+}
+
+#[test]
+fn recovery_after_a_power_loss_at_many_points_keeps_every_acknowledged_write() {
+    type Case<'a> = (u32, u32, f64, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 3] = [
+        (8, 12, 100.0, &[("snapshots", "on")]),
+        (
+            4,
+            8,
+            150.0,
+            &[("snapshots", "on"), ("superblock_size", "2")],
+        ),
+        (
+            4,
+            8,
+            150.0,
+            &[
+                ("snapshots", "on"),
+                ("hot_cold", "off"),
+                ("map_cache_entries", "2"),
+            ],
+        ),
+    ];
+    for (ppb, lbns, op, pairs) in cases {
+        let g = geo(ppb, lbns, op, 64);
+        let mut d = Driver::new(&g, pairs);
+        let mut recoveries = 0;
+        let mut scanned = 0;
+        let mut lost = 0;
+        for round in 0..60u64 {
+            random_mix(&mut d, 1000 + round, 53, 0);
+            let mut r = recover_copy(&d, pairs, d.ftl.image());
+            r.verify();
+            let rep = r.ftl.recovery_report().unwrap();
+            scanned += rep.scanned_pages;
+            lost += rep.lost_releases;
+            recoveries += 1;
+            if round % 10 == 0 {
+                // The recovered FTL keeps working, and can itself be recovered.
+                random_mix(&mut r, 77 + round, 400, 50);
+                r.verify();
+                let mut again = recover_copy(&r, pairs, r.ftl.image());
+                again.verify();
+            }
+        }
+        assert_eq!(recoveries, 60);
+        let s = d.ftl.stats();
+        assert!(s.extra["full_snapshots"] >= 2.0, "{pairs:?}: {s:?}");
+        assert!(s.extra["partial_snapshots"] > 10.0, "{pairs:?}");
+        assert!(scanned > 0, "{pairs:?}: the scan found nothing to do");
+        let _ = lost;
+    }
+}
+
+#[test]
+fn recovery_after_a_clean_shutdown_needs_no_scan() {
+    let pairs = &[("snapshots", "on")];
+    let g = geo(8, 12, 100.0, 64);
+    let mut d = Driver::new(&g, pairs);
+    random_mix(&mut d, 5, 3000, 0);
+    d.ftl.shutdown(&mut d.flash);
+    let r = recover_copy(&d, pairs, d.ftl.image());
+    let rep = r.ftl.recovery_report().unwrap();
+    assert_eq!((rep.partial_snapshots, rep.scanned_pages), (0, 0));
+    assert!(rep.snapshot_pages_read >= 1);
+    let mut r = r;
+    r.verify();
+}
+
+#[test]
+fn snapshot_pages_are_real_flash_writes() {
+    let g = geo(8, 12, 100.0, 64);
+    let mut d = Driver::new(&g, &[("snapshots", "on")]);
+    random_mix(&mut d, 9, 2000, 0);
+    let s = d.ftl.stats();
+    let pages = s.extra["snapshot_pages"] as u64;
+    assert!(pages > 0);
+    let map_programs = d.flash.stats().programs[Cause::Map as usize];
+    assert_eq!(
+        map_programs,
+        pages + s.extra["trim_copies"] as u64,
+        "Cause::Map programs are snapshot pages and trim carriers"
+    );
+    d.verify();
+}
+
+#[test]
+fn recovery_without_snapshots_is_refused() {
+    let g = geo(8, 12, 100.0, 64);
+    let d = Driver::new(&g, &[("snapshots", "off")]);
+    let mut flash = d.flash.clone();
+    let e = SuperblockFtl::recover(
+        &g,
+        lat(),
+        &opts(&[("snapshots", "off")]),
+        &mut flash,
+        d.ftl.image(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("snapshots"), "{e}");
+    let e = SuperblockFtl::new(&geo(8, 12, 20.0, 64), lat(), &opts(&[("snapshots", "on")]))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("snapshots = off"), "{e}");
+}
+
+#[test]
+fn recovery_remembers_a_logical_block_emptied_by_trims() {
+    let pairs = &[("snapshots", "on")];
+    let g = geo(4, 8, 150.0, 64);
+    let mut d = Driver::new(&g, pairs);
+    d.write(&[0, 1, 2, 3, 4, 5, 6, 7]);
+    for l in 0..4 {
+        d.trim(l);
+    }
+    assert_eq!(d.ftl.pgd[0], NONE);
+    let mut r = recover_copy(&d, pairs, d.ftl.image());
+    r.verify();
+    // And after the trimmed block's pages are erased by later merges.
+    random_mix(&mut d, 3, 500, 0);
+    let mut r = recover_copy(&d, pairs, d.ftl.image());
+    r.verify();
+}
