@@ -41,10 +41,13 @@
 //!   one per victim and gives one back); blocks freed by a merge refill the reserve first.
 //! - U-blocks are hot and D-blocks cold when assigned; MergeAll marks every block cold.
 //!   When a merge leaves a superblock with N blocks its U-blocks become D-blocks (§4.3).
-//! - The MergeAll victim is the least recently written superblock that owns a U-block.
-//!   If that frees nothing (every such superblock is already compact), the superblock with
-//!   the most blocks beyond `ceil(valid / pages_per_block)` is merged (a fallback the paper
-//!   does not need because it preconditions every D-block full).
+//! - The MergeAll victim is the least recently written superblock that owns a U-block
+//!   and whose merge frees a block (it owns more than `ceil(valid / pages_per_block)`
+//!   blocks; in place, more than one per logical block with data). If none does, the
+//!   superblock with the most such blocks is merged. The paper preconditions every D-block
+//!   full, so its LRU victim always frees its U-blocks; without preconditioning a
+//!   superblock may own U-blocks and still be compact, and merging it would free nothing
+//!   (in place it could even need more blocks).
 //! - `map_cache_entries` (default 16, §5.1). A lookup is a hit when the `(logical block,
 //!   PMD index)` entry is cached; a miss reads the PMD's spare (unless another cached entry
 //!   of the block holds the PMD) and the PT's spare (unless it is the same spare), under
@@ -65,6 +68,7 @@
 //!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
 
 mod cache;
+mod inplace;
 mod layout;
 mod merge;
 mod snapshot;
@@ -97,6 +101,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         help: "most U-blocks a superblock may own, M (auto: the spare layout's block limit - N)",
     },
     OptionSpec {
+        name: "placement",
+        default: "oop",
+        help: "D-blocks out-of-place (oop) or in-place (ip): the SB-n-OOP / SB-n-IP variants of \
+               Table VI",
+    },
+    OptionSpec {
         name: "hot_cold",
         default: "on",
         help: "MergeAll compacts hot blocks before cold ones (Fig. 11); off: allocation order",
@@ -118,6 +128,17 @@ pub const OPTIONS: &[OptionSpec] = &[
                when the spare blocks hold the snapshot area and 2 more blocks)",
     },
     OptionSpec {
+        name: "background_merge",
+        default: "off",
+        help: "merge the LRU superblock in idle time while free blocks are below \
+               background_free_blocks (§4.3; off as in the paper's evaluation)",
+    },
+    OptionSpec {
+        name: "background_free_blocks",
+        default: "2",
+        help: "free blocks background merges aim to keep",
+    },
+    OptionSpec {
         name: "pt_bits",
         default: "4",
         help: "t: a PT holds 2^t entries (Table III: 4); clamped to the page-offset bits",
@@ -128,9 +149,6 @@ pub const OPTIONS: &[OptionSpec] = &[
 const OWN_FREE: u32 = u32::MAX;
 const OWN_RESERVED: u32 = u32::MAX - 1;
 
-/// Blocks kept in reserve for merges ("AllocReservedBlock", Fig. 9).
-const RESERVED_BLOCKS: u32 = 1;
-
 /// Resolved configuration.
 #[derive(Clone, Copy, Debug)]
 struct Cfg {
@@ -138,7 +156,18 @@ struct Cfg {
     n: u32,
     /// Most physical blocks per superblock (N + M).
     max_blocks: u32,
+    /// Slots of a superblock's block list: N + M, plus the reserve an in-place merge may
+    /// hold while it writes new D-blocks before erasing the old ones.
+    row: u32,
     hot_cold: bool,
+    /// In-place D-blocks (SB-n-IP).
+    ip: bool,
+    /// Blocks kept in reserve for merges ("AllocReservedBlock", Fig. 9): one for
+    /// out-of-place merges, N for in-place ones (each logical block may need a new
+    /// D-block before any old block empties).
+    reserve: u32,
+    background: bool,
+    background_free: u32,
 }
 
 /// The per-page PMD and PT written into spare areas (the flash-resident part of the
@@ -194,6 +223,8 @@ struct Counters {
     map_spare_reads: u64,
     merge_map_spare_reads: u64,
     trim_copies: u64,
+    background_merges: u64,
+    ip_filler_pages: u64,
 }
 
 /// The Superblock FTL.
@@ -293,9 +324,15 @@ impl SuperblockFtl {
             return Err(opts.bad("map_cache_entries", "must be 1 to 1048576"));
         }
         let lbns = geo.logical_blocks();
+        let ip = match opts.get::<String>("placement")?.trim() {
+            "oop" => false,
+            "ip" => true,
+            _ => return Err(opts.bad("placement", "expected oop or ip")),
+        };
+        let reserve = if ip { n } else { 1 };
         let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m);
         let area = 2 * snapshot::half_blocks(geo, full_pages);
-        let base = lbns + RESERVED_BLOCKS + 1;
+        let base = lbns + reserve + 1;
         let snapshots = match opts.get::<String>("snapshots")?.trim() {
             "auto" => geo.blocks > base + area,
             _ => parse_on_off(opts, "snapshots")?,
@@ -303,7 +340,7 @@ impl SuperblockFtl {
         let needed = base + if snapshots { area } else { 0 };
         if geo.blocks < needed {
             return Err(opts.geometry_error(format!(
-                "needs at least {needed} physical blocks (logical blocks + {RESERVED_BLOCKS} \
+                "needs at least {needed} physical blocks (logical blocks + {reserve} \
                  reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
                 if snapshots {
                     format!(" + {area} for snapshots")
@@ -318,10 +355,16 @@ impl SuperblockFtl {
                 }
             )));
         }
+        let background_free: u32 = opts.get("background_free_blocks")?;
         let cfg = Cfg {
             n,
             max_blocks: n + m,
+            row: n + m + reserve,
             hot_cold: parse_on_off(opts, "hot_cold")?,
+            ip,
+            reserve,
+            background: parse_on_off(opts, "background_merge")?,
+            background_free,
         };
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
@@ -349,7 +392,7 @@ impl SuperblockFtl {
             .filter(|&b| owner[b as usize] == OWN_FREE)
             .map(Pbn)
             .collect();
-        let reserved: Vec<Pbn> = (0..RESERVED_BLOCKS)
+        let reserved: Vec<Pbn> = (0..cfg.reserve)
             .map(|_| free.pop_back().expect("geometry checked"))
             .collect();
         for b in &reserved {
@@ -364,7 +407,7 @@ impl SuperblockFtl {
             superblocks,
             pgd: vec![NONE; lbns as usize],
             cache: MapCache::new(entries, lbns, split.pmd_len(), split.pt_len()),
-            sb_blocks: vec![NONE; (superblocks * cfg.max_blocks) as usize],
+            sb_blocks: vec![NONE; (superblocks * cfg.row) as usize],
             sb_len: vec![0; superblocks as usize],
             frontier: vec![NONE; superblocks as usize],
             nu: vec![0; superblocks as usize],
@@ -409,7 +452,7 @@ impl SuperblockFtl {
     /// The blocks of superblock `sb`, in allocation order.
     #[inline]
     fn blocks_of(&self, sb: u32) -> &[u32] {
-        let base = (sb * self.cfg.max_blocks) as usize;
+        let base = (sb * self.cfg.row) as usize;
         &self.sb_blocks[base..base + self.sb_len[sb as usize] as usize]
     }
 
@@ -430,10 +473,10 @@ impl SuperblockFtl {
     fn attach(&mut self, sb: u32, b: Pbn, as_u: bool) {
         let len = self.sb_len[sb as usize];
         assert!(
-            len < self.cfg.max_blocks,
+            len < self.cfg.row,
             "superblock {sb} already owns {len} blocks"
         );
-        self.sb_blocks[(sb * self.cfg.max_blocks + len) as usize] = b.0;
+        self.sb_blocks[(sb * self.cfg.row + len) as usize] = b.0;
         self.sb_len[sb as usize] = len + 1;
         self.owner[b.idx()] = sb;
         self.is_u[b.idx()] = as_u;
@@ -446,7 +489,7 @@ impl SuperblockFtl {
 
     /// Removes block `b` from superblock `sb` (RemoveFromSB).
     fn detach(&mut self, sb: u32, b: Pbn) {
-        let base = (sb * self.cfg.max_blocks) as usize;
+        let base = (sb * self.cfg.row) as usize;
         let len = self.sb_len[sb as usize] as usize;
         let pos = self.sb_blocks[base..base + len]
             .iter()
@@ -481,7 +524,7 @@ impl SuperblockFtl {
     /// Marks every block of `sb` a D-block (and cold, when `cold`).
     fn mark_all_d(&mut self, sb: u32, cold: bool) {
         self.note(Event::MarkD { sb, cold });
-        let base = (sb * self.cfg.max_blocks) as usize;
+        let base = (sb * self.cfg.row) as usize;
         for k in 0..self.sb_len[sb as usize] as usize {
             let b = self.sb_blocks[base + k] as usize;
             self.is_u[b] = false;
@@ -495,7 +538,7 @@ impl SuperblockFtl {
 
     /// Returns an erased block to the reserve (if short) or the free pool; says which.
     fn release(&mut self, b: Pbn) -> bool {
-        if (self.reserved.len() as u32) < RESERVED_BLOCKS {
+        if (self.reserved.len() as u32) < self.cfg.reserve {
             self.owner[b.idx()] = OWN_RESERVED;
             self.reserved.push(b);
             true
@@ -568,24 +611,43 @@ impl SuperblockFtl {
     /// Runs MergeAll on victims until a free block exists (§4.3 situation (iii)).
     fn make_free_block(&mut self, flash: &mut Flash) {
         while self.free.is_empty() {
-            let victim = match self.lru.lru() {
-                Some(sb) => sb,
-                None => self
-                    .most_reclaimable(flash)
-                    .expect("superblock: no block to reclaim (over-provisioning broken)"),
-            };
+            let victim = self
+                .merge_all_victim(flash)
+                .expect("superblock: no block to reclaim (over-provisioning broken)");
             self.merge_all(flash, victim);
         }
     }
 
+    /// The least recently written superblock owning U-blocks whose MergeAll frees a
+    /// block, else the one with the most reclaimable blocks.
+    fn merge_all_victim(&self, flash: &Flash) -> Option<u32> {
+        self.lru
+            .iter()
+            .find(|&sb| self.excess_blocks(flash, sb) > 0)
+            .or_else(|| self.most_reclaimable(flash))
+    }
+
+    /// Blocks superblock `sb` needs after a MergeAll: `ceil(valid / pages_per_block)`
+    /// out of place, one per logical block holding data in place.
+    fn need_blocks(&self, flash: &Flash, sb: u32) -> u32 {
+        if self.cfg.ip {
+            (0..self.lbns_of(sb))
+                .filter(|&k| self.pgd[(sb * self.cfg.n + k) as usize] != NONE)
+                .count() as u32
+        } else {
+            self.valid_of(flash, sb).div_ceil(self.geo.pages_per_block)
+        }
+    }
+
+    /// Blocks a MergeAll of `sb` would free.
+    fn excess_blocks(&self, flash: &Flash, sb: u32) -> u32 {
+        self.sb_len[sb as usize].saturating_sub(self.need_blocks(flash, sb))
+    }
+
     /// The superblock with the most blocks beyond what its valid pages need.
     fn most_reclaimable(&self, flash: &Flash) -> Option<u32> {
-        let ppb = self.geo.pages_per_block;
         (0..self.superblocks)
-            .map(|sb| {
-                let need = self.valid_of(flash, sb).div_ceil(ppb);
-                (self.sb_len[sb as usize].saturating_sub(need), sb)
-            })
+            .map(|sb| (self.excess_blocks(flash, sb), sb))
             .filter(|&(excess, _)| excess > 0)
             .max_by_key(|&(excess, sb)| (excess, std::cmp::Reverse(sb)))
             .map(|(_, sb)| sb)
@@ -801,6 +863,9 @@ impl SuperblockFtl {
 
     /// Checks the block lists, pools and LRU list.
     fn check_blocks(&self, flash: &Flash) -> Result<(), String> {
+        if self.ws.is_loaded() {
+            return Err("a merge work area is still loaded".into());
+        }
         let mut seen = vec![false; self.geo.blocks as usize];
         for sb in 0..self.superblocks {
             let blocks = self.blocks_of(sb);
@@ -854,7 +919,7 @@ impl SuperblockFtl {
             }
             seen[b.idx()] = true;
         }
-        if self.reserved.len() as u32 != RESERVED_BLOCKS {
+        if self.reserved.len() as u32 != self.cfg.reserve {
             return Err(format!("{} reserved blocks", self.reserved.len()));
         }
         if let Some(log) = &self.snap {
@@ -903,7 +968,23 @@ impl Ftl for SuperblockFtl {
         self.snap_flush(flash);
     }
 
-    fn idle(&mut self, _flash: &mut Flash, _budget: &mut IdleBudget) {}
+    fn idle(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {
+        if !self.cfg.background {
+            return;
+        }
+        while (self.free.len() as u32) < self.cfg.background_free {
+            let Some(sb) = self.merge_all_victim(flash) else {
+                break;
+            };
+            let (reads, programs, erases) = self.merge_all_estimate(flash, sb);
+            if !budget.try_spend(reads, programs, erases) {
+                break;
+            }
+            self.merge_all(flash, sb);
+            self.counters.background_merges += 1;
+        }
+        self.snap_tick(flash);
+    }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         self.check_blocks(flash)?;
@@ -942,6 +1023,10 @@ impl Ftl for SuperblockFtl {
         s.extra
             .insert("merge_map_spare_reads", c.merge_map_spare_reads as f64);
         s.extra.insert("trim_copies", c.trim_copies as f64);
+        s.extra
+            .insert("background_merges", c.background_merges as f64);
+        s.extra.insert("ip_filler_pages", c.ip_filler_pages as f64);
+        s.extra.insert("placement_ip", self.cfg.ip as u8 as f64);
         s.extra.insert("superblock_size", self.cfg.n as f64);
         s.extra
             .insert("blocks_per_superblock_max", self.cfg.max_blocks as f64);

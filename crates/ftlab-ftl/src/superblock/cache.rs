@@ -173,11 +173,6 @@ impl SbLru {
         self.member[sb as usize]
     }
 
-    /// Least recently used member.
-    pub(super) fn lru(&self) -> Option<u32> {
-        (self.head != NONE).then_some(self.head)
-    }
-
     pub(super) fn remove(&mut self, sb: u32) {
         if !self.member[sb as usize] {
             return;
@@ -254,12 +249,12 @@ mod tests {
         l.touch(3);
         l.touch(2);
         assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 3, 2]);
-        assert_eq!(l.lru(), Some(0));
+        assert_eq!(l.iter().next(), Some(0));
         l.remove(3);
         l.remove(3);
         assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 2]);
         l.remove(0);
         l.remove(2);
-        assert_eq!(l.lru(), None);
+        assert_eq!(l.iter().next(), None);
     }
 }

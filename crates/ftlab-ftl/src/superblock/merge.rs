@@ -30,11 +30,15 @@ impl Workspace {
         }
     }
 
-    fn pmd(&self, k: usize) -> &[u32] {
+    pub(super) fn is_loaded(&self) -> bool {
+        self.sb != NONE
+    }
+
+    pub(super) fn pmd(&self, k: usize) -> &[u32] {
         &self.pmd[k * self.pmd_len..(k + 1) * self.pmd_len]
     }
 
-    fn pt(&self, k: usize, i: usize) -> &[u32] {
+    pub(super) fn pt(&self, k: usize, i: usize) -> &[u32] {
         let a = (k * self.pmd_len + i) * self.pt_len;
         &self.pt[a..a + self.pt_len]
     }
@@ -101,7 +105,7 @@ impl SuperblockFtl {
 
     /// ValidPageCopy inside a merge: copies `src` to `dst`, moves the page's PT and PMD
     /// to `dst`'s spare and invalidates `src` (its block is erased by the caller).
-    fn copy_ws(&mut self, flash: &mut Flash, src: Ppn, dst: Ppn) {
+    pub(super) fn copy_ws(&mut self, flash: &mut Flash, src: Ppn, dst: Ppn) {
         let tag = flash.copy(src, dst, Cause::Merge);
         flash.invalidate(src);
         let sp = self.split.split(tag.lpn.0);
@@ -189,6 +193,9 @@ impl SuperblockFtl {
     /// two PBMT entries (or as many as its valid pages allow).
     pub(super) fn merge_some(&mut self, flash: &mut Flash, sb: u32) {
         self.counters.merges_some += 1;
+        if self.cfg.ip {
+            return self.merge_some_ip(flash, sb);
+        }
         self.load_ws(flash, sb);
         let ppb = self.geo.pages_per_block;
         let need = self.valid_of(flash, sb).div_ceil(ppb);
@@ -214,11 +221,39 @@ impl SuperblockFtl {
         self.maybe_promote(sb);
     }
 
+    /// Flash operations a MergeAll of `sb` would issue, at most: page reads (copies and
+    /// map spare reads), programs and erases (for idle-time budgeting).
+    pub(super) fn merge_all_estimate(&self, flash: &Flash, sb: u32) -> (u64, u64, u64) {
+        let ppb = self.geo.pages_per_block;
+        let map_reads = self.lbns_of(sb) as u64 * (1 + self.ws.pmd_len as u64);
+        let (mut copies, mut erases) = (0u64, 0u64);
+        if self.cfg.ip {
+            for &b in self.blocks_of(sb) {
+                copies += flash.valid_count(Pbn(b)) as u64;
+                erases += 1;
+            }
+            copies += self.lbns_of(sb) as u64 * ppb as u64; // fillers, at most
+        } else {
+            let f = self.frontier[sb as usize];
+            for &b in self.blocks_of(sb) {
+                let v = flash.valid_count(Pbn(b));
+                if b != f && v < ppb || b == f && flash.write_ptr(Pbn(b)) > v {
+                    copies += v as u64;
+                    erases += 1;
+                }
+            }
+        }
+        (copies + map_reads, copies, erases)
+    }
+
     /// MergeAll (Fig. 11): run on a victim superblock when no free block is left. Hot
     /// blocks are compacted first, then cold ones (hot/cold on), into the last U-block and
     /// reserved blocks; the superblock ends with D-blocks only, all cold.
     pub(super) fn merge_all(&mut self, flash: &mut Flash, sb: u32) {
         self.counters.merges_all += 1;
+        if self.cfg.ip {
+            return self.merge_all_ip(flash, sb);
+        }
         self.load_ws(flash, sb);
         let ppb = self.geo.pages_per_block;
         let f = self.frontier[sb as usize];

@@ -531,3 +531,147 @@ fn recovery_remembers_a_logical_block_emptied_by_trims() {
     let mut r = recover_copy(&d, pairs, d.ftl.image());
     r.verify();
 }
+
+#[test]
+fn in_place_merges_leave_each_logical_block_at_its_offsets() {
+    let g = geo(4, 2, 200.0, 64);
+    let pairs = &[("superblock_size", "1"), ("placement", "ip")];
+    let mut d = Driver::new(&g, pairs);
+    // Written sequentially into a fresh U-block: already in place, no copy.
+    d.write(&[0, 1, 2, 3]);
+    d.ftl.merge_all(&mut d.flash, 0);
+    assert_eq!(d.merge_ops(), (0, 0));
+    assert!(!d.ftl.lru.contains(0));
+    // An in-place prefix in a U-block takes the missing tail: a partial merge.
+    d.write(&[0, 1]);
+    d.ftl.merge_all(&mut d.flash, 0);
+    assert_eq!(d.merge_ops(), (1, 2));
+    assert_eq!(
+        d.contents(0)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>(),
+        blocks(&[&[Some(0), Some(1), Some(2), Some(3)]])
+    );
+    assert_eq!(d.ftl.stats().merges_partial, 1);
+    // Scattered updates: a full merge into a reserved block, in offset order.
+    d.write(&[2, 1, 1]);
+    d.ftl.merge_all(&mut d.flash, 0);
+    assert_eq!(d.merge_ops(), (3, 6));
+    assert_eq!(
+        d.contents(0)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>(),
+        blocks(&[&[Some(0), Some(1), Some(2), Some(3)]])
+    );
+    assert_eq!(
+        d.ftl.stats().merges_full,
+        2,
+        "the old D-block and the U-block"
+    );
+    d.verify();
+}
+
+#[test]
+fn in_place_merge_fills_a_gap_before_the_last_page() {
+    let g = geo(4, 2, 200.0, 64);
+    let mut d = Driver::new(&g, &[("superblock_size", "1"), ("placement", "ip")]);
+    d.write(&[0, 2, 3]);
+    d.ftl.merge_all(&mut d.flash, 0);
+    assert_eq!(d.ftl.stats().extra["ip_filler_pages"], 1.0);
+    assert_eq!(
+        d.contents(0)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>(),
+        blocks(&[&[Some(0), None, Some(2), Some(3)]])
+    );
+    d.verify();
+}
+
+#[test]
+fn in_place_random_mix_and_recovery() {
+    for (ppb, lbns, op, pairs) in [
+        (4, 8, 75.0, &[("placement", "ip")][..]),
+        (
+            4,
+            8,
+            40.0,
+            &[("placement", "ip"), ("superblock_size", "1")][..],
+        ),
+        (
+            8,
+            12,
+            60.0,
+            &[("placement", "ip"), ("superblock_size", "2")][..],
+        ),
+    ] {
+        let g = geo(ppb, lbns, op, 64);
+        let mut d = Driver::new(&g, pairs);
+        random_mix(&mut d, 21, 6000, 89);
+        d.verify();
+        let s = d.ftl.stats();
+        assert!(s.merges_full > 10, "{pairs:?}: {s:?}");
+    }
+    let pairs = &[("placement", "ip"), ("snapshots", "on")];
+    let g = geo(4, 8, 150.0, 64);
+    let mut d = Driver::new(&g, pairs);
+    for round in 0..30 {
+        random_mix(&mut d, 300 + round, 67, 0);
+        let mut r = recover_copy(&d, pairs, d.ftl.image());
+        r.verify();
+    }
+}
+
+#[test]
+fn background_merge_uses_idle_time_within_its_budget() {
+    use ftlab_core::Nanos;
+    let g = geo(8, 12, 100.0, 64);
+    let pairs = &[("background_merge", "on"), ("background_free_blocks", "6")];
+    let mut d = Driver::new(&g, pairs);
+    random_mix(&mut d, 4, 3000, 0);
+    let free_before = d.ftl.free.len();
+    assert!(free_before < 6, "the mix should leave few free blocks");
+    let mut none = IdleBudget {
+        remaining: Nanos(0),
+        latencies: lat(),
+    };
+    d.ftl.idle(&mut d.flash, &mut none);
+    assert_eq!(d.ftl.free.len(), free_before, "no time, no merge");
+    let mut lots = IdleBudget {
+        remaining: Nanos(10_000_000_000),
+        latencies: lat(),
+    };
+    d.ftl.idle(&mut d.flash, &mut lots);
+    assert!(d.ftl.free.len() > free_before);
+    assert!(d.ftl.stats().extra["background_merges"] >= 1.0);
+    assert!(
+        lots.remaining.0 < 10_000_000_000,
+        "the merges were paid for"
+    );
+    d.verify();
+    // Off by default.
+    let mut d = Driver::new(&g, &[]);
+    random_mix(&mut d, 4, 3000, 0);
+    let before = d.ftl.free.len();
+    d.ftl.idle(&mut d.flash, &mut lots);
+    assert_eq!(d.ftl.free.len(), before);
+}
+
+#[test]
+fn regression_merge_all_victim_must_free_a_block() {
+    // In place, a superblock whose two logical blocks share one U-block would need a
+    // second block to merge: choosing it as the MergeAll victim drained the reserve.
+    let g = geo(8, 4, 200.0, 64);
+    let mut d = Driver::new(&g, &[("superblock_size", "2"), ("placement", "ip")]);
+    d.write(&[0, 8]);
+    assert_eq!(d.ftl.merge_all_victim(&d.flash), None);
+    d.write(&[16, 17, 18, 19, 20, 21, 22, 23, 16]);
+    assert!(
+        d.ftl.lru.contains(0),
+        "superblock 0 is the least recently written"
+    );
+    assert_eq!(d.ftl.merge_all_victim(&d.flash), Some(1));
+    d.verify();
+}
