@@ -4,6 +4,10 @@
 
 #![warn(missing_docs)]
 
+pub mod bast;
+pub mod block;
 pub mod dac;
+pub mod fast;
+mod logblock;
 pub mod page;
 pub mod superblock;

@@ -57,6 +57,27 @@ pub const FTLS: &[FtlEntry] = &[
         build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
     },
     FtlEntry {
+        id: "block",
+        description: "block mapping: fixed offsets, a block rewrite per updated group",
+        source: "cach-ftl.txt §2, §4.2.3, §5",
+        options: ftlab_ftl::block::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::block::BlockFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "bast",
+        description: "log block scheme: one log block per data block, LRU reclaim",
+        source: "superblock-ftl.txt §2.3-2.4; co-op-buffer-ftl.txt §2.4.1",
+        options: ftlab_ftl::bast::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::bast::Bast::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "fast",
+        description: "FAST: shared RW log blocks (round robin) and a sequential log",
+        source: "co-op-buffer-ftl.txt §2.4.2; superblock-ftl.txt §2.4",
+        options: ftlab_ftl::fast::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::fast::Fast::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
         id: "dac",
         description: "DAC: page mapping with K regions by update frequency, greedy GC",
         source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",

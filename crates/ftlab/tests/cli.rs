@@ -1,0 +1,221 @@
+//! The command line as a user meets it: listings, help, reports, and bad input that must
+//! produce a clear message and a non-zero exit, never a panic.
+
+use std::process::{Command, Output};
+
+fn ftlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ftlab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("ftlab runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn assert_clean_error(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "must fail: {err}");
+    assert!(!err.contains("panicked"), "must not panic: {err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks `{n}`: {err}");
+    }
+}
+
+fn temp_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("ftlab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn list_shows_every_kind_of_thing() {
+    let o = ftlab(&["list"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    for needle in [
+        "page",
+        "none",
+        "slc-k9f1g16u0m",
+        "flashsim-2k",
+        "serial",
+        "parallel",
+        "spc",
+        "gc_threshold",
+    ] {
+        assert!(out.contains(needle), "list lacks {needle}:\n{out}");
+    }
+}
+
+#[test]
+fn run_help_explains_every_stable_flag() {
+    let out = stdout(&ftlab(&["run", "--help"]));
+    for flag in [
+        "--ftl",
+        "--buffer",
+        "--nand",
+        "--capacity",
+        "--op",
+        "--trace",
+        "--format",
+        "--config",
+        "--set",
+        "--seed",
+        "--json",
+        "--no-verify",
+        "--fold",
+        "--warmup",
+    ] {
+        assert!(out.contains(flag), "help lacks {flag}");
+    }
+}
+
+#[test]
+fn runs_a_trace_and_writes_json() {
+    let json = temp_file("r.json", "");
+    let o = ftlab(&[
+        "run",
+        "--ftl",
+        "page",
+        "--trace",
+        "../../tests/data/financial1-first10k.spc",
+        "--format",
+        "spc",
+        "--json",
+        &json,
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("verify"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for key in ["host", "flash", "waf", "ftl", "buffer", "verify", "config"] {
+        assert!(v.get(key).is_some(), "json lacks {key}");
+    }
+    assert_eq!(v["host"]["requests"], 10000);
+    assert_eq!(v["config"]["seed"], 1);
+    assert_eq!(v["verify"]["violations"], 0);
+}
+
+#[test]
+fn json_to_stdout_replaces_the_summary() {
+    let o = ftlab(&[
+        "run",
+        "--capacity",
+        "16MiB",
+        "--set",
+        "synthetic.count=100",
+        "--json",
+        "-",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(v["host"]["requests"], 100);
+}
+
+#[test]
+fn malformed_spc_line_names_file_line_and_field() {
+    let t = temp_file("bad.spc", "0,100,4096,w,0.0\n0,200,4096,q,0.1\n");
+    let o = ftlab(&["run", "--trace", &t, "--format", "spc", "-q"]);
+    assert_clean_error(&o, &["bad.spc:2", "opcode", "`q`"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn unknown_ftl_lists_the_known_ones() {
+    let o = ftlab(&["run", "--ftl", "nope", "-q"]);
+    assert_clean_error(&o, &["unknown FTL `nope`", "page"]);
+}
+
+#[test]
+fn unknown_option_key_is_refused() {
+    let o = ftlab(&["run", "--set", "ftl_options.gc_treshold=4", "-q"]);
+    assert_clean_error(&o, &["unknown option `gc_treshold`", "gc_threshold"]);
+    let o = ftlab(&["run", "--set", "capacityy=1GiB", "-q"]);
+    assert_clean_error(&o, &["unknown field `capacityy`"]);
+}
+
+#[test]
+fn impossible_geometry_is_refused() {
+    let o = ftlab(&["run", "--set", "nand_params.page_size=3000", "-q"]);
+    assert_clean_error(&o, &["page_size", "power of two"]);
+    let o = ftlab(&["run", "--capacity", "lots", "-q"]);
+    assert_clean_error(&o, &["capacity", "not a size"]);
+    let o = ftlab(&["run", "--capacity", "128KiB", "--op", "0", "-q"]);
+    assert_clean_error(&o, &["raise --op"]);
+}
+
+#[test]
+fn request_beyond_capacity_names_the_fixes() {
+    let o = ftlab(&[
+        "run",
+        "--trace",
+        "../../tests/data/financial1-first10k.spc",
+        "--capacity",
+        "64MiB",
+        "-q",
+    ]);
+    assert_clean_error(&o, &["beyond the logical capacity", "--capacity", "--fold"]);
+    let o = ftlab(&[
+        "run",
+        "--trace",
+        "../../tests/data/financial1-first10k.spc",
+        "--capacity",
+        "64MiB",
+        "--fold",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn missing_trace_and_config_files_are_clear() {
+    let o = ftlab(&["run", "--trace", "/nonexistent/x.spc", "-q"]);
+    assert_clean_error(&o, &["/nonexistent/x.spc", "cannot open"]);
+    let o = ftlab(&["run", "--config", "/nonexistent/c.toml", "-q"]);
+    assert_clean_error(&o, &["/nonexistent/c.toml"]);
+    let bad = temp_file("bad.toml", "ftl = [\n");
+    let o = ftlab(&["run", "--config", &bad, "-q"]);
+    assert_clean_error(&o, &["bad.toml"]);
+}
+
+#[test]
+fn config_file_and_flags_layer() {
+    let c = temp_file(
+        "c.toml",
+        "capacity = \"16MiB\"\nseed = 5\n[synthetic]\ncount = 50\n",
+    );
+    let o = ftlab(&["run", "--config", &c, "--seed", "6", "--json", "-", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["seed"], 6);
+    assert_eq!(v["host"]["requests"], 50);
+}
+
+#[test]
+fn fuzz_runs_a_short_swarm() {
+    let o = ftlab(&[
+        "fuzz",
+        "--seed",
+        "3",
+        "--runs",
+        "30",
+        "--max-requests",
+        "2000",
+        "--table",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("0 failed"), "{out}");
+    assert!(out.contains("| page | none |"), "{out}");
+}
