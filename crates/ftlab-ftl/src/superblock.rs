@@ -76,12 +76,12 @@ mod snapshot;
 mod tests;
 
 pub use layout::{AddressSplit, Ecc, SpareLayout, Split};
+pub use snapshot::RecoveryReport;
 use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
-pub use snapshot::{RecoveryReport, SnapshotArea, SuperblockImage};
 
 use cache::{MapCache, SbLru, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget};
+use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::nand::Latencies;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
@@ -170,49 +170,6 @@ struct Cfg {
     background_free: u32,
 }
 
-/// The per-page PMD and PT written into spare areas (the flash-resident part of the
-/// map). Entries are absolute page numbers, `NONE` for unmapped.
-#[derive(Clone, Debug)]
-pub struct SpareStore {
-    pmd_len: usize,
-    pt_len: usize,
-    data: Vec<u32>,
-}
-
-impl SpareStore {
-    fn new(pages: u32, pmd_len: usize, pt_len: usize) -> SpareStore {
-        SpareStore {
-            pmd_len,
-            pt_len,
-            data: vec![NONE; pages as usize * (pmd_len + pt_len)],
-        }
-    }
-
-    #[inline]
-    fn at(&self, ppn: u32) -> usize {
-        ppn as usize * (self.pmd_len + self.pt_len)
-    }
-
-    #[inline]
-    fn pmd(&self, ppn: u32) -> &[u32] {
-        let a = self.at(ppn);
-        &self.data[a..a + self.pmd_len]
-    }
-
-    #[inline]
-    fn pt(&self, ppn: u32) -> &[u32] {
-        let a = self.at(ppn) + self.pmd_len;
-        &self.data[a..a + self.pt_len]
-    }
-
-    #[inline]
-    fn write(&mut self, ppn: u32, pmd: &[u32], pt: &[u32]) {
-        let a = self.at(ppn);
-        self.data[a..a + self.pmd_len].copy_from_slice(pmd);
-        self.data[a + self.pmd_len..a + self.pmd_len + self.pt_len].copy_from_slice(pt);
-    }
-}
-
 /// Counters beyond [`FtlStats`].
 #[derive(Clone, Debug, Default)]
 struct Counters {
@@ -249,8 +206,8 @@ pub struct SuperblockFtl {
     free: VecDeque<Pbn>,
     reserved: Vec<Pbn>,
     lru: SbLru,
-    // Flash-resident spare contents.
-    spare: SpareStore,
+    // The PMD and PT of the page being programmed, as spare words.
+    sbuf: Vec<u32>,
     // Snapshot log (None: snapshots off) and recovery bookkeeping.
     snap: Option<SnapLog>,
     frontier_wp: Vec<u32>,
@@ -260,6 +217,18 @@ pub struct SuperblockFtl {
     scratch: Vec<u32>,
     stats: FtlStats,
     counters: Counters,
+}
+
+/// The PMD in the spare area of page `ppn`.
+#[inline]
+fn spare_pmd(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
+    &flash.spare_words(Ppn(ppn))[..pmd_len]
+}
+
+/// The PT in the spare area of page `ppn`.
+#[inline]
+fn spare_pt(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
+    &flash.spare_words(Ppn(ppn))[pmd_len..]
 }
 
 fn parse_on_off(opts: &SchemeOptions, key: &str) -> Result<bool, SchemeError> {
@@ -330,7 +299,7 @@ impl SuperblockFtl {
             _ => return Err(opts.bad("placement", "expected oop or ip")),
         };
         let reserve = if ip { n } else { 1 };
-        let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m);
+        let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m + reserve);
         let area = 2 * snapshot::half_blocks(geo, full_pages);
         let base = lbns + reserve + 1;
         let snapshots = match opts.get::<String>("snapshots")?.trim() {
@@ -417,7 +386,7 @@ impl SuperblockFtl {
             free,
             reserved,
             lru: SbLru::new(superblocks),
-            spare: SpareStore::new(geo.physical_pages(), split.pmd_len(), split.pt_len()),
+            sbuf: vec![NONE; split.pmd_len() + split.pt_len()],
             snap,
             frontier_wp: vec![0; superblocks as usize],
             recovery: None,
@@ -669,7 +638,9 @@ impl SuperblockFtl {
             flash.read_spare(Ppn(head), Cause::Map);
             self.counters.map_spare_reads += 1;
             read_head = true;
-            self.cache.pmd_mut(s).copy_from_slice(self.spare.pmd(head));
+            self.cache
+                .pmd_mut(s)
+                .copy_from_slice(spare_pmd(flash, head, self.split.pmd_len()));
         } else {
             self.cache.pmd_mut(s).fill(NONE);
         }
@@ -681,7 +652,9 @@ impl SuperblockFtl {
                 flash.read_spare(Ppn(loc), Cause::Map);
                 self.counters.map_spare_reads += 1;
             }
-            self.cache.pt_mut(s).copy_from_slice(self.spare.pt(loc));
+            self.cache
+                .pt_mut(s)
+                .copy_from_slice(spare_pt(flash, loc, self.split.pmd_len()));
         }
         s
     }
@@ -689,15 +662,25 @@ impl SuperblockFtl {
 
 impl SuperblockFtl {
     /// Makes `dst` the live copy of the page `sp` whose map entry is in cache slot `s`:
-    /// updates the PT, the PMD (in every cached entry of the block) and the PGD, and writes
-    /// the PMD and PT into `dst`'s spare area (the page itself is programmed by the
-    /// caller).
-    fn record(&mut self, s: usize, sp: Split, dst: Ppn) {
+    /// updates the PT, the PMD (in every cached entry of the block) and the PGD, and
+    /// programs `tag` at `dst` with the PMD and PT in its spare area.
+    fn place(
+        &mut self,
+        flash: &mut Flash,
+        s: usize,
+        sp: Split,
+        dst: Ppn,
+        tag: PageTag,
+        cause: Cause,
+    ) {
         self.cache.pt_mut(s)[sp.pte_index as usize] = dst.0;
         self.cache
             .set_pmd_entry(sp.lbn, sp.pmd_index as usize, dst.0);
         self.pgd[sp.lbn as usize] = dst.0;
-        self.spare.write(dst.0, self.cache.pmd(s), self.cache.pt(s));
+        let pl = self.split.pmd_len();
+        self.sbuf[..pl].copy_from_slice(self.cache.pmd(s));
+        self.sbuf[pl..].copy_from_slice(self.cache.pt(s));
+        flash.program_with_spare(dst, tag, &self.sbuf, cause);
     }
 
     /// One host page write: logged into the superblock's current U-block.
@@ -709,8 +692,7 @@ impl SuperblockFtl {
         let dst = self.frontier_page(flash, sp.superblock);
         let s = self.lookup(flash, sp.lbn, sp.pmd_index);
         let old = self.cache.pt(s)[sp.pte_index as usize];
-        flash.program(dst, tag, Cause::Host);
-        self.record(s, sp, dst);
+        self.place(flash, s, sp, dst, tag, Cause::Host);
         self.note(Event::Write {
             lpn: tag.lpn.0,
             ppn: dst.0,
@@ -757,7 +739,7 @@ impl SuperblockFtl {
             }
         };
         let src = Ppn(self.cache.pt(cs)[cj]);
-        let tag = flash.copy(src, dst, Cause::Map);
+        let tag = flash.read(src, Cause::Map);
         let carrier = Split {
             pmd_index: ci as u32,
             pte_index: cj as u32,
@@ -767,7 +749,7 @@ impl SuperblockFtl {
             tag.lpn.0,
             lbn * self.geo.pages_per_block + ((ci as u32) << self.split.t) + cj as u32
         );
-        self.record(cs, carrier, dst);
+        self.place(flash, cs, carrier, dst, tag, Cause::Map);
         self.note(Event::Write {
             lpn: tag.lpn.0,
             ppn: dst.0,
@@ -796,10 +778,11 @@ impl SuperblockFtl {
             }
             let t = live(head, &format!("PMD of lbn{lbn}"))?;
             let hs = self.split.split(t.lpn.0);
-            if hs.lbn != lbn || self.spare.pmd(head)[hs.pmd_index as usize] != head {
+            let pl = self.split.pmd_len();
+            if hs.lbn != lbn || spare_pmd(flash, head, pl)[hs.pmd_index as usize] != head {
                 return Err(format!("lbn{lbn}: PGD points to ppn{head} holding {t:?}"));
             }
-            let pmd = self.spare.pmd(head);
+            let pmd = spare_pmd(flash, head, pl);
             if pmd.iter().all(|&p| p == NONE) {
                 return Err(format!("lbn{lbn}: PGD set but its PMD is empty"));
             }
@@ -812,7 +795,7 @@ impl SuperblockFtl {
                 if ts.lbn != lbn || ts.pmd_index as usize != i {
                     return Err(format!("lbn{lbn}: PT {i} at ppn{loc} holding {t:?}"));
                 }
-                let pt = self.spare.pt(loc);
+                let pt = spare_pt(flash, loc, pl);
                 if pt.iter().all(|&p| p == NONE) {
                     return Err(format!("lbn{lbn}: PT {i} at ppn{loc} maps nothing"));
                 }
@@ -838,9 +821,10 @@ impl SuperblockFtl {
             let (pmd, pt): (&[u32], Option<&[u32]>) = if head == NONE {
                 (&[], None)
             } else {
-                let pmd = self.spare.pmd(head);
+                let pl = self.split.pmd_len();
+                let pmd = spare_pmd(flash, head, pl);
                 let loc = pmd[i as usize];
-                (pmd, (loc != NONE).then(|| self.spare.pt(loc)))
+                (pmd, (loc != NONE).then(|| spare_pt(flash, loc, pl)))
             };
             let pmd_ok = if head == NONE {
                 self.cache.pmd(s).iter().all(|&p| p == NONE)
@@ -966,6 +950,10 @@ impl Ftl for SuperblockFtl {
 
     fn flush(&mut self, flash: &mut Flash) {
         self.snap_flush(flash);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        self.recover_from_flash(flash)
     }
 
     fn idle(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {

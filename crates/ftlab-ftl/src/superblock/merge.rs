@@ -68,7 +68,7 @@ impl SuperblockFtl {
                 flash.read_spare(Ppn(head), Cause::Map);
                 self.counters.merge_map_spare_reads += 1;
                 read_head = true;
-                self.ws.pmd[pmd].copy_from_slice(self.spare.pmd(head));
+                self.ws.pmd[pmd].copy_from_slice(super::spare_pmd(flash, head, pl));
             }
             for i in 0..pl {
                 let loc = self.ws.pmd[k * pl + i];
@@ -82,7 +82,7 @@ impl SuperblockFtl {
                         flash.read_spare(Ppn(loc), Cause::Map);
                         self.counters.merge_map_spare_reads += 1;
                     }
-                    self.ws.pt[dst].copy_from_slice(self.spare.pt(loc));
+                    self.ws.pt[dst].copy_from_slice(super::spare_pt(flash, loc, pl));
                 }
             }
         }
@@ -106,7 +106,7 @@ impl SuperblockFtl {
     /// ValidPageCopy inside a merge: copies `src` to `dst`, moves the page's PT and PMD
     /// to `dst`'s spare and invalidates `src` (its block is erased by the caller).
     pub(super) fn copy_ws(&mut self, flash: &mut Flash, src: Ppn, dst: Ppn) {
-        let tag = flash.copy(src, dst, Cause::Merge);
+        let tag = flash.read(src, Cause::Merge);
         flash.invalidate(src);
         let sp = self.split.split(tag.lpn.0);
         debug_assert_eq!(sp.superblock, self.ws.sb);
@@ -121,7 +121,9 @@ impl SuperblockFtl {
         self.ws.pt[e] = dst.0;
         self.ws.pmd[k * pl + i] = dst.0;
         self.pgd[sp.lbn as usize] = dst.0;
-        self.spare.write(dst.0, self.ws.pmd(k), self.ws.pt(k, i));
+        self.sbuf[..pl].copy_from_slice(self.ws.pmd(k));
+        self.sbuf[pl..].copy_from_slice(self.ws.pt(k, i));
+        flash.program_with_spare(dst, tag, &self.sbuf, Cause::Merge);
         self.note(Event::Write {
             lpn: tag.lpn.0,
             ppn: dst.0,
