@@ -58,11 +58,16 @@
 //!   rewrites one valid page of the same PT (or of the same logical block, if the PT is now
 //!   empty) to carry the updated PT and PMD, under [`Cause::Map`]; that keeps the
 //!   invariant that every PTE points to the live copy of its page.
-//! - Simulation of the spare contents: the PMD and PT written with each page are kept in
-//!   a per-page table (absolute page numbers rather than PBMT-indexed bit fields; the
-//!   layout check above proves the bit fields fit). Reads resolve through the cache and
-//!   these spares, never through a full page table, so a wrong PGD or PT shows up as an
-//!   oracle violation.
+//! - Simulation of the spare contents: the PMD and PT written with each page are stored
+//!   as the page's spare words in the [`Flash`] ([`Flash::program_with_spare`]), as
+//!   absolute page numbers rather than PBMT-indexed bit fields (the layout check proves
+//!   the bit fields fit). Reads resolve through the cache and these spares, never through
+//!   a full page table, so a wrong PGD or PT shows up as an oracle violation, and the map
+//!   survives a power loss with the flash (recovery: see the `snapshot` module, §4.4).
+//! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
+//!   and `snapshot` modules and [`OPTIONS`].
+//! - Not implemented: SB-P (map pages instead of spare areas, §4.2.3, §5.8). The option
+//!   does not exist; parts whose spare area cannot hold the SB-S layout are refused.
 //! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
 //!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
 //!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
