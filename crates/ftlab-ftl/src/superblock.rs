@@ -66,8 +66,8 @@
 //!   survives a power loss with the flash (recovery: see the `snapshot` module, §4.4).
 //! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
 //!   and `snapshot` modules and [`OPTIONS`].
-//! - Not implemented: SB-P (map pages instead of spare areas, §4.2.3, §5.8). The option
-//!   does not exist; parts whose spare area cannot hold the SB-S layout are refused.
+//! - `mapping = map_page` (SB-P, §4.2.3): see the `mappage` module. SB-S parts whose spare
+//!   area cannot hold the Table III layout are refused, naming that option.
 //! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
 //!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
 //!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
@@ -75,6 +75,7 @@
 mod cache;
 mod inplace;
 mod layout;
+mod mappage;
 mod merge;
 mod snapshot;
 #[cfg(test)]
@@ -103,7 +104,14 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "max_u_blocks",
         default: "auto",
-        help: "most U-blocks a superblock may own, M (auto: the spare layout's block limit - N)",
+        help: "most U-blocks a superblock may own, M (auto: the spare layout's block limit - N; \
+               N with map pages)",
+    },
+    OptionSpec {
+        name: "mapping",
+        default: "spare",
+        help: "page-level map in spare areas (spare: SB-S, §4.2.2) or in map pages (map_page: \
+               SB-P, §4.2.3)",
     },
     OptionSpec {
         name: "placement",
@@ -195,7 +203,7 @@ pub struct SuperblockFtl {
     lat: Latencies,
     cfg: Cfg,
     split: AddressSplit,
-    layout: SpareLayout,
+    layout: Option<SpareLayout>,
     superblocks: u32,
     // RAM map (counted in mapping_bytes).
     pgd: Vec<u32>,
@@ -213,6 +221,11 @@ pub struct SuperblockFtl {
     lru: SbLru,
     // The PMD and PT of the page being programmed, as spare words.
     sbuf: Vec<u32>,
+    // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
+    mappages: Option<mappage::MapPageCache>,
+    map_pgd: Vec<u32>,
+    mpbuf: Vec<u32>,
+    mpwords: Vec<u32>,
     // Snapshot log (None: snapshots off) and recovery bookkeeping.
     snap: Option<SnapLog>,
     frontier_wp: Vec<u32>,
@@ -270,15 +283,14 @@ impl SuperblockFtl {
             _ => return Err(opts.bad("ecc", "expected slc, mlc4 or auto")),
         };
         let split = AddressSplit::new(n, geo.pages_per_block, t);
-        let layout = SpareLayout::compute(geo.spare_bytes, geo.page_size, &split, ecc, geo.blocks)
-            .map_err(|why| {
-                opts.geometry_error(format!(
-                    "the SB-S spare layout (Table III) does not fit: {why}; use a larger \
-                         nand_params.spare_bytes, ecc = slc, or a smaller pt_bits"
-                ))
-            })?;
-        let limit = layout.blocks_per_superblock();
+        let map_pages = match opts.get::<String>("mapping")?.trim() {
+            "spare" => false,
+            "map_page" => true,
+            _ => return Err(opts.bad("mapping", "expected spare or map_page")),
+        };
+        let (layout, limit) = Self::block_limit(geo, opts, &split, ecc, map_pages)?;
         let m = match opts.get::<String>("max_u_blocks")?.trim() {
+            "auto" if map_pages => n.min(limit.saturating_sub(n)),
             "auto" => limit.saturating_sub(n),
             _ => opts.get::<u32>("max_u_blocks")?,
         };
@@ -286,10 +298,14 @@ impl SuperblockFtl {
             return Err(opts.bad(
                 "max_u_blocks",
                 format!(
-                    "N + M must be {} to {limit} (the spare layout has {} PBMT entries + the \
-                     block itself); lower max_u_blocks or superblock_size",
+                    "N + M must be {} to {limit} (the blocks the {} can address); lower \
+                     max_u_blocks or superblock_size",
                     n + 1,
-                    layout.pbmt_entries
+                    if map_pages {
+                        "map page"
+                    } else {
+                        "spare layout"
+                    }
                 ),
             ));
         }
@@ -303,14 +319,28 @@ impl SuperblockFtl {
             "ip" => true,
             _ => return Err(opts.bad("placement", "expected oop or ip")),
         };
+        if ip && map_pages {
+            return Err(opts.bad(
+                "placement",
+                "in-place D-blocks are not implemented with mapping = map_page",
+            ));
+        }
         let reserve = if ip { n } else { 1 };
         let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m + reserve);
         let area = 2 * snapshot::half_blocks(geo, full_pages);
-        let base = lbns + reserve + 1;
+        // With map pages, a superblock whose data fills its N blocks needs one more block
+        // for its map page.
+        let base = lbns + reserve + 1 + if map_pages { lbns.div_ceil(n) } else { 0 };
         let snapshots = match opts.get::<String>("snapshots")?.trim() {
-            "auto" => geo.blocks > base + area,
+            "auto" => !map_pages && geo.blocks > base + area,
             _ => parse_on_off(opts, "snapshots")?,
         };
+        if snapshots && map_pages {
+            return Err(opts.bad(
+                "snapshots",
+                "snapshots and recovery are not implemented with mapping = map_page",
+            ));
+        }
         let needed = base + if snapshots { area } else { 0 };
         if geo.blocks < needed {
             return Err(opts.geometry_error(format!(
@@ -318,6 +348,8 @@ impl SuperblockFtl {
                  reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
                 if snapshots {
                     format!(" + {area} for snapshots")
+                } else if map_pages {
+                    " + 1 per superblock for its map page".to_string()
                 } else {
                     String::new()
                 },
@@ -342,7 +374,53 @@ impl SuperblockFtl {
         };
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
-        Ok(Self::build(geo, lat, cfg, split, layout, entries, snap))
+        let mut f = Self::build(geo, lat, cfg, split, layout, entries, snap);
+        if map_pages {
+            let len = n as usize * split.pmd_len() * split.pt_len();
+            f.mappages = Some(mappage::MapPageCache::new(entries, f.superblocks, len));
+            f.map_pgd = vec![NONE; f.superblocks as usize];
+            f.mpbuf = Vec::with_capacity(len);
+            f.mpwords = Vec::with_capacity(geo.page_size as usize / 4);
+        }
+        Ok(f)
+    }
+
+    /// The spare layout (SB-S) and the most blocks a superblock may use.
+    fn block_limit(
+        geo: &Geometry,
+        opts: &SchemeOptions,
+        split: &AddressSplit,
+        ecc: Ecc,
+        map_pages: bool,
+    ) -> Result<(Option<SpareLayout>, u32), SchemeError> {
+        if map_pages {
+            let ptes = split.n * (split.pmd_len() * split.pt_len()) as u32;
+            let limit = mappage::map_page_limit(geo.page_size, ptes, geo.pages_per_block)
+                .map_err(|why| opts.bad("superblock_size", why))?;
+            // The simulator packs a PTE in 16 bits and PBMT entries in 32.
+            let words = 1 + limit.min(geo.blocks) + ptes.div_ceil(2);
+            if words * 4 > geo.page_size {
+                return Err(opts.bad(
+                    "superblock_size",
+                    format!(
+                        "with map pages the simulator needs {} bytes per map page (16-bit \
+                         PTEs), more than a {}-byte page; lower superblock_size",
+                        words * 4,
+                        geo.page_size
+                    ),
+                ));
+            }
+            return Ok((None, limit));
+        }
+        let layout = SpareLayout::compute(geo.spare_bytes, geo.page_size, split, ecc, geo.blocks)
+            .map_err(|why| {
+            opts.geometry_error(format!(
+                "the SB-S spare layout (Table III) does not fit: {why}; use mapping = \
+                     map_page, a larger nand_params.spare_bytes, ecc = slc, or a smaller \
+                     pt_bits"
+            ))
+        })?;
+        Ok((Some(layout), layout.blocks_per_superblock()))
     }
 
     fn build(
@@ -350,7 +428,7 @@ impl SuperblockFtl {
         lat: Latencies,
         cfg: Cfg,
         split: AddressSplit,
-        layout: SpareLayout,
+        layout: Option<SpareLayout>,
         entries: usize,
         snap: Option<SnapLog>,
     ) -> SuperblockFtl {
@@ -395,6 +473,10 @@ impl SuperblockFtl {
             snap,
             frontier_wp: vec![0; superblocks as usize],
             recovery: None,
+            mappages: None,
+            map_pgd: Vec::new(),
+            mpbuf: Vec::new(),
+            mpwords: Vec::new(),
             ws: merge::Workspace::new(cfg.n, split.pmd_len(), split.pt_len()),
             scratch: Vec::with_capacity(cfg.max_blocks as usize),
             stats: FtlStats::default(),
@@ -402,9 +484,9 @@ impl SuperblockFtl {
         }
     }
 
-    /// The spare layout in use.
-    pub fn layout(&self) -> &SpareLayout {
-        &self.layout
+    /// The spare layout in use (`None` with map pages).
+    pub fn layout(&self) -> Option<&SpareLayout> {
+        self.layout.as_ref()
     }
 
     /// The address split in use.
@@ -688,11 +770,36 @@ impl SuperblockFtl {
         flash.program_with_spare(dst, tag, &self.sbuf, cause);
     }
 
+    /// Index of a page's entry in its superblock's map page.
+    #[inline]
+    fn map_index(&self, sp: Split) -> usize {
+        let per_lbn = self.split.pmd_len() * self.split.pt_len();
+        sp.pgd_index as usize * per_lbn + (sp.lpn_offset(self.split.t))
+    }
+
+    /// One host page write with map pages (SB-P).
+    fn host_write_mp(&mut self, flash: &mut Flash, tag: PageTag) {
+        let sp = self.split.split(tag.lpn.0);
+        let s = self.map_lookup(flash, sp.superblock);
+        let dst = self.frontier_page(flash, sp.superblock);
+        let e = self.map_index(sp);
+        let c = self.mappages.as_mut().expect("map_page mode");
+        let old = c.map(s)[e];
+        flash.program(dst, tag, Cause::Host);
+        c.map_mut(s)[e] = dst.0;
+        if old != NONE {
+            self.drop_page(flash, Ppn(old));
+        }
+    }
+
     /// One host page write: logged into the superblock's current U-block.
     fn host_write(&mut self, flash: &mut Flash, tag: PageTag) {
         let sp = self.split.split(tag.lpn.0);
         if self.lru.contains(sp.superblock) {
             self.lru.touch(sp.superblock);
+        }
+        if self.mappages.is_some() {
+            return self.host_write_mp(flash, tag);
         }
         let dst = self.frontier_page(flash, sp.superblock);
         let s = self.lookup(flash, sp.lbn, sp.pmd_index);
@@ -712,6 +819,17 @@ impl SuperblockFtl {
     /// updated PT and PMD.
     fn trim_page(&mut self, flash: &mut Flash, lpn: Lpn) {
         let sp = self.split.split(lpn.0);
+        if self.mappages.is_some() {
+            let s = self.map_lookup(flash, sp.superblock);
+            let e = self.map_index(sp);
+            let c = self.mappages.as_mut().expect("map_page mode");
+            let old = c.map(s)[e];
+            if old != NONE {
+                c.map_mut(s)[e] = NONE;
+                self.drop_page(flash, Ppn(old));
+            }
+            return;
+        }
         let (lbn, i, j) = (sp.lbn, sp.pmd_index as usize, sp.pte_index as usize);
         let s = self.lookup(flash, lbn, sp.pmd_index);
         if self.cache.pt(s)[j] == NONE {
@@ -880,7 +998,12 @@ impl SuperblockFtl {
                     let p = self.geo.ppn(Pbn(b), off);
                     if flash.is_valid(p) {
                         let t = flash.peek_tag(p).expect("programmed");
-                        if self.split.split(t.lpn.0).superblock != sb {
+                        let owner = if t.lpn.0 == mappage::MAP_LPN {
+                            t.version
+                        } else {
+                            self.split.split(t.lpn.0).superblock
+                        };
+                        if owner != sb {
                             return Err(format!("{p:?} in superblock {sb} holds {t:?}"));
                         }
                     }
@@ -943,6 +1066,12 @@ impl Ftl for SuperblockFtl {
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
         let sp = self.split.split(lpn.0);
+        if self.mappages.is_some() {
+            let s = self.map_lookup(flash, sp.superblock);
+            let e = self.map_index(sp);
+            let p = self.mappages.as_ref().expect("map_page mode").map(s)[e];
+            return (p != NONE).then(|| flash.read(Ppn(p), Cause::Host));
+        }
         let s = self.lookup(flash, sp.lbn, sp.pmd_index);
         let p = self.cache.pt(s)[sp.pte_index as usize];
         (p != NONE).then(|| flash.read(Ppn(p), Cause::Host))
@@ -981,7 +1110,11 @@ impl Ftl for SuperblockFtl {
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         self.check_blocks(flash)?;
-        let mapped = self.check_chains(flash)?;
+        let mapped = if self.mappages.is_some() {
+            self.check_map_pages(flash)?
+        } else {
+            self.check_chains(flash)?
+        };
         let snapshot_pages = self.snap.as_ref().map_or(0, |l| l.valid_pages());
         if mapped + snapshot_pages != flash.total_valid() {
             return Err(format!(
@@ -1023,8 +1156,11 @@ impl Ftl for SuperblockFtl {
         s.extra.insert("superblock_size", self.cfg.n as f64);
         s.extra
             .insert("blocks_per_superblock_max", self.cfg.max_blocks as f64);
+        if let Some(l) = &self.layout {
+            s.extra.insert("pbmt_entries", l.pbmt_entries as f64);
+        }
         s.extra
-            .insert("pbmt_entries", self.layout.pbmt_entries as f64);
+            .insert("map_pages", self.mappages.is_some() as u8 as f64);
         s.extra
             .insert("snapshots", self.snap.is_some() as u8 as f64);
         if let Some(log) = &self.snap {
@@ -1047,6 +1183,11 @@ impl Ftl for SuperblockFtl {
     }
 
     fn mapping_bytes(&self) -> u64 {
-        self.pgd.len() as u64 * 4 + self.cache.bytes()
+        match &self.mappages {
+            Some(c) => {
+                self.map_pgd.len() as u64 * 4 + (c.entries() * self.geo.page_size as usize) as u64
+            }
+            None => self.pgd.len() as u64 * 4 + self.cache.bytes(),
+        }
     }
 }

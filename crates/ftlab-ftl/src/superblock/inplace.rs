@@ -178,7 +178,7 @@ impl SuperblockFtl {
             }
             self.merge_lbn_ip(flash, sb, k);
         }
-        self.store_ws(sb);
+        self.store_ws(flash, sb);
         self.maybe_promote(sb);
     }
 
@@ -189,6 +189,6 @@ impl SuperblockFtl {
             self.merge_lbn_ip(flash, sb, k);
         }
         self.mark_all_d(sb, true);
-        self.store_ws(sb);
+        self.store_ws(flash, sb);
     }
 }

@@ -81,6 +81,14 @@ pub struct Split {
     pub pte_index: u32,
 }
 
+impl Split {
+    /// The page's offset inside its logical block.
+    #[inline]
+    pub fn lpn_offset(&self, t: u32) -> usize {
+        ((self.pmd_index << t) | self.pte_index) as usize
+    }
+}
+
 impl AddressSplit {
     /// The split for `n` logical blocks per superblock, `pages_per_block` pages and PTs
     /// of `2^t` entries (`t` is clamped to the page-offset width).

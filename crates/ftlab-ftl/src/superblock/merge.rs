@@ -13,6 +13,10 @@ use ftlab_core::{Pbn, Ppn};
 #[derive(Clone, Debug)]
 pub(super) struct Workspace {
     sb: u32,
+    /// With map pages: the map changed (copies, a dropped map page) and must be written.
+    dirty: bool,
+    /// With map pages: write the map page at the end even if it is cached (MergeAll).
+    flush: bool,
     pmd_len: usize,
     pt_len: usize,
     pmd: Vec<u32>,
@@ -23,6 +27,8 @@ impl Workspace {
     pub(super) fn new(n: u32, pmd_len: usize, pt_len: usize) -> Workspace {
         Workspace {
             sb: NONE,
+            dirty: false,
+            flush: false,
             pmd_len,
             pt_len,
             pmd: vec![NONE; n as usize * pmd_len],
@@ -51,6 +57,13 @@ impl SuperblockFtl {
     pub(super) fn load_ws(&mut self, flash: &mut Flash, sb: u32) {
         let (pl, tl) = (self.ws.pmd_len, self.ws.pt_len);
         self.ws.sb = sb;
+        self.ws.dirty = false;
+        if self.mappages.is_some() {
+            let mut pt = std::mem::take(&mut self.ws.pt);
+            self.load_map(flash, sb, &mut pt);
+            self.ws.pt = pt;
+            return;
+        }
         for k in 0..self.lbns_of(sb) as usize {
             let lbn = sb * self.cfg.n + k as u32;
             let head = self.pgd[lbn as usize];
@@ -88,9 +101,18 @@ impl SuperblockFtl {
         }
     }
 
-    /// Writes the work area back into the cached entries of `sb` and releases it.
-    pub(super) fn store_ws(&mut self, sb: u32) {
+    /// Writes the work area back into the cached entries of `sb` and releases it (with map
+    /// pages: into the cached map page, or onto flash if it is not cached).
+    pub(super) fn store_ws(&mut self, flash: &mut Flash, sb: u32) {
         debug_assert_eq!(self.ws.sb, sb);
+        if self.mappages.is_some() {
+            let pt = std::mem::take(&mut self.ws.pt);
+            self.store_map(flash, sb, &pt, self.ws.dirty, self.ws.flush);
+            self.ws.pt = pt;
+            self.ws.sb = NONE;
+            self.ws.flush = false;
+            return;
+        }
         for k in 0..self.lbns_of(sb) as usize {
             let lbn = sb * self.cfg.n + k as u32;
             for i in 0..self.ws.pmd_len {
@@ -119,6 +141,12 @@ impl SuperblockFtl {
         let e = (k * pl + i) * tl + j;
         debug_assert_eq!(self.ws.pt[e], src.0, "{tag:?} was not mapped to {src:?}");
         self.ws.pt[e] = dst.0;
+        if self.mappages.is_some() {
+            flash.program(dst, tag, Cause::Merge);
+            self.ws.dirty = true;
+            self.stats.merge_pages_copied += 1;
+            return;
+        }
         self.ws.pmd[k * pl + i] = dst.0;
         self.pgd[sp.lbn as usize] = dst.0;
         self.sbuf[..pl].copy_from_slice(self.ws.pmd(k));
@@ -144,6 +172,13 @@ impl SuperblockFtl {
         for off in 0..flash.write_ptr(src) {
             let p = self.geo.ppn(src, off);
             if !flash.is_valid(p) {
+                continue;
+            }
+            if self.mappages.is_some() && self.map_pgd[sb as usize] == p.0 {
+                // The superblock's map page: rewritten after the merge, not copied.
+                flash.invalidate(p);
+                self.map_pgd[sb as usize] = NONE;
+                self.ws.dirty = true;
                 continue;
             }
             let f = self.frontier[sb as usize];
@@ -219,7 +254,7 @@ impl SuperblockFtl {
             };
             freed += self.simple_copy_and_compact(flash, sb, victim) as u32;
         }
-        self.store_ws(sb);
+        self.store_ws(flash, sb);
         self.maybe_promote(sb);
     }
 
@@ -282,6 +317,7 @@ impl SuperblockFtl {
         }
         self.scratch = order;
         self.mark_all_d(sb, true);
-        self.store_ws(sb);
+        self.ws.flush = true;
+        self.store_ws(flash, sb);
     }
 }

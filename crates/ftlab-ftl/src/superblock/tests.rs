@@ -701,3 +701,112 @@ fn regression_a_second_power_loss_soon_after_a_recovery() {
         d = again;
     }
 }
+
+#[test]
+fn map_pages_are_cached_read_and_written_back() {
+    // SB-P (§4.2.3): 2 superblocks of 4 logical blocks, a one-entry map-page cache.
+    let g = geo(8, 8, 60.0, 64);
+    let pairs = &[("mapping", "map_page"), ("map_cache_entries", "1")];
+    let mut d = Driver::new(&g, pairs);
+    let s = |d: &Driver| {
+        let st = d.ftl.stats();
+        (st.translation_reads, st.translation_writes)
+    };
+    d.write(&[0, 1]); // superblock 0: miss, no map page yet
+    assert_eq!(s(&d), (0, 0));
+    d.write(&[32]); // superblock 1: evicts superblock 0's dirty map, written back
+    assert_eq!(s(&d), (0, 1));
+    let map0 = d.ftl.map_pgd[0];
+    assert_ne!(map0, NONE);
+    assert_eq!(
+        d.ftl.owner[g.block_of(Ppn(map0)).idx()],
+        0,
+        "the map page lives in its own superblock's U-block"
+    );
+    assert_eq!(d.flash.peek_tag(Ppn(map0)).unwrap().lpn.0, mappage::MAP_LPN);
+    assert_eq!(
+        d.ftl.read(&mut d.flash, Lpn(1)),
+        Some(PageTag {
+            lpn: Lpn(1),
+            version: 1
+        })
+    );
+    assert_eq!(
+        s(&d),
+        (1, 2),
+        "read superblock 0's map page after writing 1's back"
+    );
+    assert_eq!(d.ftl.mapping_bytes(), 2 * 4 + 2048);
+    d.verify();
+}
+
+#[test]
+fn map_pages_random_mix_keeps_every_page() {
+    for (op, pairs) in [
+        (60.0, &[("mapping", "map_page")][..]),
+        (
+            60.0,
+            &[("mapping", "map_page"), ("map_cache_entries", "1")][..],
+        ),
+        (
+            120.0,
+            &[("mapping", "map_page"), ("superblock_size", "1")][..],
+        ),
+        (
+            60.0,
+            &[
+                ("mapping", "map_page"),
+                ("hot_cold", "off"),
+                ("map_cache_entries", "2"),
+            ][..],
+        ),
+    ] {
+        let g = geo(8, 12, op, 64);
+        let mut d = Driver::new(&g, pairs);
+        random_mix(&mut d, 17, 6000, 83);
+        d.verify();
+        let st = d.ftl.stats();
+        assert!(st.merges_full + st.merges_partial > 20, "{st:?}");
+        let cached = d.ftl.mappages.as_ref().unwrap().entries() as u32;
+        if cached < d.ftl.superblocks || st.extra["merges_all"] > 0.0 {
+            assert!(st.translation_writes > 0, "{pairs:?}: {st:?}");
+        }
+    }
+}
+
+#[test]
+fn map_page_refusals_name_the_option() {
+    let g = geo(8, 12, 60.0, 64);
+    for (pairs, key) in [
+        (
+            &[("mapping", "map_page"), ("placement", "ip")][..],
+            "placement",
+        ),
+        (
+            &[("mapping", "map_page"), ("snapshots", "on")][..],
+            "snapshots",
+        ),
+        (&[("mapping", "maps")][..], "mapping"),
+    ] {
+        let e = SuperblockFtl::new(&g, lat(), &opts(pairs)).err().unwrap();
+        assert!(e.to_string().contains(key), "{e}");
+    }
+    let e = SuperblockFtl::new(
+        &geo(8, 12, 20.0, 64),
+        lat(),
+        &opts(&[("mapping", "map_page")]),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("map page"), "{e}");
+    // A spare area too small for SB-S still works with map pages.
+    let g = geo(64, 8, 60.0, 32);
+    assert!(SuperblockFtl::new(&g, lat(), &opts(&[])).is_err());
+    let f = SuperblockFtl::new(&g, lat(), &opts(&[("mapping", "map_page")])).unwrap();
+    assert_eq!(
+        f.max_blocks_per_superblock(),
+        8,
+        "auto M = N with map pages"
+    );
+    assert!(f.layout().is_none());
+}
