@@ -78,6 +78,15 @@ pub const FTLS: &[FtlEntry] = &[
         build: |c| Ok(Box::new(ftlab_ftl::fast::Fast::new(c.geo, c.opts)?)),
     },
     FtlEntry {
+        id: "cach",
+        description: "CACH-FTL: groups above a threshold to a block-mapped region (in-place \
+                      rewrite), smaller ones to a page-mapped over-provisioning region; \
+                      sync and idle-time interruptible GC",
+        source: "cach-ftl.txt §4",
+        options: ftlab_ftl::cach::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::cach::CachFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
         id: "dac",
         description: "DAC: page mapping with K regions by update frequency, greedy GC",
         source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",
@@ -101,13 +110,23 @@ pub const FTLS: &[FtlEntry] = &[
 ];
 
 /// Every buffer, in the order `ftlab list` shows them.
-pub const BUFFERS: &[BufferEntry] = &[BufferEntry {
-    id: "none",
-    description: "no buffer: host requests go straight to the FTL",
-    source: "-",
-    options: &[],
-    build: |_| Ok(Box::new(Passthrough::default())),
-}];
+pub const BUFFERS: &[BufferEntry] = &[
+    BufferEntry {
+        id: "none",
+        description: "no buffer: host requests go straight to the FTL",
+        source: "-",
+        options: &[],
+        build: |_| Ok(Box::new(Passthrough::default())),
+    },
+    BufferEntry {
+        id: "clash",
+        description: "C-lash: p-space of pages + b-space of blocks; largest group to the \
+                      b-space (free block, switch, or LRU block flushed with a late merge)",
+        source: "c-lash.txt §3",
+        options: ftlab_buffer::clash::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::clash::Clash::new(c.geo, c.opts)?)),
+    },
+];
 
 /// Timing models: id and description.
 pub const TIMINGS: &[(&str, &str)] = &[
