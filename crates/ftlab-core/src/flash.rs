@@ -19,10 +19,19 @@
 //! "Valid" is the FTL's statement that a page holds the live copy of its LPN: the FTL
 //! sets it by programming and clears it with [`Flash::invalidate`], which is bookkeeping
 //! and costs no flash operation.
+//!
+//! Beyond the tag, an FTL may store what it writes into pages for its own metadata, so
+//! that it survives a power loss with the NAND: a fixed number of extra spare-area words
+//! per page ([`Flash::program_with_spare`], e.g. the PMD and PT Superblock FTL keeps in
+//! every spare area) and the data-area contents of its metadata pages
+//! ([`Flash::program_payload`], e.g. snapshots). Both are cleared by an erase and read
+//! back without an operation ([`Flash::spare_words`], [`Flash::payload`]); the FTL
+//! accounts the read ([`Flash::read_spare`], [`Flash::read`]) that fetches them.
 
 use crate::geometry::Geometry;
 use crate::units::{Lpn, PageTag, Pbn, Ppn};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Number of [`Cause`]s.
 pub const CAUSES: usize = 6;
@@ -161,6 +170,11 @@ pub struct Flash {
     erase_count: Vec<u32>,
     stats: FlashStats,
     log: Vec<FlashOp>,
+    /// Extra spare words per page (0 until an FTL first stores some).
+    spare_words_per_page: usize,
+    spare_words: Vec<u32>,
+    /// Data-area contents of metadata pages, by page number.
+    payloads: BTreeMap<u32, Box<[u32]>>,
 }
 
 impl Flash {
@@ -183,6 +197,9 @@ impl Flash {
             erase_count: vec![0; blocks],
             stats: FlashStats::default(),
             log: Vec::with_capacity(4096),
+            spare_words_per_page: 0,
+            spare_words: Vec::new(),
+            payloads: BTreeMap::new(),
         }
     }
 
@@ -287,6 +304,12 @@ impl Flash {
                 version: 0,
             };
         }
+        if !self.payloads.is_empty() {
+            let end = (first + self.geo.pages_per_block as usize) as u32;
+            while let Some((&p, _)) = self.payloads.range(first as u32..end).next() {
+                self.payloads.remove(&p);
+            }
+        }
         self.write_ptr[pbn.idx()] = 0;
         self.erase_count[pbn.idx()] += 1;
         self.stats.erases[cause as usize] += 1;
@@ -300,6 +323,50 @@ impl Flash {
         let tag = self.read(src, cause);
         self.program(dst, tag, cause);
         tag
+    }
+
+    /// Programs a page like [`Flash::program`] and stores `words` in its spare area
+    /// beside the tag. Every call must pass the same number of words; the store is sized
+    /// (pages x words) on the first call.
+    pub fn program_with_spare(&mut self, ppn: Ppn, tag: PageTag, words: &[u32], cause: Cause) {
+        if self.spare_words_per_page == 0 {
+            assert!(!words.is_empty(), "program_with_spare without words");
+            self.spare_words_per_page = words.len();
+            self.spare_words = vec![0; self.geo.physical_pages() as usize * words.len()];
+        }
+        let n = self.spare_words_per_page;
+        assert_eq!(words.len(), n, "spare words per page are fixed at {n}");
+        self.program(ppn, tag, cause);
+        self.spare_words[ppn.idx() * n..(ppn.idx() + 1) * n].copy_from_slice(words);
+    }
+
+    /// The extra spare words of a page programmed with [`Flash::program_with_spare`]
+    /// (no flash operation). Panics if the page is not programmed.
+    pub fn spare_words(&self, ppn: Ppn) -> &[u32] {
+        assert!(
+            self.is_programmed(ppn),
+            "spare words of {ppn:?}, which is not programmed"
+        );
+        let n = self.spare_words_per_page;
+        &self.spare_words[ppn.idx() * n..(ppn.idx() + 1) * n]
+    }
+
+    /// Programs a metadata page like [`Flash::program`] with `payload` as its data area.
+    pub fn program_payload(&mut self, ppn: Ppn, tag: PageTag, payload: &[u32], cause: Cause) {
+        assert!(
+            payload.len() * 4 <= self.geo.page_size as usize,
+            "a payload of {} words does not fit a {}-byte page",
+            payload.len(),
+            self.geo.page_size
+        );
+        self.program(ppn, tag, cause);
+        self.payloads.insert(ppn.0, payload.into());
+    }
+
+    /// The data area of a page programmed with [`Flash::program_payload`] (no flash
+    /// operation), or `None`.
+    pub fn payload(&self, ppn: Ppn) -> Option<&[u32]> {
+        self.payloads.get(&ppn.0).map(|p| &p[..])
     }
 
     /// Power loss: forgets every valid bit and valid count (the FTL's bookkeeping, held
@@ -565,5 +632,30 @@ mod tests {
         f.program(Ppn(0), tag(1), Cause::Host);
         f.invalidate(Ppn(0));
         f.invalidate(Ppn(0));
+    }
+
+    #[test]
+    fn spare_words_and_payloads_survive_a_power_cycle_but_not_an_erase() {
+        let mut f = flash();
+        f.program_with_spare(Ppn(0), tag(1), &[7, 8, 9], Cause::Host);
+        f.program_payload(Ppn(1), tag(2), &[1, 2, 3, 4], Cause::Map);
+        f.program_with_spare(Ppn(4), tag(3), &[5, 5, 5], Cause::Host);
+        f.power_cycle();
+        assert_eq!(f.spare_words(Ppn(0)), &[7, 8, 9]);
+        assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
+        assert_eq!(f.payload(Ppn(1)), Some(&[1, 2, 3, 4][..]));
+        assert_eq!(f.payload(Ppn(0)), None);
+        f.erase(Pbn(0), Cause::Gc);
+        assert_eq!(f.payload(Ppn(1)), None);
+        assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
+        assert_eq!(f.stats().programs[Cause::Map as usize], 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "fixed at 3")]
+    fn spare_words_have_one_width() {
+        let mut f = flash();
+        f.program_with_spare(Ppn(0), tag(1), &[7, 8, 9], Cause::Host);
+        f.program_with_spare(Ppn(1), tag(1), &[7], Cause::Host);
     }
 }

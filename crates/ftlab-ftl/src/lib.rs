@@ -7,11 +7,13 @@
 pub mod bast;
 pub mod block;
 pub mod cach;
+pub mod dac;
 mod demand;
 pub mod dftl;
 pub mod fast;
 mod logblock;
 pub mod page;
+pub mod superblock;
 pub mod tpm;
 
 #[cfg(test)]

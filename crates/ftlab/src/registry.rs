@@ -100,6 +100,27 @@ pub const FTLS: &[FtlEntry] = &[
         options: ftlab_ftl::tpm::OPTIONS,
         build: |c| Ok(Box::new(ftlab_ftl::tpm::Tpm::new(c.geo, c.opts)?)),
     },
+    FtlEntry {
+        id: "dac",
+        description: "DAC: page mapping with K regions by update frequency, greedy GC",
+        source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",
+        options: ftlab_ftl::dac::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::dac::DacFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "superblock",
+        description: "Superblock FTL: N logical blocks share N+M physical blocks, page-mapped \
+                      inside; PMD/PT in spare areas, LRU map cache, MergeSome/MergeAll",
+        source: "superblock-ftl.txt §4",
+        options: ftlab_ftl::superblock::OPTIONS,
+        build: |c| {
+            Ok(Box::new(ftlab_ftl::superblock::SuperblockFtl::new(
+                c.geo,
+                c.latencies,
+                c.opts,
+            )?))
+        },
+    },
 ];
 
 /// Every buffer, in the order `ftlab list` shows them.

@@ -217,5 +217,9 @@ fn fuzz_runs_a_short_swarm() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("0 failed"), "{out}");
-    assert!(out.contains("| page | none |"), "{out}");
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| ftl"))
+        .count();
+    assert!(rows >= 3, "{out}");
 }

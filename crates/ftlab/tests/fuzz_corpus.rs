@@ -41,4 +41,3 @@ fn config_corpus_does_not_panic() {
         .count();
     assert!(valid > 0, "the seeds should hold valid configs");
 }
-

@@ -1,0 +1,560 @@
+//! `dac`: Dynamic dAta Clustering, page mapping with K regions by update frequency.
+//!
+//! Source: superblock-ftl.txt §2.4 (after Chiang et al. 1998/1999): "DAC logically
+//! partitions flash memory into several regions. [...] When data are updated, they are
+//! promoted to the upper region, while data are demoted back to the lower region when the
+//! associated block is erased. [...] finding a victim block for garbage collection is a
+//! time-consuming job, as DAC examines all the block information to find the victim
+//! block." One L2P entry per logical page in RAM; each region appends to its own active
+//! block; greedy GC reclaims the sealed block with the fewest valid pages.
+//!
+//! Choices the paper leaves open, as options or documented defaults:
+//! - `regions` (K, default `auto`): the paper's default is 4. Every region keeps one open
+//!   active block, so K active blocks plus the GC reserve must fit the over-provisioned
+//!   blocks; `auto` is `min(4, blocks - logical_blocks - gc_threshold)` (at least 1), so
+//!   the default scales down on devices with few spare blocks. An explicit K that does not
+//!   fit is refused, naming the option.
+//! - `gc_threshold` (default 2): GC runs while fewer than this many blocks are free. Two
+//!   is the least that is always safe: all pages a GC victim of region `r` holds are
+//!   demoted to the one region `max(r-1, 0)`, and a victim holds fewer valid pages than a
+//!   block, so one victim opens at most one new block; with `blocks >= logical_blocks +
+//!   gc_threshold + K` a sealed block with an invalid page always exists (pigeonhole).
+//! - A page written for the first time (or again after a trim) starts in region 0, the
+//!   coldest: it has no update history. An update of a page in region `r` goes to
+//!   `min(r+1, K-1)`; a GC copy from region `r` to `max(r-1, 0)`.
+//! - The region of a page is the region of the block that holds it, so no per-page
+//!   region table is needed (one byte per block).
+//! - Victim: fewest valid pages over all regions, ties by the lowest block number
+//!   ([`GreedyIndex`]); the active blocks are never victims.
+//! - Free blocks are reused first-in first-out; GC is checked when a host write opens a
+//!   new active block, the moment the free pool shrinks.
+//! - Power-loss recovery (not in the paper): DAC keeps no checkpoint, so start-up reads
+//!   the spare area of every programmed page and maps each LPN to its newest version.
+//!   Which region a block belonged to is not on flash: recovered blocks are in region 0
+//!   (the update history is lost), partly written blocks become the active blocks of
+//!   regions 0, 1, ... (any beyond K are sealed). Trims are not persisted.
+//! - `mapping_bytes` counts the L2P table (4 bytes per logical page) and the region byte
+//!   per block; the GC index is controller bookkeeping every scheme with GC needs.
+//! - Reported `extra`: `regions` (the K in use), `u_avg` (fraction of written pages in GC
+//!   victims, superblock-ftl.txt §5.1; DAC only collects sealed blocks, so it is 1) and
+//!   `merge_count` (GC victims: the paper counts DAC's block reclamations as its merges).
+
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::victim::GreedyIndex;
+use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// Options of the `dac` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "regions",
+        default: "auto",
+        help: "number of regions K (superblock-ftl.txt §2.4; auto: 4, fewer if the spare blocks \
+               cannot hold K active blocks plus the GC reserve)",
+    },
+    OptionSpec {
+        name: "gc_threshold",
+        default: "2",
+        help: "GC runs while fewer than this many blocks are free (at least 2)",
+    },
+];
+
+const UNMAPPED: u32 = u32::MAX;
+const NO_BLOCK: u32 = u32::MAX;
+const DEFAULT_REGIONS: u32 = 4;
+
+/// The DAC FTL.
+pub struct DacFtl {
+    geo: Geometry,
+    l2p: Vec<u32>,
+    /// Region of each block's data (meaningful for active and sealed blocks).
+    region: Vec<u8>,
+    /// Active block of each region (`NO_BLOCK` until the region is first written).
+    active: Vec<u32>,
+    free: VecDeque<Pbn>,
+    index: GreedyIndex,
+    gc_threshold: u32,
+    stats: FtlStats,
+    /// Pages written in GC victims when they were chosen (for `u_avg`).
+    victim_pages_written: u64,
+}
+
+impl DacFtl {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<DacFtl, SchemeError> {
+        let gc_threshold: u32 = opts.get("gc_threshold")?;
+        if gc_threshold < 2 {
+            return Err(opts.bad(
+                "gc_threshold",
+                "must be at least 2 (one block for the host, one for a GC victim's copies)",
+            ));
+        }
+        let spare = geo.blocks.saturating_sub(geo.logical_blocks());
+        let raw: String = opts.get("regions")?;
+        let regions = if raw.trim() == "auto" {
+            let fit = spare.saturating_sub(gc_threshold);
+            if fit == 0 {
+                return Err(opts.geometry_error(format!(
+                    "needs at least {} physical blocks (logical blocks + gc_threshold + 1 \
+                     region) but the geometry has {}; raise --op or lower gc_threshold",
+                    geo.logical_blocks() + gc_threshold + 1,
+                    geo.blocks
+                )));
+            }
+            fit.min(DEFAULT_REGIONS)
+        } else {
+            let k: u32 = opts.get("regions")?;
+            if !(1..=255).contains(&k) {
+                return Err(opts.bad("regions", "must be 1 to 255, or auto"));
+            }
+            let needed = geo.logical_blocks() + gc_threshold + k;
+            if geo.blocks < needed {
+                return Err(opts.geometry_error(format!(
+                    "regions = {k} needs at least {needed} physical blocks (logical blocks + \
+                     gc_threshold + one active block per region) but the geometry has {}; \
+                     raise --op or lower regions",
+                    geo.blocks
+                )));
+            }
+            k
+        };
+        Ok(DacFtl {
+            geo: geo.clone(),
+            l2p: vec![UNMAPPED; geo.logical_pages as usize],
+            region: vec![0; geo.blocks as usize],
+            active: vec![NO_BLOCK; regions as usize],
+            free: (0..geo.blocks).map(Pbn).collect(),
+            index: GreedyIndex::new(geo.blocks, geo.pages_per_block),
+            gc_threshold,
+            stats: FtlStats::default(),
+            victim_pages_written: 0,
+        })
+    }
+
+    /// Number of regions in use.
+    pub fn regions(&self) -> u32 {
+        self.active.len() as u32
+    }
+
+    /// The region of the block holding `lpn`'s live copy, if mapped.
+    pub fn region_of(&self, lpn: Lpn) -> Option<u32> {
+        let p = self.l2p[lpn.idx()];
+        (p != UNMAPPED).then(|| self.region[self.geo.block_of(Ppn(p)).idx()] as u32)
+    }
+
+    /// The next free page of `region`'s active block, opening a new one when it is full
+    /// (and, for host writes, collecting garbage after opening it).
+    fn frontier(&mut self, flash: &mut Flash, region: usize, in_gc: bool) -> Ppn {
+        loop {
+            let a = self.active[region];
+            if a != NO_BLOCK && !flash.is_full(Pbn(a)) {
+                return self.geo.ppn(Pbn(a), flash.write_ptr(Pbn(a)));
+            }
+            if a != NO_BLOCK {
+                self.index.insert(Pbn(a), flash.valid_count(Pbn(a)));
+            }
+            let b = self
+                .free
+                .pop_front()
+                .expect("dac: free pool empty (GC reserve broken)");
+            debug_assert!(flash.is_erased(b));
+            self.region[b.idx()] = region as u8;
+            self.active[region] = b.0;
+            if !in_gc {
+                self.collect(flash);
+            }
+        }
+    }
+
+    /// Greedy GC while free blocks are fewer than the threshold. Each victim's valid
+    /// pages are demoted one region down.
+    fn collect(&mut self, flash: &mut Flash) {
+        while (self.free.len() as u32) < self.gc_threshold {
+            let (victim, valid) = self
+                .index
+                .pop_min()
+                .expect("dac: no sealed block to collect");
+            assert!(
+                valid < self.geo.pages_per_block,
+                "dac: GC victim {victim:?} is fully valid; no progress possible"
+            );
+            self.reclaim(flash, victim);
+        }
+    }
+
+    /// Copies a victim's valid pages one region down and erases it.
+    fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
+        self.victim_pages_written += flash.write_ptr(victim) as u64;
+        let dest = (self.region[victim.idx()] as usize).saturating_sub(1);
+        for off in 0..flash.write_ptr(victim) {
+            let src = self.geo.ppn(victim, off);
+            if !flash.is_valid(src) {
+                continue;
+            }
+            let dst = self.frontier(flash, dest, true);
+            let tag = flash.copy(src, dst, Cause::Gc);
+            flash.invalidate(src);
+            debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
+            self.l2p[tag.lpn.idx()] = dst.0;
+            self.stats.gc_pages_copied += 1;
+        }
+        flash.erase(victim, Cause::Gc);
+        self.free.push_back(victim);
+        self.stats.gc_invocations += 1;
+    }
+
+    /// Drops the live copy of `lpn`; returns the region it was in.
+    #[inline]
+    fn unmap(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<u8> {
+        let old = self.l2p[lpn.idx()];
+        if old == UNMAPPED {
+            return None;
+        }
+        let old = Ppn(old);
+        let block = self.geo.block_of(old);
+        flash.invalidate(old);
+        self.index.decrement(block);
+        self.l2p[lpn.idx()] = UNMAPPED;
+        Some(self.region[block.idx()])
+    }
+}
+
+impl Ftl for DacFtl {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        let top = self.active.len() - 1;
+        for &tag in pages {
+            let region = match self.unmap(flash, tag.lpn) {
+                Some(r) => (r as usize + 1).min(top),
+                None => 0,
+            };
+            let ppn = self.frontier(flash, region, false);
+            flash.program(ppn, tag, Cause::Host);
+            self.l2p[tag.lpn.idx()] = ppn.0;
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let ppn = self.l2p[lpn.idx()];
+        (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.unmap(flash, lpn);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let geo = self.geo.clone();
+        let mut newest = vec![0u32; geo.logical_pages as usize];
+        for b in 0..geo.blocks {
+            for off in 0..flash.write_ptr(Pbn(b)) {
+                let ppn = geo.ppn(Pbn(b), off);
+                let tag = flash.read_spare(ppn, Cause::Recovery);
+                let Some(v) = newest.get_mut(tag.lpn.idx()) else {
+                    return Err(RecoverError::Failed(format!(
+                        "{ppn:?} holds {:?}, beyond the logical capacity",
+                        tag.lpn
+                    )));
+                };
+                if tag.version > *v {
+                    *v = tag.version;
+                    self.l2p[tag.lpn.idx()] = ppn.0;
+                }
+            }
+        }
+        for &p in &self.l2p {
+            if p != UNMAPPED {
+                flash.mark_valid(Ppn(p));
+            }
+        }
+        self.free.clear();
+        self.region.fill(0);
+        self.active.fill(NO_BLOCK);
+        let mut opened = 0;
+        for b in (0..geo.blocks).map(Pbn) {
+            if flash.is_erased(b) {
+                self.free.push_back(b);
+            } else if !flash.is_full(b) && opened < self.active.len() {
+                self.region[b.idx()] = opened as u8;
+                self.active[opened] = b.0;
+                opened += 1;
+            } else {
+                self.index.insert(b, flash.valid_count(b));
+            }
+        }
+        self.collect(flash);
+        Ok(())
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        let mut mapped = 0u64;
+        for (l, &p) in self.l2p.iter().enumerate() {
+            if p == UNMAPPED {
+                continue;
+            }
+            mapped += 1;
+            let ppn = Ppn(p);
+            if !flash.is_valid(ppn) {
+                return Err(format!("lpn{l} maps to {ppn:?}, which is not valid"));
+            }
+            match flash.peek_tag(ppn) {
+                Some(t) if t.lpn.idx() == l => {}
+                other => return Err(format!("lpn{l} maps to {ppn:?} holding {other:?}")),
+            }
+        }
+        if mapped != flash.total_valid() {
+            return Err(format!(
+                "{mapped} mapped pages but {} valid pages on flash",
+                flash.total_valid()
+            ));
+        }
+        let actives: Vec<u32> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&a| a != NO_BLOCK)
+            .collect();
+        for (r, &a) in self.active.iter().enumerate() {
+            if a != NO_BLOCK
+                && (self.region[a as usize] as usize != r || self.index.contains(Pbn(a)))
+            {
+                return Err(format!(
+                    "active block {a} of region {r} is mislabelled or sealed"
+                ));
+            }
+        }
+        for &b in &self.free {
+            if !flash.is_erased(b) || self.index.contains(b) || actives.contains(&b.0) {
+                return Err(format!("free {b:?} is not erased or is also in use"));
+            }
+        }
+        let sealed = (0..self.geo.blocks)
+            .filter(|&b| self.index.contains(Pbn(b)))
+            .count();
+        if sealed + self.free.len() + actives.len() != self.geo.blocks as usize {
+            return Err(format!(
+                "{sealed} sealed + {} free + {} active != {} blocks",
+                self.free.len(),
+                actives.len(),
+                self.geo.blocks
+            ));
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        s.extra.insert("regions", self.active.len() as f64);
+        s.extra.insert("merge_count", s.gc_invocations as f64);
+        if s.gc_invocations > 0 {
+            s.extra.insert(
+                "u_avg",
+                self.victim_pages_written as f64
+                    / (s.gc_invocations as f64 * self.geo.pages_per_block as f64),
+            );
+        }
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.victim_pages_written = 0;
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        self.l2p.len() as u64 * 4 + self.region.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ftlab_core::geometry::GeometryBuilder;
+    use std::collections::BTreeMap;
+
+    fn geo(op: f64) -> Geometry {
+        GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 4,
+            spare_bytes: 64,
+            logical_bytes: 8 * 4 * 2048,
+            op_percent: op,
+            channels: 1,
+            dies_per_channel: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap()
+    }
+
+    fn opts(pairs: &[(&str, &str)]) -> SchemeOptions {
+        let given: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SchemeOptions::resolve("dac", OPTIONS, &given).unwrap()
+    }
+
+    fn tag(lpn: u32, version: u32) -> PageTag {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    #[test]
+    fn auto_regions_scale_with_spare_blocks() {
+        // 8 logical blocks + 50% = 12 blocks: 4 spare, 2 for the GC reserve -> K = 2.
+        let d = DacFtl::new(&geo(50.0), &opts(&[])).unwrap();
+        assert_eq!(d.regions(), 2);
+        // 8 + 100% = 16 blocks: 8 spare -> the paper's K = 4.
+        let d = DacFtl::new(&geo(100.0), &opts(&[])).unwrap();
+        assert_eq!(d.regions(), 4);
+    }
+
+    #[test]
+    fn too_many_regions_are_refused_naming_the_option() {
+        let e = DacFtl::new(&geo(50.0), &opts(&[("regions", "4")]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("regions = 4"), "{e}");
+        let e = DacFtl::new(&geo(50.0), &opts(&[("gc_threshold", "1")]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("gc_threshold"), "{e}");
+        let e = DacFtl::new(&geo(50.0), &opts(&[("regions", "0")]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("regions"), "{e}");
+    }
+
+    #[test]
+    fn updates_promote_and_gc_copies_demote() {
+        let g = geo(100.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[("regions", "3")])).unwrap();
+        d.write(&mut f, &[tag(0, 1)]);
+        assert_eq!(d.region_of(Lpn(0)), Some(0), "first write: coldest region");
+        d.write(&mut f, &[tag(0, 2)]);
+        assert_eq!(d.region_of(Lpn(0)), Some(1), "update: one region up");
+        d.write(&mut f, &[tag(0, 3)]);
+        d.write(&mut f, &[tag(0, 4)]);
+        assert_eq!(d.region_of(Lpn(0)), Some(2), "capped at the top region");
+        d.trim(&mut f, Lpn(0));
+        d.write(&mut f, &[tag(0, 5)]);
+        assert_eq!(d.region_of(Lpn(0)), Some(0), "after a trim it is new data");
+        d.check(&f).unwrap();
+    }
+
+    #[test]
+    fn regions_keep_separate_active_blocks() {
+        let g = geo(100.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[("regions", "2")])).unwrap();
+        // Cold data: LPNs 0..4 written once. Hot data: LPN 8 updated repeatedly.
+        for l in 0..4 {
+            d.write(&mut f, &[tag(l, 1)]);
+        }
+        for v in 1..=6 {
+            d.write(&mut f, &[tag(8, v)]);
+        }
+        // The cold block holds LPNs 0..3 and the first write of LPN 8 (all region 0);
+        // the updates of LPN 8 went to region 1's own block.
+        let cold = g.block_of(Ppn(d.l2p[0]));
+        let hot = g.block_of(Ppn(d.l2p[8]));
+        assert_ne!(cold, hot);
+        assert_eq!(d.region[cold.idx()], 0);
+        assert_eq!(d.region[hot.idx()], 1);
+        d.check(&f).unwrap();
+    }
+
+    #[test]
+    fn a_gc_copy_moves_a_page_one_region_down() {
+        let g = geo(100.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[("regions", "2")])).unwrap();
+        for l in 0..8 {
+            d.write(&mut f, &[tag(l, 1)]); // region 0: blocks A = 0..3, B = 4..7
+        }
+        for l in 0..4 {
+            d.write(&mut f, &[tag(l, 2)]); // region 1: block C = 0..3; A all invalid
+        }
+        for l in 0..3 {
+            d.write(&mut f, &[tag(l, 3)]); // region 1: block D; C keeps only LPN 3
+        }
+        assert_eq!(d.region_of(Lpn(3)), Some(1));
+        // Two greedy victims: A (0 valid), then C (1 valid: LPN 3).
+        for _ in 0..2 {
+            let (victim, _) = d.index.pop_min().unwrap();
+            d.reclaim(&mut f, victim);
+        }
+        let s = d.stats();
+        assert_eq!((s.gc_invocations, s.gc_pages_copied), (2, 1));
+        assert_eq!(d.region_of(Lpn(3)), Some(0), "demoted by the GC copy");
+        assert_eq!(d.region_of(Lpn(0)), Some(1), "untouched hot page stays up");
+        assert_eq!(d.read(&mut f, Lpn(3)), Some(tag(3, 2)));
+        d.check(&f).unwrap();
+    }
+
+    #[test]
+    fn recovery_rebuilds_the_map_from_spare_areas() {
+        let g = geo(100.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[])).unwrap();
+        let mut version = vec![0u32; g.logical_pages as usize];
+        for n in 0..3000u32 {
+            let lpn = (n * 7 + n / 5) % g.logical_pages;
+            version[lpn as usize] += 1;
+            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+        }
+        f.power_cycle();
+        let mut r = DacFtl::new(&g, &opts(&[])).unwrap();
+        r.recover(&mut f).unwrap();
+        r.check(&f).unwrap();
+        assert!(f.stats().spare_reads[Cause::Recovery as usize] > 0);
+        for (l, &v) in version.iter().enumerate() {
+            assert_eq!(r.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
+        }
+        // It keeps working afterwards.
+        for n in 0..2000u32 {
+            let lpn = (n * 3) % g.logical_pages;
+            version[lpn as usize] += 1;
+            r.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+        }
+        r.check(&f).unwrap();
+    }
+
+    #[test]
+    fn gc_keeps_data_under_a_hot_cold_mix() {
+        let g = geo(50.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[])).unwrap();
+        let mut version = vec![0u32; g.logical_pages as usize];
+        let mut x: u64 = 7;
+        for _ in 0..5000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // A hot quarter and a cold rest.
+            let lpn = if (x >> 60) < 12 {
+                ((x >> 33) % 8) as u32
+            } else {
+                ((x >> 33) % g.logical_pages as u64) as u32
+            };
+            version[lpn as usize] += 1;
+            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+        }
+        d.check(&f).unwrap();
+        f.check().unwrap();
+        let s = d.stats();
+        assert!(s.gc_invocations > 100, "{s:?}");
+        assert_eq!(s.extra["u_avg"], 1.0, "DAC only collects sealed blocks");
+        for (l, &v) in version.iter().enumerate() {
+            if v > 0 {
+                assert_eq!(d.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
+            }
+        }
+    }
+}

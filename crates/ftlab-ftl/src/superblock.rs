@@ -1,0 +1,1193 @@
+//! `superblock`: Superblock FTL (superblock-ftl.txt §4).
+//!
+//! N adjacent logical blocks form a superblock that owns up to N+M physical blocks
+//! (D-blocks and U-blocks); pages are mapped freely inside the superblock, and every write
+//! of the superblock is logged sequentially into its current U-block (§4.1). The page
+//! mapping is a three-level table (§4.2, Fig. 5): the PGD (one entry per logical block,
+//! in RAM) points to the page whose spare area holds the latest PMD of that logical block;
+//! the PMD points to the pages holding its `2^m` PTs; a PT's entries point to the data.
+//! The PMD and the one PT a page belongs to are written into the spare area with the page
+//! (SB-S, Table III), so the map costs no extra flash write; a small LRU map cache of
+//! `PMD + PT` entries saves the spare reads (§4.2.2, §5.7). Merges (§4.3): a block whose
+//! pages are all invalid is reclaimed at once (switch); a superblock that reaches its
+//! block limit runs MergeSome (Fig. 10 with SimpleCopyAndCompact of Fig. 9); when no free
+//! block is left, the least recently used superblock owning U-blocks runs MergeAll with
+//! hot/cold classification (Fig. 11).
+//!
+//! Choices the paper leaves open, as options (see [`OPTIONS`]) or documented defaults:
+//! - `superblock_size` N (default 4, §5.1). The last superblock may have fewer logical
+//!   blocks when N does not divide the device.
+//! - `max_u_blocks` M (default `auto`): "the total number of D-blocks and U-blocks that
+//!   can be allocated to a superblock is limited to eight" (§4.2.2); `auto` uses the
+//!   whole limit the spare layout allows (PBMT entries + 1 - N: 4 for SLC with N = 4). An
+//!   explicit M above the limit is refused.
+//! - `hot_cold` (default on): Fig. 11's classification. Off, MergeAll compacts blocks in
+//!   allocation order. Fig. 11 continues packing cold pages into the block the hot pages
+//!   ended in ("in the same manner"); Fig. 12 shows the cold pages in a new block, which is
+//!   what happens when the hot pages fill the last U-block. We follow the pseudo-code, so
+//!   MergeAll always ends with `ceil(valid / pages_per_block)` blocks.
+//! - MergeSome repeats "until two free PBMT entries are generated" (Fig. 10 reads
+//!   `until nFreed < 2`, a typo for `>= 2`), or as many as the superblock can free
+//!   (`blocks - ceil(valid / pages_per_block)`) when that is fewer than two.
+//! - Victim inside a superblock: fewest valid pages, ties by allocation order; the U-block
+//!   being written is never a victim while it has free pages.
+//! - MergeAll's "has no free page and has invalid pages": free pages of any block that is
+//!   not being written were abandoned (Fig. 11 line 5), so they count as invalid.
+//! - A SimpleCopyAndCompact that fits into the current U-block is counted as a partial
+//!   merge, one that needs a reserved block as a full merge, one without valid pages as a
+//!   switch merge; each reclaimed block is one merge (Table VII sums the three kinds to
+//!   MergeCount). The merge cost is the time of merge copies and erases (§3.1).
+//! - "AllocReservedBlock": one block is kept in reserve for merges (Fig. 9 takes at most
+//!   one per victim and gives one back); blocks freed by a merge refill the reserve first.
+//! - U-blocks are hot and D-blocks cold when assigned; MergeAll marks every block cold.
+//!   When a merge leaves a superblock with N blocks its U-blocks become D-blocks (§4.3).
+//! - The MergeAll victim is the least recently written superblock that owns a U-block
+//!   and whose merge frees a block (it owns more than `ceil(valid / pages_per_block)`
+//!   blocks; in place, more than one per logical block with data). If none does, the
+//!   superblock with the most such blocks is merged. The paper preconditions every D-block
+//!   full, so its LRU victim always frees its U-blocks; without preconditioning a
+//!   superblock may own U-blocks and still be compact, and merging it would free nothing
+//!   (in place it could even need more blocks).
+//! - `map_cache_entries` (default 16, §5.1). A lookup is a hit when the `(logical block,
+//!   PMD index)` entry is cached; a miss reads the PMD's spare (unless another cached entry
+//!   of the block holds the PMD) and the PT's spare (unless it is the same spare), under
+//!   [`Cause::Map`]. The hit ratio is eq. 4. Merges load the whole superblock's map
+//!   ("LoadAllMapTable") into a work area, reading the spares of the entries not cached;
+//!   those reads are counted in `extra.merge_map_spare_reads`, not in the hit ratio.
+//! - Trim (not in the paper): the PT in flash still maps a trimmed page, so the FTL
+//!   rewrites one valid page of the same PT (or of the same logical block, if the PT is now
+//!   empty) to carry the updated PT and PMD, under [`Cause::Map`]; that keeps the
+//!   invariant that every PTE points to the live copy of its page.
+//! - Simulation of the spare contents: the PMD and PT written with each page are stored
+//!   as the page's spare words in the [`Flash`] ([`Flash::program_with_spare`]), as
+//!   absolute page numbers rather than PBMT-indexed bit fields (the layout check proves
+//!   the bit fields fit). Reads resolve through the cache and these spares, never through
+//!   a full page table, so a wrong PGD or PT shows up as an oracle violation, and the map
+//!   survives a power loss with the flash (recovery: see the `snapshot` module, §4.4).
+//! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
+//!   and `snapshot` modules and [`OPTIONS`].
+//! - `mapping = map_page` (SB-P, §4.2.3): see the `mappage` module. SB-S parts whose spare
+//!   area cannot hold the Table III layout are refused, naming that option.
+//! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
+//!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
+//!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
+
+mod cache;
+mod inplace;
+mod layout;
+mod mappage;
+mod merge;
+mod snapshot;
+#[cfg(test)]
+mod tests;
+
+pub use layout::{AddressSplit, Ecc, SpareLayout, Split};
+pub use snapshot::RecoveryReport;
+use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
+
+use cache::{MapCache, SbLru, NONE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::nand::Latencies;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// Options of the `superblock` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "superblock_size",
+        default: "4",
+        help: "logical blocks per superblock, N (superblock-ftl.txt §5.1: 4)",
+    },
+    OptionSpec {
+        name: "max_u_blocks",
+        default: "auto",
+        help: "most U-blocks a superblock may own, M (auto: the spare layout's block limit - N; \
+               N with map pages)",
+    },
+    OptionSpec {
+        name: "mapping",
+        default: "spare",
+        help: "page-level map in spare areas (spare: SB-S, §4.2.2) or in map pages (map_page: \
+               SB-P, §4.2.3)",
+    },
+    OptionSpec {
+        name: "placement",
+        default: "oop",
+        help: "D-blocks out-of-place (oop) or in-place (ip): the SB-n-OOP / SB-n-IP variants of \
+               Table VI",
+    },
+    OptionSpec {
+        name: "hot_cold",
+        default: "on",
+        help: "MergeAll compacts hot blocks before cold ones (Fig. 11); off: allocation order",
+    },
+    OptionSpec {
+        name: "map_cache_entries",
+        default: "16",
+        help: "PMD+PT entries in the LRU map cache (superblock-ftl.txt §5.1: 16)",
+    },
+    OptionSpec {
+        name: "ecc",
+        default: "auto",
+        help: "spare-area ECC budget of Table III: slc, mlc4, or auto (slc up to 2 KiB pages)",
+    },
+    OptionSpec {
+        name: "snapshots",
+        default: "auto",
+        help: "full + partial snapshots for power-loss recovery (§4.4): on, off, or auto (on \
+               when the spare blocks hold the snapshot area and 2 more blocks)",
+    },
+    OptionSpec {
+        name: "background_merge",
+        default: "off",
+        help: "merge the LRU superblock in idle time while free blocks are below \
+               background_free_blocks (§4.3; off as in the paper's evaluation)",
+    },
+    OptionSpec {
+        name: "background_free_blocks",
+        default: "2",
+        help: "free blocks background merges aim to keep",
+    },
+    OptionSpec {
+        name: "pt_bits",
+        default: "4",
+        help: "t: a PT holds 2^t entries (Table III: 4); clamped to the page-offset bits",
+    },
+];
+
+/// Owner codes of blocks that belong to no superblock.
+const OWN_FREE: u32 = u32::MAX;
+const OWN_RESERVED: u32 = u32::MAX - 1;
+
+/// Resolved configuration.
+#[derive(Clone, Copy, Debug)]
+struct Cfg {
+    /// Logical blocks per superblock.
+    n: u32,
+    /// Most physical blocks per superblock (N + M).
+    max_blocks: u32,
+    /// Slots of a superblock's block list: N + M, plus the reserve an in-place merge may
+    /// hold while it writes new D-blocks before erasing the old ones.
+    row: u32,
+    hot_cold: bool,
+    /// In-place D-blocks (SB-n-IP).
+    ip: bool,
+    /// Blocks kept in reserve for merges ("AllocReservedBlock", Fig. 9): one for
+    /// out-of-place merges, N for in-place ones (each logical block may need a new
+    /// D-block before any old block empties).
+    reserve: u32,
+    background: bool,
+    background_free: u32,
+}
+
+/// Counters beyond [`FtlStats`].
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    merges_some: u64,
+    merges_all: u64,
+    u_victims: u64,
+    u_pages_written: u64,
+    map_spare_reads: u64,
+    merge_map_spare_reads: u64,
+    trim_copies: u64,
+    background_merges: u64,
+    ip_filler_pages: u64,
+}
+
+/// The Superblock FTL.
+pub struct SuperblockFtl {
+    geo: Geometry,
+    lat: Latencies,
+    cfg: Cfg,
+    split: AddressSplit,
+    layout: Option<SpareLayout>,
+    superblocks: u32,
+    // RAM map (counted in mapping_bytes).
+    pgd: Vec<u32>,
+    cache: MapCache,
+    // Controller state (in the snapshot).
+    sb_blocks: Vec<u32>,
+    sb_len: Vec<u32>,
+    frontier: Vec<u32>,
+    nu: Vec<u32>,
+    owner: Vec<u32>,
+    is_u: Vec<bool>,
+    hot: Vec<bool>,
+    free: VecDeque<Pbn>,
+    reserved: Vec<Pbn>,
+    lru: SbLru,
+    // The PMD and PT of the page being programmed, as spare words.
+    sbuf: Vec<u32>,
+    // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
+    mappages: Option<mappage::MapPageCache>,
+    map_pgd: Vec<u32>,
+    mpbuf: Vec<u32>,
+    mpwords: Vec<u32>,
+    // Snapshot log (None: snapshots off) and recovery bookkeeping.
+    snap: Option<SnapLog>,
+    frontier_wp: Vec<u32>,
+    recovery: Option<RecoveryReport>,
+    // Merge work area and scratch.
+    ws: merge::Workspace,
+    scratch: Vec<u32>,
+    stats: FtlStats,
+    counters: Counters,
+}
+
+/// The PMD in the spare area of page `ppn`.
+#[inline]
+fn spare_pmd(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
+    &flash.spare_words(Ppn(ppn))[..pmd_len]
+}
+
+/// The PT in the spare area of page `ppn`.
+#[inline]
+fn spare_pt(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
+    &flash.spare_words(Ppn(ppn))[pmd_len..]
+}
+
+fn parse_on_off(opts: &SchemeOptions, key: &str) -> Result<bool, SchemeError> {
+    let v: String = opts.get(key)?;
+    match v.trim() {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(opts.bad(key, "expected on or off")),
+    }
+}
+
+impl SuperblockFtl {
+    /// Builds the FTL for `geo`; `lat` prices the merge cost reported in `extra`.
+    pub fn new(
+        geo: &Geometry,
+        lat: Latencies,
+        opts: &SchemeOptions,
+    ) -> Result<SuperblockFtl, SchemeError> {
+        let n: u32 = opts.get("superblock_size")?;
+        if n == 0 || n > geo.logical_blocks() {
+            return Err(opts.bad(
+                "superblock_size",
+                format!("must be 1 to the logical blocks ({})", geo.logical_blocks()),
+            ));
+        }
+        let t: u32 = opts.get("pt_bits")?;
+        if !(1..=12).contains(&t) {
+            return Err(opts.bad("pt_bits", "must be 1 to 12"));
+        }
+        let ecc = match opts.get::<String>("ecc")?.trim() {
+            "auto" => Ecc::auto(geo.page_size),
+            "slc" => Ecc::Slc,
+            "mlc4" => Ecc::Mlc4,
+            _ => return Err(opts.bad("ecc", "expected slc, mlc4 or auto")),
+        };
+        let split = AddressSplit::new(n, geo.pages_per_block, t);
+        let map_pages = match opts.get::<String>("mapping")?.trim() {
+            "spare" => false,
+            "map_page" => true,
+            _ => return Err(opts.bad("mapping", "expected spare or map_page")),
+        };
+        let (layout, limit) = Self::block_limit(geo, opts, &split, ecc, map_pages)?;
+        let m = match opts.get::<String>("max_u_blocks")?.trim() {
+            "auto" if map_pages => n.min(limit.saturating_sub(n)),
+            "auto" => limit.saturating_sub(n),
+            _ => opts.get::<u32>("max_u_blocks")?,
+        };
+        if m == 0 || n + m > limit {
+            return Err(opts.bad(
+                "max_u_blocks",
+                format!(
+                    "N + M must be {} to {limit} (the blocks the {} can address); lower \
+                     max_u_blocks or superblock_size",
+                    n + 1,
+                    if map_pages {
+                        "map page"
+                    } else {
+                        "spare layout"
+                    }
+                ),
+            ));
+        }
+        let entries: usize = opts.get("map_cache_entries")?;
+        if entries == 0 || entries > 1 << 20 {
+            return Err(opts.bad("map_cache_entries", "must be 1 to 1048576"));
+        }
+        let lbns = geo.logical_blocks();
+        let ip = match opts.get::<String>("placement")?.trim() {
+            "oop" => false,
+            "ip" => true,
+            _ => return Err(opts.bad("placement", "expected oop or ip")),
+        };
+        if ip && map_pages {
+            return Err(opts.bad(
+                "placement",
+                "in-place D-blocks are not implemented with mapping = map_page",
+            ));
+        }
+        let reserve = if ip { n } else { 1 };
+        let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m + reserve);
+        let area = 2 * snapshot::half_blocks(geo, full_pages);
+        // With map pages, a superblock whose data fills its N blocks needs one more block
+        // for its map page.
+        let base = lbns + reserve + 1 + if map_pages { lbns.div_ceil(n) } else { 0 };
+        let snapshots = match opts.get::<String>("snapshots")?.trim() {
+            "auto" => !map_pages && geo.blocks > base + area,
+            _ => parse_on_off(opts, "snapshots")?,
+        };
+        if snapshots && map_pages {
+            return Err(opts.bad(
+                "snapshots",
+                "snapshots and recovery are not implemented with mapping = map_page",
+            ));
+        }
+        let needed = base + if snapshots { area } else { 0 };
+        if geo.blocks < needed {
+            return Err(opts.geometry_error(format!(
+                "needs at least {needed} physical blocks (logical blocks + {reserve} \
+                 reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
+                if snapshots {
+                    format!(" + {area} for snapshots")
+                } else if map_pages {
+                    " + 1 per superblock for its map page".to_string()
+                } else {
+                    String::new()
+                },
+                geo.blocks,
+                if snapshots {
+                    " or set snapshots = off"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let background_free: u32 = opts.get("background_free_blocks")?;
+        let cfg = Cfg {
+            n,
+            max_blocks: n + m,
+            row: n + m + reserve,
+            hot_cold: parse_on_off(opts, "hot_cold")?,
+            ip,
+            reserve,
+            background: parse_on_off(opts, "background_merge")?,
+            background_free,
+        };
+        let snap = snapshots
+            .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
+        let mut f = Self::build(geo, lat, cfg, split, layout, entries, snap);
+        if map_pages {
+            let len = n as usize * split.pmd_len() * split.pt_len();
+            f.mappages = Some(mappage::MapPageCache::new(entries, f.superblocks, len));
+            f.map_pgd = vec![NONE; f.superblocks as usize];
+            f.mpbuf = Vec::with_capacity(len);
+            f.mpwords = Vec::with_capacity(geo.page_size as usize / 4);
+        }
+        Ok(f)
+    }
+
+    /// The spare layout (SB-S) and the most blocks a superblock may use.
+    fn block_limit(
+        geo: &Geometry,
+        opts: &SchemeOptions,
+        split: &AddressSplit,
+        ecc: Ecc,
+        map_pages: bool,
+    ) -> Result<(Option<SpareLayout>, u32), SchemeError> {
+        if map_pages {
+            let ptes = split.n * (split.pmd_len() * split.pt_len()) as u32;
+            let limit = mappage::map_page_limit(geo.page_size, ptes, geo.pages_per_block)
+                .map_err(|why| opts.bad("superblock_size", why))?;
+            // The simulator packs a PTE in 16 bits and PBMT entries in 32.
+            let words = 1 + limit.min(geo.blocks) + ptes.div_ceil(2);
+            if words * 4 > geo.page_size {
+                return Err(opts.bad(
+                    "superblock_size",
+                    format!(
+                        "with map pages the simulator needs {} bytes per map page (16-bit \
+                         PTEs), more than a {}-byte page; lower superblock_size",
+                        words * 4,
+                        geo.page_size
+                    ),
+                ));
+            }
+            return Ok((None, limit));
+        }
+        let layout = SpareLayout::compute(geo.spare_bytes, geo.page_size, split, ecc, geo.blocks)
+            .map_err(|why| {
+            opts.geometry_error(format!(
+                "the SB-S spare layout (Table III) does not fit: {why}; use mapping = \
+                     map_page, a larger nand_params.spare_bytes, ecc = slc, or a smaller \
+                     pt_bits"
+            ))
+        })?;
+        Ok((Some(layout), layout.blocks_per_superblock()))
+    }
+
+    fn build(
+        geo: &Geometry,
+        lat: Latencies,
+        cfg: Cfg,
+        split: AddressSplit,
+        layout: Option<SpareLayout>,
+        entries: usize,
+        snap: Option<SnapLog>,
+    ) -> SuperblockFtl {
+        let lbns = geo.logical_blocks();
+        let superblocks = lbns.div_ceil(cfg.n);
+        let mut owner = vec![OWN_FREE; geo.blocks as usize];
+        if let Some(log) = &snap {
+            for b in log.blocks() {
+                owner[b.idx()] = OWN_SNAPSHOT;
+            }
+        }
+        let mut free: VecDeque<Pbn> = (0..geo.blocks)
+            .filter(|&b| owner[b as usize] == OWN_FREE)
+            .map(Pbn)
+            .collect();
+        let reserved: Vec<Pbn> = (0..cfg.reserve)
+            .map(|_| free.pop_back().expect("geometry checked"))
+            .collect();
+        for b in &reserved {
+            owner[b.idx()] = OWN_RESERVED;
+        }
+        SuperblockFtl {
+            geo: geo.clone(),
+            lat,
+            cfg,
+            split,
+            layout,
+            superblocks,
+            pgd: vec![NONE; lbns as usize],
+            cache: MapCache::new(entries, lbns, split.pmd_len(), split.pt_len()),
+            sb_blocks: vec![NONE; (superblocks * cfg.row) as usize],
+            sb_len: vec![0; superblocks as usize],
+            frontier: vec![NONE; superblocks as usize],
+            nu: vec![0; superblocks as usize],
+            owner,
+            is_u: vec![false; geo.blocks as usize],
+            hot: vec![false; geo.blocks as usize],
+            free,
+            reserved,
+            lru: SbLru::new(superblocks),
+            sbuf: vec![NONE; split.pmd_len() + split.pt_len()],
+            snap,
+            frontier_wp: vec![0; superblocks as usize],
+            recovery: None,
+            mappages: None,
+            map_pgd: Vec::new(),
+            mpbuf: Vec::new(),
+            mpwords: Vec::new(),
+            ws: merge::Workspace::new(cfg.n, split.pmd_len(), split.pt_len()),
+            scratch: Vec::with_capacity(cfg.max_blocks as usize),
+            stats: FtlStats::default(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The spare layout in use (`None` with map pages).
+    pub fn layout(&self) -> Option<&SpareLayout> {
+        self.layout.as_ref()
+    }
+
+    /// The address split in use.
+    pub fn address_split(&self) -> &AddressSplit {
+        &self.split
+    }
+
+    /// Most physical blocks a superblock may own (N + M).
+    pub fn max_blocks_per_superblock(&self) -> u32 {
+        self.cfg.max_blocks
+    }
+
+    /// Logical blocks of superblock `sb` (N, or fewer for the last one).
+    #[inline]
+    fn lbns_of(&self, sb: u32) -> u32 {
+        (self.geo.logical_blocks() - sb * self.cfg.n).min(self.cfg.n)
+    }
+
+    /// The blocks of superblock `sb`, in allocation order.
+    #[inline]
+    fn blocks_of(&self, sb: u32) -> &[u32] {
+        let base = (sb * self.cfg.row) as usize;
+        &self.sb_blocks[base..base + self.sb_len[sb as usize] as usize]
+    }
+
+    /// Physical blocks of superblock `sb`, in allocation order (for tests and reports).
+    pub fn superblock_blocks(&self, sb: u32) -> Vec<Pbn> {
+        self.blocks_of(sb).iter().map(|&b| Pbn(b)).collect()
+    }
+
+    /// Valid pages of superblock `sb`.
+    fn valid_of(&self, flash: &Flash, sb: u32) -> u32 {
+        self.blocks_of(sb)
+            .iter()
+            .map(|&b| flash.valid_count(Pbn(b)))
+            .sum()
+    }
+
+    /// Adds block `b` to superblock `sb`.
+    fn attach(&mut self, sb: u32, b: Pbn, as_u: bool) {
+        let len = self.sb_len[sb as usize];
+        assert!(
+            len < self.cfg.row,
+            "superblock {sb} already owns {len} blocks"
+        );
+        self.sb_blocks[(sb * self.cfg.row + len) as usize] = b.0;
+        self.sb_len[sb as usize] = len + 1;
+        self.owner[b.idx()] = sb;
+        self.is_u[b.idx()] = as_u;
+        self.hot[b.idx()] = as_u;
+        if as_u {
+            self.nu[sb as usize] += 1;
+            self.lru.touch(sb);
+        }
+    }
+
+    /// Removes block `b` from superblock `sb` (RemoveFromSB).
+    fn detach(&mut self, sb: u32, b: Pbn) {
+        let base = (sb * self.cfg.row) as usize;
+        let len = self.sb_len[sb as usize] as usize;
+        let pos = self.sb_blocks[base..base + len]
+            .iter()
+            .position(|&x| x == b.0)
+            .unwrap_or_else(|| panic!("{b:?} is not in superblock {sb}"));
+        self.sb_blocks
+            .copy_within(base + pos + 1..base + len, base + pos);
+        self.sb_blocks[base + len - 1] = NONE;
+        self.sb_len[sb as usize] -= 1;
+        if self.is_u[b.idx()] {
+            self.nu[sb as usize] -= 1;
+            if self.nu[sb as usize] == 0 {
+                self.lru.remove(sb);
+            }
+        }
+        if self.frontier[sb as usize] == b.0 {
+            self.frontier[sb as usize] = NONE;
+        }
+        self.owner[b.idx()] = OWN_FREE;
+        self.is_u[b.idx()] = false;
+        self.hot[b.idx()] = false;
+    }
+
+    /// When a merge leaves a superblock with exactly its N blocks, its U-blocks become
+    /// D-blocks (§4.3).
+    fn maybe_promote(&mut self, sb: u32) {
+        if self.nu[sb as usize] > 0 && self.sb_len[sb as usize] == self.lbns_of(sb) {
+            self.mark_all_d(sb, false);
+        }
+    }
+
+    /// Marks every block of `sb` a D-block (and cold, when `cold`).
+    fn mark_all_d(&mut self, sb: u32, cold: bool) {
+        self.note(Event::MarkD { sb, cold });
+        let base = (sb * self.cfg.row) as usize;
+        for k in 0..self.sb_len[sb as usize] as usize {
+            let b = self.sb_blocks[base + k] as usize;
+            self.is_u[b] = false;
+            if cold {
+                self.hot[b] = false;
+            }
+        }
+        self.nu[sb as usize] = 0;
+        self.lru.remove(sb);
+    }
+
+    /// Returns an erased block to the reserve (if short) or the free pool; says which.
+    fn release(&mut self, b: Pbn) -> bool {
+        if (self.reserved.len() as u32) < self.cfg.reserve {
+            self.owner[b.idx()] = OWN_RESERVED;
+            self.reserved.push(b);
+            true
+        } else {
+            self.owner[b.idx()] = OWN_FREE;
+            self.free.push_back(b);
+            false
+        }
+    }
+
+    /// Records the utilisation of a U-block chosen as a merge victim (U_avg, §5.1).
+    fn sample_u(&mut self, flash: &Flash, b: Pbn) {
+        if self.is_u[b.idx()] {
+            self.counters.u_victims += 1;
+            self.counters.u_pages_written += flash.write_ptr(b) as u64;
+        }
+    }
+
+    /// Invalidates a page and reclaims its block at once if that left it without valid
+    /// pages (switch merge, §4.3 situation (i)), unless it is still being written.
+    fn drop_page(&mut self, flash: &mut Flash, ppn: Ppn) {
+        flash.invalidate(ppn);
+        let b = self.geo.block_of(ppn);
+        if flash.valid_count(b) > 0 {
+            return;
+        }
+        let sb = self.owner[b.idx()];
+        debug_assert!(sb < self.superblocks, "{b:?} owned by {sb}");
+        if self.frontier[sb as usize] == b.0 && !flash.is_full(b) {
+            return;
+        }
+        self.sample_u(flash, b);
+        self.detach(sb, b);
+        flash.erase(b, Cause::Merge);
+        let to_reserved = self.release(b);
+        self.note(Event::Release {
+            pbn: b.0,
+            to_reserved,
+        });
+        self.stats.merges_switch += 1;
+        self.maybe_promote(sb);
+    }
+
+    /// The next page of superblock `sb`'s current U-block, allocating a new U-block (and
+    /// merging first, if the superblock is at its limit or no block is free).
+    fn frontier_page(&mut self, flash: &mut Flash, sb: u32) -> Ppn {
+        for _ in 0..64 {
+            let f = self.frontier[sb as usize];
+            if f != NONE {
+                if !flash.is_full(Pbn(f)) {
+                    return self.geo.ppn(Pbn(f), flash.write_ptr(Pbn(f)));
+                }
+                self.frontier[sb as usize] = NONE;
+            }
+            if self.sb_len[sb as usize] >= self.cfg.max_blocks {
+                self.merge_some(flash, sb);
+            } else if self.free.is_empty() {
+                self.make_free_block(flash);
+            } else {
+                let b = self.free.pop_front().expect("checked non-empty");
+                debug_assert!(flash.is_erased(b));
+                self.attach(sb, b, true);
+                self.frontier[sb as usize] = b.0;
+                self.note_now(flash, Event::Alloc { sb, pbn: b.0 });
+            }
+        }
+        panic!("superblock {sb}: no write frontier after 64 merge rounds");
+    }
+
+    /// Runs MergeAll on victims until a free block exists (§4.3 situation (iii)).
+    fn make_free_block(&mut self, flash: &mut Flash) {
+        while self.free.is_empty() {
+            let victim = self
+                .merge_all_victim(flash)
+                .expect("superblock: no block to reclaim (over-provisioning broken)");
+            self.merge_all(flash, victim);
+        }
+    }
+
+    /// The least recently written superblock owning U-blocks whose MergeAll frees a
+    /// block, else the one with the most reclaimable blocks.
+    fn merge_all_victim(&self, flash: &Flash) -> Option<u32> {
+        self.lru
+            .iter()
+            .find(|&sb| self.excess_blocks(flash, sb) > 0)
+            .or_else(|| self.most_reclaimable(flash))
+    }
+
+    /// Blocks superblock `sb` needs after a MergeAll: `ceil(valid / pages_per_block)`
+    /// out of place, one per logical block holding data in place.
+    fn need_blocks(&self, flash: &Flash, sb: u32) -> u32 {
+        if self.cfg.ip {
+            (0..self.lbns_of(sb))
+                .filter(|&k| self.pgd[(sb * self.cfg.n + k) as usize] != NONE)
+                .count() as u32
+        } else {
+            self.valid_of(flash, sb).div_ceil(self.geo.pages_per_block)
+        }
+    }
+
+    /// Blocks a MergeAll of `sb` would free.
+    fn excess_blocks(&self, flash: &Flash, sb: u32) -> u32 {
+        self.sb_len[sb as usize].saturating_sub(self.need_blocks(flash, sb))
+    }
+
+    /// The superblock with the most blocks beyond what its valid pages need.
+    fn most_reclaimable(&self, flash: &Flash) -> Option<u32> {
+        (0..self.superblocks)
+            .map(|sb| (self.excess_blocks(flash, sb), sb))
+            .filter(|&(excess, _)| excess > 0)
+            .max_by_key(|&(excess, sb)| (excess, std::cmp::Reverse(sb)))
+            .map(|(_, sb)| sb)
+    }
+
+    /// The map cache slot of `(lbn, i)`, reading the spares on a miss.
+    fn lookup(&mut self, flash: &mut Flash, lbn: u32, i: u32) -> usize {
+        if let Some(s) = self.cache.get(lbn, i) {
+            self.stats.map_hits += 1;
+            return s;
+        }
+        self.stats.map_misses += 1;
+        let s = self.cache.insert(lbn, i);
+        let head = self.pgd[lbn as usize];
+        let mut read_head = false;
+        if let Some(o) = self.cache.any_of_lbn(lbn, s) {
+            self.cache.copy_pmd(o, s);
+        } else if head != NONE {
+            flash.read_spare(Ppn(head), Cause::Map);
+            self.counters.map_spare_reads += 1;
+            read_head = true;
+            self.cache
+                .pmd_mut(s)
+                .copy_from_slice(spare_pmd(flash, head, self.split.pmd_len()));
+        } else {
+            self.cache.pmd_mut(s).fill(NONE);
+        }
+        let loc = self.cache.pmd(s)[i as usize];
+        if loc == NONE {
+            self.cache.pt_mut(s).fill(NONE);
+        } else {
+            if !(read_head && loc == head) {
+                flash.read_spare(Ppn(loc), Cause::Map);
+                self.counters.map_spare_reads += 1;
+            }
+            self.cache
+                .pt_mut(s)
+                .copy_from_slice(spare_pt(flash, loc, self.split.pmd_len()));
+        }
+        s
+    }
+}
+
+impl SuperblockFtl {
+    /// Makes `dst` the live copy of the page `sp` whose map entry is in cache slot `s`:
+    /// updates the PT, the PMD (in every cached entry of the block) and the PGD, and
+    /// programs `tag` at `dst` with the PMD and PT in its spare area.
+    fn place(
+        &mut self,
+        flash: &mut Flash,
+        s: usize,
+        sp: Split,
+        dst: Ppn,
+        tag: PageTag,
+        cause: Cause,
+    ) {
+        self.cache.pt_mut(s)[sp.pte_index as usize] = dst.0;
+        self.cache
+            .set_pmd_entry(sp.lbn, sp.pmd_index as usize, dst.0);
+        self.pgd[sp.lbn as usize] = dst.0;
+        let pl = self.split.pmd_len();
+        self.sbuf[..pl].copy_from_slice(self.cache.pmd(s));
+        self.sbuf[pl..].copy_from_slice(self.cache.pt(s));
+        flash.program_with_spare(dst, tag, &self.sbuf, cause);
+    }
+
+    /// Index of a page's entry in its superblock's map page.
+    #[inline]
+    fn map_index(&self, sp: Split) -> usize {
+        let per_lbn = self.split.pmd_len() * self.split.pt_len();
+        sp.pgd_index as usize * per_lbn + (sp.lpn_offset(self.split.t))
+    }
+
+    /// One host page write with map pages (SB-P).
+    fn host_write_mp(&mut self, flash: &mut Flash, tag: PageTag) {
+        let sp = self.split.split(tag.lpn.0);
+        let s = self.map_lookup(flash, sp.superblock);
+        let dst = self.frontier_page(flash, sp.superblock);
+        let e = self.map_index(sp);
+        let c = self.mappages.as_mut().expect("map_page mode");
+        let old = c.map(s)[e];
+        flash.program(dst, tag, Cause::Host);
+        c.map_mut(s)[e] = dst.0;
+        if old != NONE {
+            self.drop_page(flash, Ppn(old));
+        }
+    }
+
+    /// One host page write: logged into the superblock's current U-block.
+    fn host_write(&mut self, flash: &mut Flash, tag: PageTag) {
+        let sp = self.split.split(tag.lpn.0);
+        if self.lru.contains(sp.superblock) {
+            self.lru.touch(sp.superblock);
+        }
+        if self.mappages.is_some() {
+            return self.host_write_mp(flash, tag);
+        }
+        let dst = self.frontier_page(flash, sp.superblock);
+        let s = self.lookup(flash, sp.lbn, sp.pmd_index);
+        let old = self.cache.pt(s)[sp.pte_index as usize];
+        self.place(flash, s, sp, dst, tag, Cause::Host);
+        self.note(Event::Write {
+            lpn: tag.lpn.0,
+            ppn: dst.0,
+        });
+        if old != NONE {
+            self.drop_page(flash, Ppn(old));
+        }
+    }
+
+    /// Unmaps a page. The PT in flash still maps it, so a valid page of the same PT (or,
+    /// if the PT became empty, of the same logical block) is rewritten to carry the
+    /// updated PT and PMD.
+    fn trim_page(&mut self, flash: &mut Flash, lpn: Lpn) {
+        let sp = self.split.split(lpn.0);
+        if self.mappages.is_some() {
+            let s = self.map_lookup(flash, sp.superblock);
+            let e = self.map_index(sp);
+            let c = self.mappages.as_mut().expect("map_page mode");
+            let old = c.map(s)[e];
+            if old != NONE {
+                c.map_mut(s)[e] = NONE;
+                self.drop_page(flash, Ppn(old));
+            }
+            return;
+        }
+        let (lbn, i, j) = (sp.lbn, sp.pmd_index as usize, sp.pte_index as usize);
+        let s = self.lookup(flash, lbn, sp.pmd_index);
+        if self.cache.pt(s)[j] == NONE {
+            return;
+        }
+        let dst = self.frontier_page(flash, sp.superblock);
+        let old = self.cache.pt(s)[j];
+        self.cache.pt_mut(s)[j] = NONE;
+        let (cs, ci, cj) = match self.cache.pt(s).iter().position(|&p| p != NONE) {
+            Some(cj) => (s, i, cj),
+            None => {
+                self.cache.set_pmd_entry(lbn, i, NONE);
+                let Some(ci) = self.cache.pmd(s).iter().position(|&p| p != NONE) else {
+                    // The logical block holds no page any more.
+                    self.pgd[lbn as usize] = NONE;
+                    self.drop_page(flash, Ppn(old));
+                    self.note_now(flash, Event::LbnEmpty { lbn });
+                    return;
+                };
+                let cs = self.lookup(flash, lbn, ci as u32);
+                // The PMD may have come from the spare, which still lists the empty PT.
+                self.cache.set_pmd_entry(lbn, i, NONE);
+                let cj = self
+                    .cache
+                    .pt(cs)
+                    .iter()
+                    .position(|&p| p != NONE)
+                    .expect("a PMD entry points to a PT with live pages");
+                (cs, ci, cj)
+            }
+        };
+        let src = Ppn(self.cache.pt(cs)[cj]);
+        let tag = flash.read(src, Cause::Map);
+        let carrier = Split {
+            pmd_index: ci as u32,
+            pte_index: cj as u32,
+            ..sp
+        };
+        debug_assert_eq!(
+            tag.lpn.0,
+            lbn * self.geo.pages_per_block + ((ci as u32) << self.split.t) + cj as u32
+        );
+        self.place(flash, cs, carrier, dst, tag, Cause::Map);
+        self.note(Event::Write {
+            lpn: tag.lpn.0,
+            ppn: dst.0,
+        });
+        self.counters.trim_copies += 1;
+        self.drop_page(flash, src);
+        self.drop_page(flash, Ppn(old));
+    }
+
+    /// Checks the spare-resident map of every logical block against flash, and returns
+    /// the number of pages it maps.
+    fn check_chains(&self, flash: &Flash) -> Result<u64, String> {
+        let ppb = self.geo.pages_per_block;
+        let (pl, tl) = (self.split.pmd_len(), self.split.pt_len());
+        let live = |p: u32, what: &str| -> Result<PageTag, String> {
+            if p as u64 >= self.geo.physical_pages() as u64 || !flash.is_valid(Ppn(p)) {
+                return Err(format!("{what} at ppn{p}, which is not a valid page"));
+            }
+            Ok(flash.peek_tag(Ppn(p)).expect("valid pages are programmed"))
+        };
+        let mut mapped = 0u64;
+        for lbn in 0..self.pgd.len() as u32 {
+            let head = self.pgd[lbn as usize];
+            if head == NONE {
+                continue;
+            }
+            let t = live(head, &format!("PMD of lbn{lbn}"))?;
+            let hs = self.split.split(t.lpn.0);
+            let pl = self.split.pmd_len();
+            if hs.lbn != lbn || spare_pmd(flash, head, pl)[hs.pmd_index as usize] != head {
+                return Err(format!("lbn{lbn}: PGD points to ppn{head} holding {t:?}"));
+            }
+            let pmd = spare_pmd(flash, head, pl);
+            if pmd.iter().all(|&p| p == NONE) {
+                return Err(format!("lbn{lbn}: PGD set but its PMD is empty"));
+            }
+            for (i, &loc) in pmd.iter().enumerate() {
+                if loc == NONE {
+                    continue;
+                }
+                let t = live(loc, &format!("PT {i} of lbn{lbn}"))?;
+                let ts = self.split.split(t.lpn.0);
+                if ts.lbn != lbn || ts.pmd_index as usize != i {
+                    return Err(format!("lbn{lbn}: PT {i} at ppn{loc} holding {t:?}"));
+                }
+                let pt = spare_pt(flash, loc, pl);
+                if pt.iter().all(|&p| p == NONE) {
+                    return Err(format!("lbn{lbn}: PT {i} at ppn{loc} maps nothing"));
+                }
+                for (j, &p) in pt.iter().enumerate() {
+                    if p == NONE {
+                        continue;
+                    }
+                    let lpn = lbn * ppb + ((i as u32) << self.split.t) + j as u32;
+                    let t = live(p, &format!("lpn{lpn}"))?;
+                    if t.lpn.0 != lpn {
+                        return Err(format!("lpn{lpn} maps to ppn{p} holding {t:?}"));
+                    }
+                    let b = self.geo.block_of(Ppn(p));
+                    if self.owner[b.idx()] != lbn / self.cfg.n {
+                        return Err(format!("lpn{lpn} lives in {b:?} of another owner"));
+                    }
+                    mapped += 1;
+                }
+            }
+        }
+        for (lbn, i, s) in self.cache.entries() {
+            let head = self.pgd[lbn as usize];
+            let (pmd, pt): (&[u32], Option<&[u32]>) = if head == NONE {
+                (&[], None)
+            } else {
+                let pl = self.split.pmd_len();
+                let pmd = spare_pmd(flash, head, pl);
+                let loc = pmd[i as usize];
+                (pmd, (loc != NONE).then(|| spare_pt(flash, loc, pl)))
+            };
+            let pmd_ok = if head == NONE {
+                self.cache.pmd(s).iter().all(|&p| p == NONE)
+            } else {
+                self.cache.pmd(s) == pmd
+            };
+            let pt_ok = match pt {
+                Some(pt) => self.cache.pt(s) == pt,
+                None => self.cache.pt(s).iter().all(|&p| p == NONE),
+            };
+            if !pmd_ok || !pt_ok {
+                return Err(format!(
+                    "cache entry (lbn{lbn}, {i}) differs from the spares"
+                ));
+            }
+        }
+        let _ = (pl, tl);
+        Ok(mapped)
+    }
+
+    /// Checks the block lists, pools and LRU list.
+    fn check_blocks(&self, flash: &Flash) -> Result<(), String> {
+        if self.ws.is_loaded() {
+            return Err("a merge work area is still loaded".into());
+        }
+        let mut seen = vec![false; self.geo.blocks as usize];
+        for sb in 0..self.superblocks {
+            let blocks = self.blocks_of(sb);
+            if blocks.len() as u32 > self.cfg.max_blocks {
+                return Err(format!("superblock {sb} owns {} blocks", blocks.len()));
+            }
+            let mut nu = 0;
+            for &b in blocks {
+                if self.owner[b as usize] != sb || seen[b as usize] {
+                    return Err(format!(
+                        "pbn{b} listed in superblock {sb} but owned elsewhere"
+                    ));
+                }
+                seen[b as usize] = true;
+                nu += self.is_u[b as usize] as u32;
+                let written = flash.write_ptr(Pbn(b));
+                if flash.valid_count(Pbn(b)) == 0
+                    && !(self.frontier[sb as usize] == b && written < self.geo.pages_per_block)
+                {
+                    return Err(format!("pbn{b} of superblock {sb} holds no valid page"));
+                }
+                for off in 0..written {
+                    let p = self.geo.ppn(Pbn(b), off);
+                    if flash.is_valid(p) {
+                        let t = flash.peek_tag(p).expect("programmed");
+                        let owner = if t.lpn.0 == mappage::MAP_LPN {
+                            t.version
+                        } else {
+                            self.split.split(t.lpn.0).superblock
+                        };
+                        if owner != sb {
+                            return Err(format!("{p:?} in superblock {sb} holds {t:?}"));
+                        }
+                    }
+                }
+            }
+            if nu != self.nu[sb as usize] || (nu > 0) != self.lru.contains(sb) {
+                return Err(format!(
+                    "superblock {sb}: U-block count or LRU membership wrong"
+                ));
+            }
+            let f = self.frontier[sb as usize];
+            if f != NONE && !blocks.contains(&f) {
+                return Err(format!("superblock {sb}: frontier pbn{f} not in its list"));
+            }
+        }
+        for b in &self.free {
+            if self.owner[b.idx()] != OWN_FREE || seen[b.idx()] || !flash.is_erased(*b) {
+                return Err(format!("free {b:?} is in use or not erased"));
+            }
+            seen[b.idx()] = true;
+        }
+        for b in &self.reserved {
+            if self.owner[b.idx()] != OWN_RESERVED || seen[b.idx()] || !flash.is_erased(*b) {
+                return Err(format!("reserved {b:?} is in use or not erased"));
+            }
+            seen[b.idx()] = true;
+        }
+        if self.reserved.len() as u32 != self.cfg.reserve {
+            return Err(format!("{} reserved blocks", self.reserved.len()));
+        }
+        if let Some(log) = &self.snap {
+            for b in log.blocks() {
+                if self.owner[b.idx()] != OWN_SNAPSHOT || seen[b.idx()] {
+                    return Err(format!("snapshot {b:?} is also in use"));
+                }
+                seen[b.idx()] = true;
+            }
+        }
+        if let Some(b) = seen.iter().position(|&s| !s) {
+            return Err(format!("pbn{b} is in no superblock and no pool"));
+        }
+        for sb in self.lru.iter() {
+            if self.nu[sb as usize] == 0 {
+                return Err(format!(
+                    "superblock {sb} is in the LRU list without U-blocks"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for SuperblockFtl {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        for &tag in pages {
+            self.host_write(flash, tag);
+        }
+        self.snap_tick(flash);
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let sp = self.split.split(lpn.0);
+        if self.mappages.is_some() {
+            let s = self.map_lookup(flash, sp.superblock);
+            let e = self.map_index(sp);
+            let p = self.mappages.as_ref().expect("map_page mode").map(s)[e];
+            return (p != NONE).then(|| flash.read(Ppn(p), Cause::Host));
+        }
+        let s = self.lookup(flash, sp.lbn, sp.pmd_index);
+        let p = self.cache.pt(s)[sp.pte_index as usize];
+        (p != NONE).then(|| flash.read(Ppn(p), Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.trim_page(flash, lpn);
+        self.snap_tick(flash);
+    }
+
+    fn flush(&mut self, flash: &mut Flash) {
+        self.snap_flush(flash);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        self.recover_from_flash(flash)
+    }
+
+    fn idle(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {
+        if !self.cfg.background {
+            return;
+        }
+        while (self.free.len() as u32) < self.cfg.background_free {
+            let Some(sb) = self.merge_all_victim(flash) else {
+                break;
+            };
+            let (reads, programs, erases) = self.merge_all_estimate(flash, sb);
+            if !budget.try_spend(reads, programs, erases) {
+                break;
+            }
+            self.merge_all(flash, sb);
+            self.counters.background_merges += 1;
+        }
+        self.snap_tick(flash);
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        self.check_blocks(flash)?;
+        let mapped = if self.mappages.is_some() {
+            self.check_map_pages(flash)?
+        } else {
+            self.check_chains(flash)?
+        };
+        let snapshot_pages = self.snap.as_ref().map_or(0, |l| l.valid_pages());
+        if mapped + snapshot_pages != flash.total_valid() {
+            return Err(format!(
+                "{mapped} mapped pages + {snapshot_pages} snapshot pages but {} valid pages \
+                 on flash",
+                flash.total_valid()
+            ));
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        let c = &self.counters;
+        let count = s.merges_switch + s.merges_partial + s.merges_full;
+        let l = &self.lat;
+        let cost = s.merge_pages_copied * (l.read.0 + l.program.0) + count * l.erase.0;
+        s.extra.insert("merge_count", count as f64);
+        if count > 0 {
+            s.extra
+                .insert("merge_cost_avg_ns", cost as f64 / count as f64);
+        }
+        if c.u_victims > 0 {
+            s.extra.insert(
+                "u_avg",
+                c.u_pages_written as f64 / (c.u_victims as f64 * self.geo.pages_per_block as f64),
+            );
+        }
+        s.extra.insert("merges_some", c.merges_some as f64);
+        s.extra.insert("merges_all", c.merges_all as f64);
+        s.extra.insert("map_spare_reads", c.map_spare_reads as f64);
+        s.extra
+            .insert("merge_map_spare_reads", c.merge_map_spare_reads as f64);
+        s.extra.insert("trim_copies", c.trim_copies as f64);
+        s.extra
+            .insert("background_merges", c.background_merges as f64);
+        s.extra.insert("ip_filler_pages", c.ip_filler_pages as f64);
+        s.extra.insert("placement_ip", self.cfg.ip as u8 as f64);
+        s.extra.insert("superblock_size", self.cfg.n as f64);
+        s.extra
+            .insert("blocks_per_superblock_max", self.cfg.max_blocks as f64);
+        if let Some(l) = &self.layout {
+            s.extra.insert("pbmt_entries", l.pbmt_entries as f64);
+        }
+        s.extra
+            .insert("map_pages", self.mappages.is_some() as u8 as f64);
+        s.extra
+            .insert("snapshots", self.snap.is_some() as u8 as f64);
+        if let Some(log) = &self.snap {
+            s.extra.insert("snapshot_pages", log.pages_written as f64);
+            s.extra.insert("full_snapshots", log.full_snapshots as f64);
+            s.extra
+                .insert("partial_snapshots", log.partial_snapshots as f64);
+        }
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.counters = Counters::default();
+        if let Some(log) = &mut self.snap {
+            log.pages_written = 0;
+            log.full_snapshots = 0;
+            log.partial_snapshots = 0;
+        }
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        match &self.mappages {
+            Some(c) => {
+                self.map_pgd.len() as u64 * 4 + (c.entries() * self.geo.page_size as usize) as u64
+            }
+            None => self.pgd.len() as u64 * 4 + self.cache.bytes(),
+        }
+    }
+}

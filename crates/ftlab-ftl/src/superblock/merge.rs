@@ -1,0 +1,323 @@
+//! Superblock merges (superblock-ftl.txt §4.3): SimpleCopyAndCompact (Fig. 9), MergeSome
+//! (Fig. 10) and MergeAll with hot/cold classification (Fig. 11), over a work area that
+//! holds the whole superblock's map while it is reorganised ("LoadAllMapTable").
+
+use super::cache::NONE;
+use super::snapshot::Event;
+use super::SuperblockFtl;
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::{Pbn, Ppn};
+
+/// The map of one superblock while a merge runs: the PMD and all PTs of each logical
+/// block. Sized once for N logical blocks.
+#[derive(Clone, Debug)]
+pub(super) struct Workspace {
+    sb: u32,
+    /// With map pages: the map changed (copies, a dropped map page) and must be written.
+    dirty: bool,
+    /// With map pages: write the map page at the end even if it is cached (MergeAll).
+    flush: bool,
+    pmd_len: usize,
+    pt_len: usize,
+    pmd: Vec<u32>,
+    pt: Vec<u32>,
+}
+
+impl Workspace {
+    pub(super) fn new(n: u32, pmd_len: usize, pt_len: usize) -> Workspace {
+        Workspace {
+            sb: NONE,
+            dirty: false,
+            flush: false,
+            pmd_len,
+            pt_len,
+            pmd: vec![NONE; n as usize * pmd_len],
+            pt: vec![NONE; n as usize * pmd_len * pt_len],
+        }
+    }
+
+    pub(super) fn is_loaded(&self) -> bool {
+        self.sb != NONE
+    }
+
+    pub(super) fn pmd(&self, k: usize) -> &[u32] {
+        &self.pmd[k * self.pmd_len..(k + 1) * self.pmd_len]
+    }
+
+    pub(super) fn pt(&self, k: usize, i: usize) -> &[u32] {
+        let a = (k * self.pmd_len + i) * self.pt_len;
+        &self.pt[a..a + self.pt_len]
+    }
+}
+
+impl SuperblockFtl {
+    /// LoadAllMapTable: the map of every logical block of `sb` into the work area. Entries
+    /// in the map cache cost nothing; the others cost spare reads (one for the PMD, one per
+    /// PT not in the PMD's spare).
+    pub(super) fn load_ws(&mut self, flash: &mut Flash, sb: u32) {
+        let (pl, tl) = (self.ws.pmd_len, self.ws.pt_len);
+        self.ws.sb = sb;
+        self.ws.dirty = false;
+        if self.mappages.is_some() {
+            let mut pt = std::mem::take(&mut self.ws.pt);
+            self.load_map(flash, sb, &mut pt);
+            self.ws.pt = pt;
+            return;
+        }
+        for k in 0..self.lbns_of(sb) as usize {
+            let lbn = sb * self.cfg.n + k as u32;
+            let head = self.pgd[lbn as usize];
+            let pmd = k * pl..(k + 1) * pl;
+            let pts = k * pl * tl..(k + 1) * pl * tl;
+            if head == NONE {
+                self.ws.pmd[pmd].fill(NONE);
+                self.ws.pt[pts].fill(NONE);
+                continue;
+            }
+            let mut read_head = false;
+            if let Some(o) = self.cache.any_of_lbn(lbn, usize::MAX) {
+                self.ws.pmd[pmd].copy_from_slice(self.cache.pmd(o));
+            } else {
+                flash.read_spare(Ppn(head), Cause::Map);
+                self.counters.merge_map_spare_reads += 1;
+                read_head = true;
+                self.ws.pmd[pmd].copy_from_slice(super::spare_pmd(flash, head, pl));
+            }
+            for i in 0..pl {
+                let loc = self.ws.pmd[k * pl + i];
+                let dst = (k * pl + i) * tl..(k * pl + i + 1) * tl;
+                if loc == NONE {
+                    self.ws.pt[dst].fill(NONE);
+                } else if let Some(cs) = self.cache.peek(lbn, i as u32) {
+                    self.ws.pt[dst].copy_from_slice(self.cache.pt(cs));
+                } else {
+                    if !(read_head && loc == head) {
+                        flash.read_spare(Ppn(loc), Cause::Map);
+                        self.counters.merge_map_spare_reads += 1;
+                    }
+                    self.ws.pt[dst].copy_from_slice(super::spare_pt(flash, loc, pl));
+                }
+            }
+        }
+    }
+
+    /// Writes the work area back into the cached entries of `sb` and releases it (with map
+    /// pages: into the cached map page, or onto flash if it is not cached).
+    pub(super) fn store_ws(&mut self, flash: &mut Flash, sb: u32) {
+        debug_assert_eq!(self.ws.sb, sb);
+        if self.mappages.is_some() {
+            let pt = std::mem::take(&mut self.ws.pt);
+            self.store_map(flash, sb, &pt, self.ws.dirty, self.ws.flush);
+            self.ws.pt = pt;
+            self.ws.sb = NONE;
+            self.ws.flush = false;
+            return;
+        }
+        for k in 0..self.lbns_of(sb) as usize {
+            let lbn = sb * self.cfg.n + k as u32;
+            for i in 0..self.ws.pmd_len {
+                if let Some(cs) = self.cache.peek(lbn, i as u32) {
+                    self.cache.pmd_mut(cs).copy_from_slice(self.ws.pmd(k));
+                    self.cache.pt_mut(cs).copy_from_slice(self.ws.pt(k, i));
+                }
+            }
+        }
+        self.ws.sb = NONE;
+    }
+
+    /// ValidPageCopy inside a merge: copies `src` to `dst`, moves the page's PT and PMD
+    /// to `dst`'s spare and invalidates `src` (its block is erased by the caller).
+    pub(super) fn copy_ws(&mut self, flash: &mut Flash, src: Ppn, dst: Ppn) {
+        let tag = flash.read(src, Cause::Merge);
+        flash.invalidate(src);
+        let sp = self.split.split(tag.lpn.0);
+        debug_assert_eq!(sp.superblock, self.ws.sb);
+        let (k, i, j) = (
+            sp.pgd_index as usize,
+            sp.pmd_index as usize,
+            sp.pte_index as usize,
+        );
+        let (pl, tl) = (self.ws.pmd_len, self.ws.pt_len);
+        let e = (k * pl + i) * tl + j;
+        debug_assert_eq!(self.ws.pt[e], src.0, "{tag:?} was not mapped to {src:?}");
+        self.ws.pt[e] = dst.0;
+        if self.mappages.is_some() {
+            flash.program(dst, tag, Cause::Merge);
+            self.ws.dirty = true;
+            self.stats.merge_pages_copied += 1;
+            return;
+        }
+        self.ws.pmd[k * pl + i] = dst.0;
+        self.pgd[sp.lbn as usize] = dst.0;
+        self.sbuf[..pl].copy_from_slice(self.ws.pmd(k));
+        self.sbuf[pl..].copy_from_slice(self.ws.pt(k, i));
+        flash.program_with_spare(dst, tag, &self.sbuf, Cause::Merge);
+        self.note(Event::Write {
+            lpn: tag.lpn.0,
+            ppn: dst.0,
+        });
+        self.stats.merge_pages_copied += 1;
+    }
+
+    /// SimpleCopyAndCompact (Fig. 9): copies the valid pages of `src` into the last
+    /// U-block, continuing in a reserved block when it fills, and erases `src`. Returns
+    /// whether no reserved block was needed (Fig. 9's `ret = 1`): then `src` is a free
+    /// block; otherwise it replaces the reserved block taken.
+    fn simple_copy_and_compact(&mut self, flash: &mut Flash, sb: u32, src: Pbn) -> bool {
+        let valid = flash.valid_count(src);
+        self.sample_u(flash, src);
+        self.detach(sb, src);
+        self.note(Event::Detach { sb, pbn: src.0 });
+        let mut fits = true;
+        for off in 0..flash.write_ptr(src) {
+            let p = self.geo.ppn(src, off);
+            if !flash.is_valid(p) {
+                continue;
+            }
+            if self.mappages.is_some() && self.map_pgd[sb as usize] == p.0 {
+                // The superblock's map page: rewritten after the merge, not copied.
+                flash.invalidate(p);
+                self.map_pgd[sb as usize] = NONE;
+                self.ws.dirty = true;
+                continue;
+            }
+            let f = self.frontier[sb as usize];
+            if f == NONE || flash.is_full(Pbn(f)) {
+                fits = false;
+                let d = self
+                    .reserved
+                    .pop()
+                    .expect("superblock: reserved block missing during a merge");
+                self.attach(sb, d, true);
+                self.frontier[sb as usize] = d.0;
+                self.note_now(flash, Event::Alloc { sb, pbn: d.0 });
+            }
+            let f = Pbn(self.frontier[sb as usize]);
+            let dst = self.geo.ppn(f, flash.write_ptr(f));
+            self.copy_ws(flash, p, dst);
+        }
+        flash.erase(src, Cause::Merge);
+        if fits {
+            self.free.push_back(src);
+        } else {
+            self.owner[src.idx()] = super::OWN_RESERVED;
+            self.reserved.push(src);
+        }
+        self.note(Event::Release {
+            pbn: src.0,
+            to_reserved: !fits,
+        });
+        match (valid, fits) {
+            (0, _) => self.stats.merges_switch += 1,
+            (_, true) => self.stats.merges_partial += 1,
+            (_, false) => self.stats.merges_full += 1,
+        }
+        fits
+    }
+
+    /// The block of `sb` with the fewest valid pages (ties: allocation order), never the
+    /// U-block being written while it has free pages.
+    fn greedy_victim(&self, flash: &Flash, sb: u32) -> Option<Pbn> {
+        let f = self.frontier[sb as usize];
+        self.blocks_of(sb)
+            .iter()
+            .filter(|&&b| b != f || flash.is_full(Pbn(b)))
+            .min_by_key(|&&b| flash.valid_count(Pbn(b)))
+            .map(|&b| Pbn(b))
+    }
+
+    /// MergeSome (Fig. 10): run when superblock `sb` has reached its block limit; frees
+    /// two PBMT entries (or as many as its valid pages allow).
+    pub(super) fn merge_some(&mut self, flash: &mut Flash, sb: u32) {
+        self.counters.merges_some += 1;
+        if self.cfg.ip {
+            return self.merge_some_ip(flash, sb);
+        }
+        self.load_ws(flash, sb);
+        let ppb = self.geo.pages_per_block;
+        let need = self.valid_of(flash, sb).div_ceil(ppb);
+        let target = self.sb_len[sb as usize].saturating_sub(need).min(2);
+        assert!(
+            target >= 1,
+            "superblock {sb}: at its block limit with every block needed"
+        );
+        let mut freed = 0;
+        let mut rounds = 0u32;
+        while freed < target {
+            rounds += 1;
+            assert!(
+                rounds <= 4 * self.cfg.max_blocks * ppb,
+                "superblock {sb}: MergeSome makes no progress"
+            );
+            let Some(victim) = self.greedy_victim(flash, sb) else {
+                break;
+            };
+            freed += self.simple_copy_and_compact(flash, sb, victim) as u32;
+        }
+        self.store_ws(flash, sb);
+        self.maybe_promote(sb);
+    }
+
+    /// Flash operations a MergeAll of `sb` would issue, at most: page reads (copies and
+    /// map spare reads), programs and erases (for idle-time budgeting).
+    pub(super) fn merge_all_estimate(&self, flash: &Flash, sb: u32) -> (u64, u64, u64) {
+        let ppb = self.geo.pages_per_block;
+        let map_reads = self.lbns_of(sb) as u64 * (1 + self.ws.pmd_len as u64);
+        let (mut copies, mut erases) = (0u64, 0u64);
+        if self.cfg.ip {
+            for &b in self.blocks_of(sb) {
+                copies += flash.valid_count(Pbn(b)) as u64;
+                erases += 1;
+            }
+            copies += self.lbns_of(sb) as u64 * ppb as u64; // fillers, at most
+        } else {
+            let f = self.frontier[sb as usize];
+            for &b in self.blocks_of(sb) {
+                let v = flash.valid_count(Pbn(b));
+                if b != f && v < ppb || b == f && flash.write_ptr(Pbn(b)) > v {
+                    copies += v as u64;
+                    erases += 1;
+                }
+            }
+        }
+        (copies + map_reads, copies, erases)
+    }
+
+    /// MergeAll (Fig. 11): run on a victim superblock when no free block is left. Hot
+    /// blocks are compacted first, then cold ones (hot/cold on), into the last U-block and
+    /// reserved blocks; the superblock ends with D-blocks only, all cold.
+    pub(super) fn merge_all(&mut self, flash: &mut Flash, sb: u32) {
+        self.counters.merges_all += 1;
+        if self.cfg.ip {
+            return self.merge_all_ip(flash, sb);
+        }
+        self.load_ws(flash, sb);
+        let ppb = self.geo.pages_per_block;
+        let f = self.frontier[sb as usize];
+        if f != NONE && flash.write_ptr(Pbn(f)) > flash.valid_count(Pbn(f)) {
+            // InvalidateAllFreePages: the last U-block has invalid pages, so it cannot
+            // become a D-block; its free pages are abandoned.
+            self.frontier[sb as usize] = NONE;
+            self.note(Event::Abandon { sb });
+        }
+        let keep = self.frontier[sb as usize];
+        let mut order = std::mem::take(&mut self.scratch);
+        order.clear();
+        let blocks = self.blocks_of(sb);
+        if self.cfg.hot_cold {
+            order.extend(blocks.iter().filter(|&&b| self.hot[b as usize]));
+            order.extend(blocks.iter().filter(|&&b| !self.hot[b as usize]));
+        } else {
+            order.extend_from_slice(blocks);
+        }
+        for &b in &order {
+            if b != keep && flash.valid_count(Pbn(b)) < ppb {
+                self.simple_copy_and_compact(flash, sb, Pbn(b));
+            }
+        }
+        self.scratch = order;
+        self.mark_all_d(sb, true);
+        self.ws.flush = true;
+        self.store_ws(flash, sb);
+    }
+}
