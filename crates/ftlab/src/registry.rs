@@ -57,13 +57,57 @@ pub const FTLS: &[FtlEntry] = &[FtlEntry {
 }];
 
 /// Every buffer, in the order `ftlab list` shows them.
-pub const BUFFERS: &[BufferEntry] = &[BufferEntry {
-    id: "none",
-    description: "no buffer: host requests go straight to the FTL",
-    source: "-",
-    options: &[],
-    build: |_| Ok(Box::new(Passthrough::default())),
-}];
+pub const BUFFERS: &[BufferEntry] = &[
+    BufferEntry {
+        id: "none",
+        description: "no buffer: host requests go straight to the FTL",
+        source: "-",
+        options: &[],
+        build: |_| Ok(Box::new(Passthrough::default())),
+    },
+    BufferEntry {
+        id: "lru",
+        description: "page LRU write buffer, evicts single pages",
+        source: "superblock-ftl.txt §5.3; co-op-buffer-ftl.txt §3",
+        options: ftlab_buffer::lru::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::lru::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "fab",
+        description: "FAB: block-level, victim = block with most pages (LRU on ties), no padding",
+        source: "co-op-buffer-ftl.txt §3 (Jo et al. 2006)",
+        options: ftlab_buffer::fab::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::fab::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "bplru",
+        description: "BPLRU: block LRU + LRU compensation, victims padded into complete blocks",
+        source: "co-op-buffer-ftl.txt §3 (Kim and Ahn 2008)",
+        options: ftlab_buffer::bplru::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bplru::new_bplru(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "blru",
+        description: "BLRU: BPLRU without padding",
+        source: "co-op-buffer-ftl.txt §6",
+        options: ftlab_buffer::bplru::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bplru::new_blru(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "bpref",
+        description: "BP-REF: page LRU, victim window, pads dense victim blocks",
+        source: "co-op-buffer-ftl.txt §3 (Seo and Shin 2008)",
+        options: ftlab_buffer::bpref::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bpref::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "bagc",
+        description: "BA-GC buffer side: 3-region (hot/warm/cold) block LRU, no padding",
+        source: "co-op-buffer-ftl.txt §3 (Lee, Shin and Kim 2008)",
+        options: ftlab_buffer::bagc::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bagc::new(c.geo, c.opts)?)),
+    },
+];
 
 /// Timing models: id and description.
 pub const TIMINGS: &[(&str, &str)] = &[
