@@ -4,4 +4,8 @@
 
 #![warn(missing_docs)]
 
+pub mod bast;
+pub mod block;
+pub mod fast;
+mod logblock;
 pub mod page;

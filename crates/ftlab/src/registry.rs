@@ -48,13 +48,36 @@ pub struct BufferEntry {
 }
 
 /// Every FTL, in the order `ftlab list` shows them.
-pub const FTLS: &[FtlEntry] = &[FtlEntry {
-    id: "page",
-    description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
-    source: "baseline of all papers; tpm.txt §II",
-    options: ftlab_ftl::page::OPTIONS,
-    build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
-}];
+pub const FTLS: &[FtlEntry] = &[
+    FtlEntry {
+        id: "page",
+        description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
+        source: "baseline of all papers; tpm.txt §II",
+        options: ftlab_ftl::page::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "block",
+        description: "block mapping: fixed offsets, a block rewrite per updated group",
+        source: "cach-ftl.txt §2, §4.2.3, §5",
+        options: ftlab_ftl::block::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::block::BlockFtl::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "bast",
+        description: "log block scheme: one log block per data block, LRU reclaim",
+        source: "superblock-ftl.txt §2.3-2.4; co-op-buffer-ftl.txt §2.4.1",
+        options: ftlab_ftl::bast::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::bast::Bast::new(c.geo, c.opts)?)),
+    },
+    FtlEntry {
+        id: "fast",
+        description: "FAST: shared RW log blocks (round robin) and a sequential log",
+        source: "co-op-buffer-ftl.txt §2.4.2; superblock-ftl.txt §2.4",
+        options: ftlab_ftl::fast::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::fast::Fast::new(c.geo, c.opts)?)),
+    },
+];
 
 /// Every buffer, in the order `ftlab list` shows them.
 pub const BUFFERS: &[BufferEntry] = &[

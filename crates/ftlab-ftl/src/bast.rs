@@ -1,0 +1,652 @@
+//! `bast`: the log block scheme (BAST, Kim et al. 2002): at most one log block per data
+//! block.
+//!
+//! Sources: superblock-ftl.txt §2.3 (D-blocks and U-blocks, full/partial/switch merges,
+//! Fig. 3), §2.4 ("the log block scheme"), §3.3 Fig. 4(a) (worked example 1 of
+//! SCHEMES.md) and §5.1 (U_avg); co-op-buffer-ftl.txt §2.4.1 (merges decided by how the
+//! log block was written; LRU reclaim when free blocks run out) and Table 3 (the CO-OP
+//! queries).
+//!
+//! Data blocks are in-place (logical page `o` at offset `o`); a log block is written
+//! out of place, page after page, with a page map for log blocks only. A log block is
+//! merged with its data block when it is full, or earlier when another logical block
+//! needs a log block and none is left (the least recently written log block is
+//! reclaimed):
+//! - switch: the log block was written in order (slot `i` holds offset `i`) and the data
+//!   block has no valid page left: the log block becomes the data block, the data block
+//!   is erased (1 erase, 0 copies);
+//! - partial: written in order from offset 0, but the data block still holds valid
+//!   pages (after the written part): they are copied into the rest of the log block,
+//!   which becomes the data block, and the data block is erased (1 erase);
+//! - full: written out of order: every valid page of the pair is copied into a free
+//!   block, which becomes the data block, and both old blocks are erased (2 erases).
+//!
+//! Choices the papers leave open, as options or documented defaults:
+//! - `log_blocks` (default `auto`): how many log blocks may be allocated at once. `auto`
+//!   gives every spare block (physical minus logical) except one, the free block a full
+//!   merge copies into; the log-block share is then set with `--op` (the papers use
+//!   2.5-5% of capacity: superblock-ftl.txt §5.1, co-op-buffer-ftl.txt §6.1 and §6.6).
+//!   Spare blocks beyond `log_blocks + 1` stay unused.
+//! - Writes in place: a page goes to its data block when the data block's next free
+//!   page is the page's own offset (superblock-ftl.txt §2.3: "When there is a write
+//!   request to one of the pages and the write request cannot be accommodated in the
+//!   corresponding D-block, FTL allocates a U-block"); a logical block with no data
+//!   block and no log block gets a data block when it is first written at offset 0.
+//!   Other writes go to the log block.
+//! - When a log block fills up it is merged at once (co-op-buffer-ftl.txt §2.4.1:
+//!   "Write requests ... can be written in its allocated log block until all empty log
+//!   pages are consumed, when FTL merges the log block").
+//! - LRU order counts log writes only (reads do not touch log blocks).
+//! - A merge whose pages are all gone (every page trimmed) still erases both blocks and
+//!   is counted as a full merge; no empty data block is allocated.
+//! - A log block of a logical block that has no data block is "switched" (it becomes
+//!   the data block, 0 erases) when written in order, else fully merged.
+//! - `mapping_bytes`: the LBN -> data block table, the LBN -> log block table, the log
+//!   block descriptors, the per-log-block page map (2 bytes per log page: offset ->
+//!   slot), the LRU links and the free-descriptor stack, all 4-byte entries unless said.
+
+use crate::logblock::{compose, count_or_auto, FreePool, LruList, MergeCounters, Src, NONE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Answer, Ftl, FtlStats, Query};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+
+/// Options of the `bast` FTL.
+pub const OPTIONS: &[OptionSpec] = &[OptionSpec {
+    name: "log_blocks",
+    default: "auto",
+    help: "log blocks allocatable at once; auto: every spare block but the merge \
+           reserve, so --op sets it (papers: 2.5-5% of capacity)",
+}];
+
+const SCHEME: &str = "bast";
+const NO_SLOT: u16 = u16::MAX;
+
+/// One allocated log block.
+#[derive(Clone, Copy, Debug)]
+struct LogBlock {
+    pbn: Pbn,
+    lbn: Lbn,
+    /// Pages written (the next slot).
+    written: u32,
+    /// Every slot `i` written so far holds offset `i`.
+    seq: bool,
+}
+
+/// The BAST FTL.
+pub struct Bast {
+    geo: Geometry,
+    ppb: u32,
+    dmap: Vec<u32>,
+    log_of: Vec<u32>,
+    logs: Vec<LogBlock>,
+    slot_of: Vec<u16>,
+    free_desc: Vec<u32>,
+    lru: LruList,
+    pool: FreePool,
+    srcs: Vec<Src>,
+    counters: MergeCounters,
+    stats: FtlStats,
+}
+
+impl Bast {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Bast, SchemeError> {
+        let spare = geo.spare_blocks();
+        let log_blocks = count_or_auto(opts, "log_blocks", spare.saturating_sub(1))?;
+        if log_blocks == 0 || log_blocks + 1 > spare {
+            return Err(opts.geometry_error(format!(
+                "log_blocks = {log_blocks} needs {} spare blocks (the log blocks and one \
+                 merge reserve) but the geometry has {spare} ({} physical - {} logical); \
+                 raise --op or lower log_blocks (at least 1)",
+                log_blocks.max(1) + 1,
+                geo.blocks,
+                geo.logical_blocks()
+            )));
+        }
+        if geo.pages_per_block >= NO_SLOT as u32 {
+            return Err(opts.geometry_error("pages_per_block must be below 65535"));
+        }
+        let ppb = geo.pages_per_block;
+        let idle = LogBlock {
+            pbn: Pbn(NONE),
+            lbn: Lbn(NONE),
+            written: 0,
+            seq: true,
+        };
+        Ok(Bast {
+            geo: geo.clone(),
+            ppb,
+            dmap: vec![NONE; geo.logical_blocks() as usize],
+            log_of: vec![NONE; geo.logical_blocks() as usize],
+            logs: vec![idle; log_blocks as usize],
+            slot_of: vec![NO_SLOT; (log_blocks * ppb) as usize],
+            free_desc: (0..log_blocks).rev().collect(),
+            lru: LruList::new(log_blocks),
+            pool: FreePool::all(geo),
+            srcs: vec![Src::Hole; ppb as usize],
+            counters: MergeCounters::default(),
+            stats: FtlStats::default(),
+        })
+    }
+
+    #[inline]
+    fn slot_idx(&self, desc: u32, offset: u32) -> usize {
+        (desc * self.ppb + offset) as usize
+    }
+
+    /// The physical page holding the live copy of `lpn`, if any.
+    fn live(&self, flash: &Flash, lpn: Lpn) -> Option<Ppn> {
+        let lbn = self.geo.lbn_of(lpn);
+        let o = self.geo.lpn_offset(lpn);
+        let desc = self.log_of[lbn.idx()];
+        if desc != NONE {
+            let slot = self.slot_of[self.slot_idx(desc, o)];
+            if slot != NO_SLOT {
+                let ppn = self.geo.ppn(self.logs[desc as usize].pbn, slot as u32);
+                if flash.is_valid(ppn) {
+                    return Some(ppn);
+                }
+            }
+        }
+        let d = self.dmap[lbn.idx()];
+        if d == NONE {
+            return None;
+        }
+        let ppn = self.geo.ppn(Pbn(d), o);
+        flash.is_valid(ppn).then_some(ppn)
+    }
+
+    fn write_page(&mut self, flash: &mut Flash, tag: PageTag) {
+        if let Some(old) = self.live(flash, tag.lpn) {
+            flash.invalidate(old);
+        }
+        let lbn = self.geo.lbn_of(tag.lpn);
+        let o = self.geo.lpn_offset(tag.lpn);
+        let d = self.dmap[lbn.idx()];
+        let mut desc = self.log_of[lbn.idx()];
+        if d != NONE && flash.write_ptr(Pbn(d)) == o {
+            flash.program(self.geo.ppn(Pbn(d), o), tag, Cause::Host);
+            return;
+        }
+        if d == NONE && o == 0 && desc == NONE {
+            let pbn = self.pool.take(SCHEME);
+            self.dmap[lbn.idx()] = pbn.0;
+            flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
+            return;
+        }
+        if desc == NONE {
+            desc = self.open_log(flash, lbn);
+        }
+        let log = &mut self.logs[desc as usize];
+        let slot = log.written;
+        flash.program(self.geo.ppn(log.pbn, slot), tag, Cause::Host);
+        log.written += 1;
+        log.seq &= slot == o;
+        let full = log.written == self.ppb;
+        let i = self.slot_idx(desc, o);
+        self.slot_of[i] = slot as u16;
+        self.lru.touch(desc);
+        if full {
+            self.merge(flash, desc);
+        }
+    }
+
+    /// Allocates a log block for `lbn`, reclaiming the least recently written one if
+    /// none is left.
+    fn open_log(&mut self, flash: &mut Flash, lbn: Lbn) -> u32 {
+        if self.free_desc.is_empty() {
+            let victim = self.lru.lru().expect("every log block is in the LRU list");
+            self.merge(flash, victim);
+        }
+        let desc = self.free_desc.pop().expect("a log block was just freed");
+        self.logs[desc as usize] = LogBlock {
+            pbn: self.pool.take(SCHEME),
+            lbn,
+            written: 0,
+            seq: true,
+        };
+        self.log_of[lbn.idx()] = desc;
+        desc
+    }
+
+    /// Merges log block `desc` with its data block (switch, partial or full) and frees
+    /// it.
+    fn merge(&mut self, flash: &mut Flash, desc: u32) {
+        let log = self.logs[desc as usize];
+        self.counters.reclaimed(log.written, self.ppb);
+        let d = self.dmap[log.lbn.idx()];
+        let data = (d != NONE).then_some(Pbn(d));
+        if log.seq {
+            self.merge_in_order(flash, &log, data);
+        } else {
+            self.merge_full(flash, desc, &log, data);
+        }
+        self.log_of[log.lbn.idx()] = NONE;
+        let row = self.slot_idx(desc, 0);
+        self.slot_of[row..row + self.ppb as usize].fill(NO_SLOT);
+        self.lru.remove(desc);
+        self.logs[desc as usize].lbn = Lbn(NONE);
+        self.free_desc.push(desc);
+    }
+
+    /// Switch or partial merge of a log block written in order.
+    fn merge_in_order(&mut self, flash: &mut Flash, log: &LogBlock, data: Option<Pbn>) {
+        let first_lpn = log.lbn.0 * self.ppb;
+        match data {
+            Some(d) if flash.valid_count(d) > 0 => {
+                for o in 0..self.ppb {
+                    let ppn = self.geo.ppn(d, o);
+                    self.srcs[o as usize] = if flash.is_valid(ppn) {
+                        assert!(
+                            o >= log.written,
+                            "bast: {ppn:?} valid under in-order log {:?}",
+                            log.pbn
+                        );
+                        Src::Copy(ppn)
+                    } else {
+                        Src::Hole
+                    };
+                }
+                let done = compose(
+                    flash,
+                    log.pbn,
+                    log.written,
+                    &self.srcs,
+                    first_lpn,
+                    Cause::Merge,
+                );
+                self.counters.fillers += done.fillers;
+                self.stats.merges_partial += 1;
+                self.stats.merge_pages_copied += done.copied;
+            }
+            _ => self.stats.merges_switch += 1,
+        }
+        if let Some(d) = data {
+            flash.erase(d, Cause::Merge);
+            self.pool.put(flash, d);
+        }
+        self.dmap[log.lbn.idx()] = log.pbn.0;
+    }
+
+    /// Full merge: every live page of the pair into a free block.
+    fn merge_full(&mut self, flash: &mut Flash, desc: u32, log: &LogBlock, data: Option<Pbn>) {
+        let mut any = false;
+        for o in 0..self.ppb {
+            let slot = self.slot_of[self.slot_idx(desc, o)];
+            let in_log = (slot != NO_SLOT)
+                .then(|| self.geo.ppn(log.pbn, slot as u32))
+                .filter(|&p| flash.is_valid(p));
+            let in_data = data
+                .map(|d| self.geo.ppn(d, o))
+                .filter(|&p| flash.is_valid(p));
+            self.srcs[o as usize] = match in_log.or(in_data) {
+                Some(p) => {
+                    any = true;
+                    Src::Copy(p)
+                }
+                None => Src::Hole,
+            };
+        }
+        self.dmap[log.lbn.idx()] = NONE;
+        if any {
+            let dst = self.pool.take(SCHEME);
+            let done = compose(
+                flash,
+                dst,
+                0,
+                &self.srcs,
+                log.lbn.0 * self.ppb,
+                Cause::Merge,
+            );
+            self.counters.fillers += done.fillers;
+            self.stats.merge_pages_copied += done.copied;
+            self.dmap[log.lbn.idx()] = dst.0;
+        }
+        if let Some(d) = data {
+            flash.erase(d, Cause::Merge);
+            self.pool.put(flash, d);
+        }
+        flash.erase(log.pbn, Cause::Merge);
+        self.pool.put(flash, log.pbn);
+        self.stats.merges_full += 1;
+    }
+
+    fn log_block(&self, lbn: Lbn) -> Option<Option<&LogBlock>> {
+        let desc = *self.log_of.get(lbn.idx())?;
+        Some((desc != NONE).then(|| &self.logs[desc as usize]))
+    }
+
+    fn check_logs(&self, flash: &Flash, in_use: &mut [bool]) -> Result<(), String> {
+        let mut allocated = 0;
+        for (desc, log) in self.logs.iter().enumerate() {
+            if log.lbn.0 == NONE {
+                continue;
+            }
+            allocated += 1;
+            if self.log_of[log.lbn.idx()] != desc as u32 {
+                return Err(format!("log block {desc} of {:?} is not its log", log.lbn));
+            }
+            if std::mem::replace(&mut in_use[log.pbn.idx()], true) {
+                return Err(format!("{:?} is a log block and in use elsewhere", log.pbn));
+            }
+            if flash.write_ptr(log.pbn) != log.written || log.written == self.ppb {
+                return Err(format!("log {:?}: {} pages written", log.pbn, log.written));
+            }
+            for slot in 0..log.written {
+                let ppn = self.geo.ppn(log.pbn, slot);
+                let tag = flash.peek_tag(ppn).ok_or("log slot not programmed")?;
+                let o = self.geo.lpn_offset(tag.lpn);
+                if self.geo.lbn_of(tag.lpn) != log.lbn || (log.seq && o != slot) {
+                    return Err(format!("{ppn:?} holds {tag:?} in log of {:?}", log.lbn));
+                }
+                let latest = self.slot_of[self.slot_idx(desc as u32, o)];
+                if flash.is_valid(ppn) && latest as u32 != slot {
+                    return Err(format!("{ppn:?} is valid but not the latest copy"));
+                }
+            }
+        }
+        if allocated + self.free_desc.len() != self.logs.len()
+            || self.lru.len() as usize != allocated
+        {
+            return Err(format!(
+                "{allocated} log blocks allocated, {} free descriptors, {} in LRU",
+                self.free_desc.len(),
+                self.lru.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Bast {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        for &p in pages {
+            self.write_page(flash, p);
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let ppn = self.live(flash, lpn)?;
+        Some(flash.read(ppn, Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        if let Some(ppn) = self.live(flash, lpn) {
+            flash.invalidate(ppn);
+        }
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        let mut in_use = vec![false; self.geo.blocks as usize];
+        for &d in self.dmap.iter().filter(|&&d| d != NONE) {
+            if std::mem::replace(&mut in_use[d as usize], true) {
+                return Err(format!("pbn{d} is the data block of two logical blocks"));
+            }
+        }
+        self.check_logs(flash, &mut in_use)?;
+        for b in self.pool.iter() {
+            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
+                return Err(format!("free {b:?} is in use or not erased"));
+            }
+        }
+        if in_use.iter().any(|&u| !u) {
+            return Err("a block is neither data, log nor free (leaked)".into());
+        }
+        let mut live = 0u64;
+        for l in 0..self.geo.logical_pages {
+            let lpn = Lpn(l);
+            let Some(ppn) = self.live(flash, lpn) else {
+                continue;
+            };
+            live += 1;
+            if flash.peek_tag(ppn).map(|t| t.lpn) != Some(lpn) {
+                return Err(format!("{lpn:?} maps to {ppn:?} holding another page"));
+            }
+        }
+        if live != flash.total_valid() {
+            return Err(format!(
+                "{live} live pages but {} valid on flash (a stale copy is still valid)",
+                flash.total_valid()
+            ));
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        self.counters.report(&mut s);
+        s.extra.insert("log_blocks", self.logs.len() as f64);
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.counters = MergeCounters::default();
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        let n = self.logs.len() as u64;
+        (self.dmap.len() + self.log_of.len()) as u64 * 4
+            + n * std::mem::size_of::<LogBlock>() as u64
+            + self.slot_of.len() as u64 * 2
+            + self.lru.bytes()
+            + n * 4
+    }
+
+    fn query(&self, q: Query) -> Answer {
+        match q {
+            Query::LogFreePages(lbn) => match self.log_block(lbn) {
+                None => Answer::NotApplicable,
+                Some(None) => Answer::NoLogBlock,
+                Some(Some(log)) => Answer::Count(self.ppb - log.written),
+            },
+            Query::LogIsSequential(lbn) => match self.log_block(lbn) {
+                None => Answer::NotApplicable,
+                Some(None) => Answer::NoLogBlock,
+                Some(Some(log)) => Answer::Bool(log.seq),
+            },
+            Query::FreeLogBlocks => Answer::Count(self.free_desc.len() as u32),
+            Query::NextVictim => Answer::Block(self.lru.lru().map(|d| self.logs[d as usize].lbn)),
+            Query::RwThreshold => Answer::NotApplicable,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logblock::tests::geometry;
+    use std::collections::BTreeMap;
+
+    fn bast(geo: &Geometry, log_blocks: &str) -> Bast {
+        let given = BTreeMap::from([("log_blocks".to_string(), log_blocks.to_string())]);
+        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+        Bast::new(geo, &o).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Fills logical blocks `0..n` with version 1 in place, then zeroes the counters.
+    fn filled(geo: &Geometry, log_blocks: &str, n: u32) -> (Bast, Flash) {
+        let mut b = bast(geo, log_blocks);
+        let mut f = Flash::new(geo);
+        for l in 0..n {
+            let pages: Vec<_> = (0..geo.pages_per_block)
+                .map(|o| w(l * geo.pages_per_block + o, 1))
+                .collect();
+            b.write(&mut f, &pages);
+        }
+        assert_eq!(f.stats().erases.iter().sum::<u64>(), 0);
+        f.reset_stats();
+        b.reset_stats();
+        (b, f)
+    }
+
+    fn erases(f: &Flash) -> u64 {
+        f.stats().erases.iter().sum()
+    }
+
+    #[test]
+    fn switch_merge_when_the_log_is_written_in_order() {
+        let geo = geometry(4, 2, 4);
+        let (mut b, mut f) = filled(&geo, "auto", 2);
+        for o in 0..4 {
+            b.write(&mut f, &[w(o, 2)]);
+        }
+        let s = b.stats();
+        assert_eq!(
+            (s.merges_switch, s.merges_partial, s.merges_full),
+            (1, 0, 0)
+        );
+        assert_eq!(s.merge_pages_copied, 0);
+        assert_eq!(erases(&f), 1);
+        assert_eq!(s.extra["u_avg"], 1.0);
+        for o in 0..4 {
+            assert_eq!(b.read(&mut f, Lpn(o)), Some(w(o, 2)));
+        }
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn partial_merge_when_an_in_order_log_is_reclaimed_early() {
+        let geo = geometry(4, 2, 4);
+        let (mut b, mut f) = filled(&geo, "1", 2);
+        b.write(&mut f, &[w(0, 2), w(1, 2)]);
+        assert_eq!(b.query(Query::LogIsSequential(Lbn(0))), Answer::Bool(true));
+        assert_eq!(b.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        // Logical block 1 needs the only log block: LBN 0's is reclaimed.
+        b.write(&mut f, &[w(5, 2)]);
+        let s = b.stats();
+        assert_eq!(
+            (s.merges_switch, s.merges_partial, s.merges_full),
+            (0, 1, 0)
+        );
+        assert_eq!(
+            s.merge_pages_copied, 2,
+            "offsets 2 and 3 copied into the log"
+        );
+        assert_eq!(erases(&f), 1);
+        assert_eq!(s.extra["u_avg"], 0.5);
+        assert_eq!(b.read(&mut f, Lpn(3)), Some(w(3, 1)));
+        assert_eq!(b.read(&mut f, Lpn(1)), Some(w(1, 2)));
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn full_merge_when_the_log_is_written_out_of_order() {
+        let geo = geometry(4, 2, 4);
+        let (mut b, mut f) = filled(&geo, "auto", 2);
+        for (lpn, v) in [(2, 2), (0, 2), (2, 3), (3, 2)] {
+            b.write(&mut f, &[w(lpn, v)]);
+        }
+        let s = b.stats();
+        assert_eq!(
+            (s.merges_switch, s.merges_partial, s.merges_full),
+            (0, 0, 1)
+        );
+        assert_eq!(s.merge_pages_copied, 4);
+        assert_eq!(erases(&f), 2);
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn lru_log_block_is_the_victim() {
+        let geo = geometry(4, 4, 7);
+        let (mut b, mut f) = filled(&geo, "2", 4);
+        b.write(&mut f, &[w(1, 2)]); // log for LBN 0
+        b.write(&mut f, &[w(5, 2)]); // log for LBN 1
+        b.write(&mut f, &[w(2, 2)]); // LBN 0 used again: LBN 1 is now LRU
+        assert_eq!(b.query(Query::NextVictim), Answer::Block(Some(Lbn(1))));
+        assert_eq!(b.query(Query::FreeLogBlocks), Answer::Count(0));
+        b.write(&mut f, &[w(9, 2)]); // LBN 2 needs a log: LBN 1's is merged
+        assert_eq!(b.query(Query::LogFreePages(Lbn(1))), Answer::NoLogBlock);
+        assert_eq!(b.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(b.query(Query::NextVictim), Answer::Block(Some(Lbn(0))));
+        assert_eq!(b.stats().merges_full, 1);
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn fresh_blocks_are_written_in_place_and_their_tail_appended() {
+        let geo = geometry(4, 2, 5);
+        let mut b = bast(&geo, "auto");
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1)]);
+        b.write(&mut f, &[w(2, 1)]);
+        assert_eq!(b.query(Query::LogFreePages(Lbn(0))), Answer::NoLogBlock);
+        // Not at the write pointer: goes to a log block.
+        b.write(&mut f, &[w(1, 2)]);
+        assert_eq!(b.query(Query::LogIsSequential(Lbn(0))), Answer::Bool(false));
+        // At the write pointer: in place even with a log block.
+        b.write(&mut f, &[w(3, 1)]);
+        assert_eq!(b.query(Query::LogFreePages(Lbn(0))), Answer::Count(3));
+        // A block first written past offset 0 starts in a log block.
+        b.write(&mut f, &[w(6, 1)]);
+        assert_eq!(b.query(Query::LogFreePages(Lbn(1))), Answer::Count(3));
+        assert_eq!(f.stats().erases.iter().sum::<u64>(), 0);
+        for (l, v) in [(0, 1), (1, 2), (2, 1), (3, 1), (6, 1)] {
+            assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        assert_eq!(b.read(&mut f, Lpn(4)), None);
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn trimmed_pages_are_not_merged() {
+        let geo = geometry(4, 2, 4);
+        let (mut b, mut f) = filled(&geo, "auto", 2);
+        b.write(&mut f, &[w(1, 2)]);
+        b.trim(&mut f, Lpn(1));
+        b.trim(&mut f, Lpn(3));
+        assert_eq!(b.read(&mut f, Lpn(1)), None);
+        for v in 3..6 {
+            b.write(&mut f, &[w(2, v)]);
+        }
+        let s = b.stats();
+        assert_eq!(s.merges_full, 1);
+        assert_eq!(s.merge_pages_copied, 2, "offsets 0 and 2 only");
+        assert_eq!(b.read(&mut f, Lpn(1)), None);
+        assert_eq!(b.read(&mut f, Lpn(3)), None);
+        assert_eq!(b.read(&mut f, Lpn(2)), Some(w(2, 5)));
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn other_queries_and_bad_options() {
+        let geo = geometry(4, 2, 4);
+        let b = bast(&geo, "auto");
+        assert_eq!(b.query(Query::RwThreshold), Answer::NotApplicable);
+        assert_eq!(b.query(Query::FreeLogBlocks), Answer::Count(1));
+        assert_eq!(b.query(Query::NextVictim), Answer::Block(None));
+        assert_eq!(b.query(Query::LogFreePages(Lbn(99))), Answer::NotApplicable);
+        for bad in ["2", "0", "many"] {
+            let given = BTreeMap::from([("log_blocks".to_string(), bad.to_string())]);
+            let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+            let e = Bast::new(&geo, &o).err().expect(bad).to_string();
+            assert!(e.contains("log_blocks"), "{e}");
+        }
+        let e = Bast::new(
+            &geometry(4, 2, 3),
+            &SchemeOptions::resolve(SCHEME, OPTIONS, &BTreeMap::new()).unwrap(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("--op"), "{e}");
+    }
+
+    #[test]
+    fn mapping_bytes_scale_with_blocks_not_pages() {
+        let small = bast(&geometry(64, 100, 110), "auto").mapping_bytes();
+        let large = bast(&geometry(64, 1000, 1010), "auto").mapping_bytes();
+        // Same log blocks, 10x the data blocks: 900 more blocks x 8 bytes of tables.
+        assert_eq!(large - small, 900 * 8);
+    }
+}

@@ -1,0 +1,420 @@
+//! `block`: pure block mapping (BM), the lower bound every paper compares against.
+//!
+//! Sources: cach-ftl.txt §2 ("the logical page address is composed of the logical block
+//! number and a fixed page offset that is not modified by the mapping process ... a page
+//! update systematically triggers a whole block erase operation and several valid page
+//! copies"), §4.2.3 (the direct in-place block update of CACH-FTL's BMR, Algorithm 1
+//! lines 14-27) and §5 (the "optimized" BM: "when a group of sequential pages was
+//! flushed from the cache, writing this group required only one erase operation");
+//! superblock-ftl.txt §2.2 Fig. 1(b).
+//!
+//! One table entry per logical block (LBN -> PBN); logical page `o` of a block always
+//! lives at offset `o`. A write whose pages all lie at or after the block's write
+//! pointer is programmed in place. Any other write *rewrites* the block: the other valid
+//! pages are read, the block is erased (or a free block taken), and the whole block is
+//! programmed again with the new pages.
+//!
+//! Choices the papers leave open, as options or documented defaults:
+//! - `grouped` (default `true`): the optimised BM of cach-ftl.txt §5: a group of pages
+//!   of one logical block handed over in one call (a buffer flush, or one request's
+//!   pages of that block) costs one rewrite. `false`: the naive BM, one rewrite per page.
+//! - `update` (default `in_place`): how a block is rewritten. `in_place` follows
+//!   cach-ftl.txt §4.2.3 ("when updated, a given block is written in-place": read the
+//!   valid pages into a controller block buffer, erase the block, program it);
+//!   `out_of_place` programs the new block into a free block and erases the old one
+//!   after (crash-safe, spreads wear; needs one spare block). Both cost the same
+//!   reads, programs and erases; only wear and the spare needed differ.
+//! - Gaps. A write past the write pointer programs filler pages over the skipped
+//!   offsets (see `logblock` on holes), since NAND forbids skipping pages; a block is
+//!   never rewritten for it.
+//! - Accounting. A rewrite is the BM counterpart of a full merge (valid pages copied
+//!   into a freshly erased block): it is counted in `merges_full`, its copies in
+//!   `merge_pages_copied`, and its reads, copy programs and erase under `Cause::Merge`;
+//!   the new host pages are `Cause::Host`.
+//! - `mapping_bytes`: the LBN -> PBN table, 4 bytes per logical block.
+
+use crate::logblock::{compose, FreePool, MergeCounters, Src, NONE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+
+/// Options of the `block` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "grouped",
+        default: "true",
+        help: "a group of pages of one block written in one call costs one rewrite \
+               (the optimised BM of cach-ftl.txt §5); false: one rewrite per page",
+    },
+    OptionSpec {
+        name: "update",
+        default: "in_place",
+        help: "in_place: read, erase and reprogram the same block (cach-ftl.txt §4.2.3); \
+               out_of_place: program a free block, then erase the old one",
+    },
+];
+
+const SCHEME: &str = "block";
+
+/// The block-mapped FTL.
+pub struct BlockFtl {
+    geo: Geometry,
+    ppb: u32,
+    dmap: Vec<u32>,
+    pool: FreePool,
+    grouped: bool,
+    in_place: bool,
+    srcs: Vec<Src>,
+    counters: MergeCounters,
+    stats: FtlStats,
+}
+
+impl BlockFtl {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<BlockFtl, SchemeError> {
+        let grouped: bool = opts.get("grouped")?;
+        let update: String = opts.get("update")?;
+        let in_place = match update.as_str() {
+            "in_place" => true,
+            "out_of_place" => false,
+            _ => return Err(opts.bad("update", "expected in_place or out_of_place")),
+        };
+        let needed = geo.logical_blocks() + u32::from(!in_place);
+        if geo.blocks < needed {
+            return Err(opts.geometry_error(format!(
+                "update = out_of_place needs one spare block ({needed} physical blocks) but \
+                 the geometry has {}; raise --op or use update = in_place",
+                geo.blocks
+            )));
+        }
+        Ok(BlockFtl {
+            geo: geo.clone(),
+            ppb: geo.pages_per_block,
+            dmap: vec![NONE; geo.logical_blocks() as usize],
+            pool: FreePool::all(geo),
+            grouped,
+            in_place,
+            srcs: vec![Src::Hole; geo.pages_per_block as usize],
+            counters: MergeCounters::default(),
+            stats: FtlStats::default(),
+        })
+    }
+
+    fn first_lpn(&self, lbn: Lbn) -> u32 {
+        lbn.0 * self.ppb
+    }
+
+    /// Writes pages of one logical block (ascending offsets) with at most one rewrite.
+    fn write_group(&mut self, flash: &mut Flash, lbn: Lbn, pages: &[PageWrite]) {
+        let first_offset = self.geo.lpn_offset(pages[0].lpn);
+        let mut pbn = self.dmap[lbn.idx()];
+        if pbn == NONE {
+            pbn = self.pool.take(SCHEME).0;
+            self.dmap[lbn.idx()] = pbn;
+        }
+        let pbn = Pbn(pbn);
+        if first_offset >= flash.write_ptr(pbn) {
+            self.append(flash, lbn, pbn, pages);
+        } else {
+            self.rewrite(flash, lbn, pbn, pages);
+        }
+    }
+
+    /// Programs pages at or after the write pointer, with fillers over any gap.
+    fn append(&mut self, flash: &mut Flash, lbn: Lbn, pbn: Pbn, pages: &[PageWrite]) {
+        self.srcs.fill(Src::Hole);
+        for p in pages {
+            self.srcs[self.geo.lpn_offset(p.lpn) as usize] = Src::Host(*p);
+        }
+        let from = flash.write_ptr(pbn);
+        let done = compose(
+            flash,
+            pbn,
+            from,
+            &self.srcs,
+            self.first_lpn(lbn),
+            Cause::Host,
+        );
+        self.counters.fillers += done.fillers;
+    }
+
+    /// Rewrites the block with the new pages: one full merge.
+    fn rewrite(&mut self, flash: &mut Flash, lbn: Lbn, old: Pbn, pages: &[PageWrite]) {
+        for o in 0..self.ppb {
+            let ppn = self.geo.ppn(old, o);
+            self.srcs[o as usize] = if o < flash.write_ptr(old) && flash.is_valid(ppn) {
+                Src::Copy(ppn)
+            } else {
+                Src::Hole
+            };
+        }
+        for p in pages {
+            let o = self.geo.lpn_offset(p.lpn) as usize;
+            if let Src::Copy(stale) = self.srcs[o] {
+                flash.invalidate(stale);
+            }
+            self.srcs[o] = Src::Host(*p);
+        }
+        let dst = if self.in_place {
+            for s in self.srcs.iter_mut() {
+                if let Src::Copy(ppn) = *s {
+                    *s = Src::Ram(flash.read(ppn, Cause::Merge));
+                    flash.invalidate(ppn);
+                }
+            }
+            flash.erase(old, Cause::Merge);
+            old
+        } else {
+            self.pool.take(SCHEME)
+        };
+        let done = compose(flash, dst, 0, &self.srcs, self.first_lpn(lbn), Cause::Merge);
+        if !self.in_place {
+            flash.erase(old, Cause::Merge);
+            self.pool.put(flash, old);
+            self.dmap[lbn.idx()] = dst.0;
+        }
+        self.counters.fillers += done.fillers;
+        self.stats.merges_full += 1;
+        self.stats.merge_pages_copied += done.copied;
+    }
+
+    /// The physical page of `lpn` if it holds the live copy.
+    fn live(&self, flash: &Flash, lpn: Lpn) -> Option<Ppn> {
+        let pbn = self.dmap[self.geo.lbn_of(lpn).idx()];
+        if pbn == NONE {
+            return None;
+        }
+        let ppn = self.geo.ppn(Pbn(pbn), self.geo.lpn_offset(lpn));
+        flash.is_valid(ppn).then_some(ppn)
+    }
+}
+
+impl Ftl for BlockFtl {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        let Some(first) = pages.first() else { return };
+        let lbn = self.geo.lbn_of(first.lpn);
+        debug_assert!(pages.iter().all(|p| self.geo.lbn_of(p.lpn) == lbn));
+        if self.grouped {
+            self.write_group(flash, lbn, pages);
+        } else {
+            for p in pages {
+                self.write_group(flash, lbn, std::slice::from_ref(p));
+            }
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let ppn = self.live(flash, lpn)?;
+        Some(flash.read(ppn, Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        if let Some(ppn) = self.live(flash, lpn) {
+            flash.invalidate(ppn);
+        }
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        let mut in_use = vec![false; self.geo.blocks as usize];
+        let mut live = 0u64;
+        for (l, &pbn) in self.dmap.iter().enumerate() {
+            if pbn == NONE {
+                continue;
+            }
+            if std::mem::replace(&mut in_use[pbn as usize], true) {
+                return Err(format!("pbn{pbn} is the data block of two logical blocks"));
+            }
+            for o in 0..self.ppb {
+                let ppn = self.geo.ppn(Pbn(pbn), o);
+                if !flash.is_valid(ppn) {
+                    continue;
+                }
+                live += 1;
+                let want = Lpn(l as u32 * self.ppb + o);
+                match flash.peek_tag(ppn) {
+                    Some(t) if t.lpn == want => {}
+                    other => return Err(format!("{ppn:?} should hold {want:?}: {other:?}")),
+                }
+            }
+        }
+        if live != flash.total_valid() {
+            return Err(format!(
+                "{live} live pages in data blocks but {} valid on flash",
+                flash.total_valid()
+            ));
+        }
+        for b in self.pool.iter() {
+            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
+                return Err(format!("free {b:?} is in use or not erased"));
+            }
+        }
+        if in_use.iter().any(|&u| !u) {
+            return Err("a block is neither mapped nor free (leaked)".into());
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        s.extra.insert("filler_pages", self.counters.fillers as f64);
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.counters = MergeCounters::default();
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        self.dmap.len() as u64 * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logblock::tests::geometry;
+    use std::collections::BTreeMap;
+
+    fn ftl(geo: &Geometry, opts: &[(&str, &str)]) -> BlockFtl {
+        let given: BTreeMap<String, String> = opts
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+        BlockFtl::new(geo, &o).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    fn merge_erases(f: &Flash) -> u64 {
+        f.stats().erases[Cause::Merge as usize]
+    }
+
+    #[test]
+    fn sequential_fill_is_programmed_in_place() {
+        let geo = geometry(4, 2, 2);
+        let mut b = ftl(&geo, &[]);
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1)]);
+        b.write(&mut f, &[w(2, 1), w(3, 1)]);
+        assert_eq!(f.stats().programs[Cause::Host as usize], 4);
+        assert_eq!(merge_erases(&f), 0);
+        assert_eq!(b.stats().merges_full, 0);
+        assert_eq!(b.read(&mut f, Lpn(3)), Some(w(3, 1)));
+        assert_eq!(b.read(&mut f, Lpn(5)), None);
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn optimised_group_update_costs_one_rewrite() {
+        // cach-ftl.txt §5: a group of pages of one block costs one erase.
+        let geo = geometry(4, 2, 3);
+        let mut b = ftl(&geo, &[]);
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1), w(2, 1), w(3, 1)]);
+        f.reset_stats();
+        b.write(&mut f, &[w(1, 2), w(2, 2)]);
+        let s = f.stats();
+        assert_eq!(s.erases[Cause::Merge as usize], 1);
+        assert_eq!(s.page_reads[Cause::Merge as usize], 2, "pages 0 and 3 read");
+        assert_eq!(s.programs[Cause::Merge as usize], 2);
+        assert_eq!(s.programs[Cause::Host as usize], 2);
+        let st = b.stats();
+        assert_eq!((st.merges_full, st.merge_pages_copied), (1, 2));
+        for (l, v) in [(0, 1), (1, 2), (2, 2), (3, 1)] {
+            assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn naive_update_costs_one_rewrite_per_page() {
+        let geo = geometry(4, 2, 3);
+        let mut b = ftl(&geo, &[("grouped", "false")]);
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1), w(2, 1), w(3, 1)]);
+        f.reset_stats();
+        b.write(&mut f, &[w(1, 2), w(2, 2)]);
+        let s = f.stats();
+        assert_eq!(s.erases[Cause::Merge as usize], 2);
+        assert_eq!(
+            s.page_reads[Cause::Merge as usize],
+            6,
+            "3 other pages, twice"
+        );
+        assert_eq!(b.stats().merges_full, 2);
+        assert_eq!(b.read(&mut f, Lpn(2)), Some(w(2, 2)));
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn out_of_place_rewrite_moves_the_block() {
+        let geo = geometry(4, 2, 3);
+        let mut b = ftl(&geo, &[("update", "out_of_place")]);
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1), w(2, 1), w(3, 1)]);
+        let before = b.dmap[0];
+        b.write(&mut f, &[w(0, 2)]);
+        assert_ne!(b.dmap[0], before);
+        assert!(f.is_erased(Pbn(before)));
+        assert_eq!(f.stats().erases[Cause::Merge as usize], 1);
+        assert_eq!(b.stats().merge_pages_copied, 3);
+        assert_eq!(b.read(&mut f, Lpn(0)), Some(w(0, 2)));
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn a_gap_is_filled_not_rewritten() {
+        let geo = geometry(4, 2, 2);
+        let mut b = ftl(&geo, &[]);
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(2, 1)]);
+        assert_eq!(f.write_ptr(Pbn(b.dmap[0])), 3);
+        assert_eq!(b.stats().extra["filler_pages"], 2.0);
+        assert_eq!(b.stats().merges_full, 0);
+        assert_eq!(b.read(&mut f, Lpn(0)), None);
+        // Writing a skipped offset now needs a rewrite; the holes stay holes.
+        b.write(&mut f, &[w(1, 1)]);
+        assert_eq!(b.stats().merges_full, 1);
+        assert_eq!(b.read(&mut f, Lpn(0)), None);
+        assert_eq!(b.read(&mut f, Lpn(1)), Some(w(1, 1)));
+        assert_eq!(b.read(&mut f, Lpn(2)), Some(w(2, 1)));
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn trimmed_pages_are_not_copied() {
+        let geo = geometry(4, 2, 2);
+        let mut b = ftl(&geo, &[]);
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1), w(2, 1), w(3, 1)]);
+        b.trim(&mut f, Lpn(3));
+        b.trim(&mut f, Lpn(1));
+        f.reset_stats();
+        b.write(&mut f, &[w(0, 2)]);
+        assert_eq!(b.stats().merge_pages_copied, 1, "only page 2");
+        assert_eq!(b.read(&mut f, Lpn(1)), None);
+        assert_eq!(b.read(&mut f, Lpn(3)), None);
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn impossible_geometry_names_the_option() {
+        let geo = geometry(4, 2, 2);
+        let given = BTreeMap::from([("update".to_string(), "out_of_place".to_string())]);
+        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+        let e = BlockFtl::new(&geo, &o).err().unwrap().to_string();
+        assert!(e.contains("--op") && e.contains("update"), "{e}");
+        let given = BTreeMap::from([("update".to_string(), "sideways".to_string())]);
+        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+        assert!(BlockFtl::new(&geo, &o).is_err());
+    }
+}

@@ -1,0 +1,757 @@
+//! `fast`: fully associative sector translation (FAST, Lee et al. 2007): random-write
+//! (RW) log blocks shared by every data block, plus a sequential-write (SW) log block.
+//!
+//! Sources: co-op-buffer-ftl.txt §2.4.2 (SW/RW log blocks, round-robin RW victim, one
+//! full merge per associated data block, how writes are classified) and Table 3 /
+//! §5.2.2 (the RW threshold the CO-OP buffer asks for); superblock-ftl.txt §2.4, §3.3
+//! Fig. 4(b) (worked example 1 of SCHEMES.md) and §5.1 (U_avg).
+//!
+//! Data blocks are in-place. A page is placed by the first rule that applies:
+//! 1. in place, if the data block's next free page is the page's offset (a logical
+//!    block with no data block and no SW log gets one when first written at offset 0);
+//! 2. appended to the SW log of its logical block, if the page's offset is the SW log's
+//!    next page ("the first offset is located on the next page of the recently-written
+//!    page in the SW log block");
+//! 3. offset 0: opens a SW log for the logical block, merging the previous one first
+//!    ("If the first-page offset of a write request is zero but the SW log block is not
+//!    empty, FTL triggers a partial merge for the SW log block");
+//! 4. otherwise appended to the active RW log block. When it is full the next RW log is
+//!    allocated; when all are in use the oldest (round robin) is reclaimed: every data
+//!    block with a valid page in it is fully merged (all its valid pages, found in any
+//!    log block, copied into a free block that becomes the data block; the old data
+//!    block erased), in ascending logical block order, then the victim is erased and
+//!    reused. A data block whose pages in the victim were all overwritten is not
+//!    merged (a "full merge hit", co-op-buffer-ftl.txt §5.2).
+//!
+//! A SW log that fills up becomes the data block at once (switch merge: the old data
+//! block is erased). A SW log merged before it is full gets the rest of its pages
+//! copied from wherever their live copies are (data block or RW logs): a partial merge;
+//! if no page needs copying it is counted as a switch.
+//!
+//! Choices the papers leave open, as options or documented defaults:
+//! - `sw_logs` (default 1, "FAST allocates only one SW log block"): 0 disables the SW
+//!   log (every page not written in place goes to the RW logs, as in superblock-ftl.txt
+//!   Fig. 4(b)); more than 1 keeps one SW log per sequential stream, and opening one
+//!   when all are in use merges the least recently written.
+//! - `rw_logs` (default `auto`): RW log blocks; `auto` gives every spare block except
+//!   the SW logs and one merge reserve (the free block a full merge copies into), so the
+//!   log share is set with `--op` (cach-ftl.txt §5.1 gives FAST 10%; the others 3-5%).
+//! - `rw_threshold` (default `auto`): the answer to the CO-OP query Get_Thres_RW;
+//!   `auto` scales "the initial RW threshold is set as 70 when the number of pages per
+//!   block is 128" to the block size. The paper adjusts it dynamically without saying
+//!   how; here it is fixed. FAST itself does not use it.
+//! - In-place writes (rule 1) follow superblock-ftl.txt §2.3 ("When there is a write
+//!   request to one of the pages and the write request cannot be accommodated in the
+//!   corresponding D-block, FTL allocates a U-block"); they take precedence over the SW
+//!   log so that the data block never holds a newer copy of a page the SW log holds.
+//! - Writes are classified page by page; for the contiguous pages of one request this
+//!   is the per-request rule of the paper.
+//! - A full merge of a logical block that has a SW log takes the SW log's live pages
+//!   too and then erases the SW log (otherwise the SW log could never be switched).
+//! - U_avg counts every log block reclaimed: RW victims, SW logs merged or closed.
+//! - `FreeLogBlocks` answers the RW log blocks not yet allocated; `NextVictim` is not
+//!   applicable (the RW victim belongs to many logical blocks); `LogFreePages` and
+//!   `LogIsSequential` answer about the logical block's SW log.
+//! - `mapping_bytes`: the LBN -> data block table, the RW log descriptors and their page
+//!   map (4 bytes per RW log page: its LPN), the round-robin ring, the LPN -> log page
+//!   index (open addressing, twice the RW log pages) and the SW log descriptors.
+
+use crate::logblock::{compose, count_or_auto, FreePool, LpnIndex, MergeCounters, Src, NONE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Answer, Ftl, FtlStats, Query};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// Options of the `fast` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "sw_logs",
+        default: "1",
+        help: "sequential (SW) log blocks; 0 disables the SW log (co-op-buffer-ftl.txt \
+               §2.4.2: one)",
+    },
+    OptionSpec {
+        name: "rw_logs",
+        default: "auto",
+        help: "random (RW) log blocks shared by all data blocks; auto: every spare block \
+               but the SW logs and the merge reserve, so --op sets it",
+    },
+    OptionSpec {
+        name: "rw_threshold",
+        default: "auto",
+        help: "RW threshold in pages answered to CO-OP buffers; auto: 70 per 128 pages \
+               (co-op-buffer-ftl.txt §5.2.2) scaled to the block",
+    },
+];
+
+const SCHEME: &str = "fast";
+
+/// One SW log slot.
+#[derive(Clone, Copy, Debug)]
+struct SwLog {
+    pbn: Pbn,
+    /// `Lbn(NONE)`: the slot is free.
+    lbn: Lbn,
+    written: u32,
+    /// Last write, for the LRU choice among several SW logs.
+    stamp: u64,
+}
+
+/// The FAST FTL.
+pub struct Fast {
+    geo: Geometry,
+    ppb: u32,
+    dmap: Vec<u32>,
+    rw_pbn: Vec<u32>,
+    rw_written: Vec<u32>,
+    rw_lpn: Vec<u32>,
+    rw_ring: VecDeque<u32>,
+    rw_free: Vec<u32>,
+    index: LpnIndex,
+    sw: Vec<SwLog>,
+    clock: u64,
+    rw_threshold: u32,
+    pool: FreePool,
+    srcs: Vec<Src>,
+    lbns: Vec<u32>,
+    counters: MergeCounters,
+    stats: FtlStats,
+}
+
+impl Fast {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Fast, SchemeError> {
+        let ppb = geo.pages_per_block;
+        let spare = geo.spare_blocks();
+        let sw_logs: u32 = opts.get("sw_logs")?;
+        let rw_logs = count_or_auto(
+            opts,
+            "rw_logs",
+            spare.saturating_sub(sw_logs.saturating_add(1)),
+        )?;
+        let auto_threshold = ((ppb as f64 * 70.0 / 128.0).round() as u32).max(1);
+        let rw_threshold = count_or_auto(opts, "rw_threshold", auto_threshold)?;
+        if rw_threshold == 0 || rw_threshold > ppb {
+            return Err(opts.bad("rw_threshold", format!("must be 1 to {ppb} pages")));
+        }
+        let needed = sw_logs as u64 + rw_logs as u64 + 1;
+        if rw_logs == 0 || needed > spare as u64 {
+            return Err(opts.geometry_error(format!(
+                "sw_logs = {sw_logs} and rw_logs = {rw_logs} need {} spare blocks (the log \
+                 blocks, at least one RW, and one merge reserve) but the geometry has \
+                 {spare} ({} physical - {} logical); raise --op or lower sw_logs/rw_logs",
+                needed.max(sw_logs as u64 + 2),
+                geo.blocks,
+                geo.logical_blocks()
+            )));
+        }
+        let free_sw = SwLog {
+            pbn: Pbn(NONE),
+            lbn: Lbn(NONE),
+            written: 0,
+            stamp: 0,
+        };
+        Ok(Fast {
+            geo: geo.clone(),
+            ppb,
+            dmap: vec![NONE; geo.logical_blocks() as usize],
+            rw_pbn: vec![NONE; rw_logs as usize],
+            rw_written: vec![0; rw_logs as usize],
+            rw_lpn: vec![NONE; (rw_logs * ppb) as usize],
+            rw_ring: VecDeque::with_capacity(rw_logs as usize),
+            rw_free: (0..rw_logs).rev().collect(),
+            index: LpnIndex::new((rw_logs * ppb) as usize),
+            sw: vec![free_sw; sw_logs as usize],
+            clock: 0,
+            rw_threshold,
+            pool: FreePool::all(geo),
+            srcs: vec![Src::Hole; ppb as usize],
+            lbns: Vec::with_capacity(ppb as usize),
+            counters: MergeCounters::default(),
+            stats: FtlStats::default(),
+        })
+    }
+
+    /// The physical page of RW log page `g` (`desc * ppb + slot`).
+    #[inline]
+    fn rw_ppn(&self, g: u32) -> Ppn {
+        let desc = g / self.ppb;
+        self.geo.ppn(Pbn(self.rw_pbn[desc as usize]), g % self.ppb)
+    }
+
+    fn sw_of(&self, lbn: Lbn) -> Option<usize> {
+        self.sw.iter().position(|s| s.lbn == lbn)
+    }
+
+    /// The live copy of `lpn` and whether it lies in a RW log.
+    fn live(&self, flash: &Flash, lpn: Lpn) -> Option<(Ppn, bool)> {
+        if let Some(g) = self.index.get(lpn.0) {
+            return Some((self.rw_ppn(g), true));
+        }
+        let lbn = self.geo.lbn_of(lpn);
+        let o = self.geo.lpn_offset(lpn);
+        if let Some(s) = self.sw_of(lbn) {
+            let sw = &self.sw[s];
+            let ppn = self.geo.ppn(sw.pbn, o);
+            if o < sw.written && flash.is_valid(ppn) {
+                return Some((ppn, false));
+            }
+        }
+        let d = self.dmap[lbn.idx()];
+        if d == NONE {
+            return None;
+        }
+        let ppn = self.geo.ppn(Pbn(d), o);
+        flash.is_valid(ppn).then_some((ppn, false))
+    }
+
+    fn drop_live(&mut self, flash: &mut Flash, lpn: Lpn) {
+        if let Some((ppn, in_rw)) = self.live(flash, lpn) {
+            flash.invalidate(ppn);
+            if in_rw {
+                self.index.remove(lpn.0);
+            }
+        }
+    }
+
+    fn write_page(&mut self, flash: &mut Flash, tag: PageTag) {
+        self.drop_live(flash, tag.lpn);
+        let lbn = self.geo.lbn_of(tag.lpn);
+        let o = self.geo.lpn_offset(tag.lpn);
+        let d = self.dmap[lbn.idx()];
+        let sw = self.sw_of(lbn);
+        if d != NONE && flash.write_ptr(Pbn(d)) == o {
+            flash.program(self.geo.ppn(Pbn(d), o), tag, Cause::Host);
+        } else if d == NONE && o == 0 && sw.is_none() {
+            let pbn = self.pool.take(SCHEME);
+            self.dmap[lbn.idx()] = pbn.0;
+            flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
+        } else if let Some(s) = sw.filter(|&s| self.sw[s].written == o) {
+            self.sw_append(flash, s, tag);
+        } else if o == 0 && !self.sw.is_empty() {
+            let s = self.open_sw(flash, lbn);
+            self.sw_append(flash, s, tag);
+        } else {
+            self.rw_append(flash, tag);
+        }
+    }
+
+    fn sw_append(&mut self, flash: &mut Flash, s: usize, tag: PageTag) {
+        self.clock += 1;
+        let sw = &mut self.sw[s];
+        flash.program(self.geo.ppn(sw.pbn, sw.written), tag, Cause::Host);
+        sw.written += 1;
+        sw.stamp = self.clock;
+        if sw.written == self.ppb {
+            self.merge_sw(flash, s);
+        }
+    }
+
+    /// Opens a SW log for `lbn`: merges its current one, or a free slot, or merges the
+    /// least recently written SW log.
+    fn open_sw(&mut self, flash: &mut Flash, lbn: Lbn) -> usize {
+        if let Some(s) = self.sw_of(lbn) {
+            self.merge_sw(flash, s);
+        }
+        let s = match self.sw.iter().position(|s| s.lbn.0 == NONE) {
+            Some(s) => s,
+            None => {
+                let (victim, _) = self
+                    .sw
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, s)| s.stamp)
+                    .expect("sw_logs > 0");
+                self.merge_sw(flash, victim);
+                victim
+            }
+        };
+        self.sw[s] = SwLog {
+            pbn: self.pool.take(SCHEME),
+            lbn,
+            written: 0,
+            stamp: self.clock,
+        };
+        s
+    }
+
+    /// Turns SW log `s` into its logical block's data block: switch, or partial merge
+    /// when pages after the written part still have live copies elsewhere.
+    fn merge_sw(&mut self, flash: &mut Flash, s: usize) {
+        let sw = self.sw[s];
+        self.counters.reclaimed(sw.written, self.ppb);
+        let d = self.dmap[sw.lbn.idx()];
+        let first_lpn = sw.lbn.0 * self.ppb;
+        for o in 0..self.ppb {
+            let lpn = first_lpn + o;
+            let data = (d != NONE)
+                .then(|| self.geo.ppn(Pbn(d), o))
+                .filter(|&p| flash.is_valid(p));
+            self.srcs[o as usize] = if o < sw.written {
+                assert!(data.is_none(), "fast: {data:?} valid under SW log");
+                Src::Hole
+            } else if let Some(g) = self.index.remove(lpn) {
+                Src::Copy(self.rw_ppn(g))
+            } else {
+                data.map_or(Src::Hole, Src::Copy)
+            };
+        }
+        let done = compose(
+            flash,
+            sw.pbn,
+            sw.written,
+            &self.srcs,
+            first_lpn,
+            Cause::Merge,
+        );
+        self.counters.fillers += done.fillers;
+        self.stats.merge_pages_copied += done.copied;
+        if done.copied > 0 {
+            self.stats.merges_partial += 1;
+        } else {
+            self.stats.merges_switch += 1;
+        }
+        if d != NONE {
+            flash.erase(Pbn(d), Cause::Merge);
+            self.pool.put(flash, Pbn(d));
+        }
+        self.dmap[sw.lbn.idx()] = sw.pbn.0;
+        self.sw[s].lbn = Lbn(NONE);
+    }
+
+    fn rw_append(&mut self, flash: &mut Flash, tag: PageTag) {
+        let desc = match self.rw_ring.back() {
+            Some(&d) if self.rw_written[d as usize] < self.ppb => d,
+            _ => self.next_rw(flash),
+        };
+        let slot = self.rw_written[desc as usize];
+        let g = desc * self.ppb + slot;
+        flash.program(self.rw_ppn(g), tag, Cause::Host);
+        self.rw_written[desc as usize] += 1;
+        self.rw_lpn[g as usize] = tag.lpn.0;
+        self.index.insert(tag.lpn.0, g);
+    }
+
+    /// Allocates the next RW log block, reclaiming the oldest when all are in use.
+    fn next_rw(&mut self, flash: &mut Flash) -> u32 {
+        if self.rw_free.is_empty() {
+            let victim = self.rw_ring.pop_front().expect("RW logs exist");
+            self.reclaim_rw(flash, victim);
+        }
+        let desc = self.rw_free.pop().expect("a RW log is free");
+        self.rw_pbn[desc as usize] = self.pool.take(SCHEME).0;
+        self.rw_written[desc as usize] = 0;
+        self.rw_ring.push_back(desc);
+        desc
+    }
+
+    /// Full-merges every logical block with a live page in RW log `victim`, then
+    /// erases it.
+    fn reclaim_rw(&mut self, flash: &mut Flash, victim: u32) {
+        let written = self.rw_written[victim as usize];
+        self.counters.reclaimed(written, self.ppb);
+        let mut lbns = std::mem::take(&mut self.lbns);
+        lbns.clear();
+        for slot in 0..written {
+            let g = victim * self.ppb + slot;
+            if flash.is_valid(self.rw_ppn(g)) {
+                lbns.push(self.rw_lpn[g as usize] / self.ppb);
+            }
+        }
+        lbns.sort_unstable();
+        lbns.dedup();
+        for &l in &lbns {
+            self.full_merge(flash, Lbn(l));
+        }
+        self.lbns = lbns;
+        let pbn = Pbn(self.rw_pbn[victim as usize]);
+        flash.erase(pbn, Cause::Merge);
+        self.pool.put(flash, pbn);
+        self.rw_pbn[victim as usize] = NONE;
+        self.rw_written[victim as usize] = 0;
+        self.rw_free.push(victim);
+    }
+
+    /// Copies every live page of `lbn` (data block, SW log, any RW log) into a free
+    /// block, which becomes the data block; erases the old data block and the SW log.
+    fn full_merge(&mut self, flash: &mut Flash, lbn: Lbn) {
+        let d = self.dmap[lbn.idx()];
+        let sw = self.sw_of(lbn);
+        let first_lpn = lbn.0 * self.ppb;
+        let mut any = false;
+        for o in 0..self.ppb {
+            let lpn = first_lpn + o;
+            let src = if let Some(g) = self.index.remove(lpn) {
+                Some(self.rw_ppn(g))
+            } else {
+                self.live(flash, Lpn(lpn)).map(|(p, _)| p)
+            };
+            any |= src.is_some();
+            self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
+        }
+        self.dmap[lbn.idx()] = NONE;
+        if any {
+            let dst = self.pool.take(SCHEME);
+            let done = compose(flash, dst, 0, &self.srcs, first_lpn, Cause::Merge);
+            self.counters.fillers += done.fillers;
+            self.stats.merge_pages_copied += done.copied;
+            self.dmap[lbn.idx()] = dst.0;
+        }
+        if d != NONE {
+            flash.erase(Pbn(d), Cause::Merge);
+            self.pool.put(flash, Pbn(d));
+        }
+        if let Some(s) = sw {
+            let log = self.sw[s];
+            self.counters.reclaimed(log.written, self.ppb);
+            flash.erase(log.pbn, Cause::Merge);
+            self.pool.put(flash, log.pbn);
+            self.sw[s].lbn = Lbn(NONE);
+        }
+        self.stats.merges_full += 1;
+    }
+
+    fn check_rw(&self, flash: &Flash, in_use: &mut [bool]) -> Result<(), String> {
+        let mut indexed = 0;
+        for (desc, &pbn) in self.rw_pbn.iter().enumerate() {
+            if pbn == NONE {
+                continue;
+            }
+            if std::mem::replace(&mut in_use[pbn as usize], true) {
+                return Err(format!("RW log pbn{pbn} is also in use elsewhere"));
+            }
+            let written = self.rw_written[desc];
+            if flash.write_ptr(Pbn(pbn)) != written {
+                return Err(format!("RW log pbn{pbn}: {written} pages written"));
+            }
+            for slot in 0..written {
+                let g = desc as u32 * self.ppb + slot;
+                let ppn = self.rw_ppn(g);
+                let lpn = self.rw_lpn[g as usize];
+                if flash.peek_tag(ppn).map(|t| t.lpn.0) != Some(lpn) {
+                    return Err(format!("{ppn:?}: log page map says lpn{lpn}"));
+                }
+                if flash.is_valid(ppn) {
+                    indexed += 1;
+                    if self.index.get(lpn) != Some(g) {
+                        return Err(format!("valid RW page {ppn:?} is not indexed"));
+                    }
+                }
+            }
+        }
+        if indexed != self.index.len() {
+            return Err(format!(
+                "{} indexed, {indexed} valid RW pages",
+                self.index.len()
+            ));
+        }
+        if self.rw_ring.len() + self.rw_free.len() != self.rw_pbn.len() {
+            return Err("RW ring and free list do not add up".into());
+        }
+        Ok(())
+    }
+
+    fn check_sw(&self, flash: &Flash, in_use: &mut [bool]) -> Result<(), String> {
+        for sw in self.sw.iter().filter(|s| s.lbn.0 != NONE) {
+            if std::mem::replace(&mut in_use[sw.pbn.idx()], true) {
+                return Err(format!("SW log {:?} is also in use elsewhere", sw.pbn));
+            }
+            if flash.write_ptr(sw.pbn) != sw.written || sw.written == self.ppb {
+                return Err(format!("SW log {:?}: {} written", sw.pbn, sw.written));
+            }
+            for o in 0..sw.written {
+                let ppn = self.geo.ppn(sw.pbn, o);
+                let want = Lpn(sw.lbn.0 * self.ppb + o);
+                if flash.peek_tag(ppn).map(|t| t.lpn) != Some(want) {
+                    return Err(format!("SW log page {ppn:?} should hold {want:?}"));
+                }
+            }
+            let d = self.dmap[sw.lbn.idx()];
+            if d != NONE && flash.write_ptr(Pbn(d)) < sw.written {
+                return Err(format!("data block of {:?} behind its SW log", sw.lbn));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Fast {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        for &p in pages {
+            self.write_page(flash, p);
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        let (ppn, _) = self.live(flash, lpn)?;
+        Some(flash.read(ppn, Cause::Host))
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.drop_live(flash, lpn);
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        let mut in_use = vec![false; self.geo.blocks as usize];
+        for &d in self.dmap.iter().filter(|&&d| d != NONE) {
+            if std::mem::replace(&mut in_use[d as usize], true) {
+                return Err(format!("pbn{d} is the data block of two logical blocks"));
+            }
+        }
+        self.check_rw(flash, &mut in_use)?;
+        self.check_sw(flash, &mut in_use)?;
+        for b in self.pool.iter() {
+            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
+                return Err(format!("free {b:?} is in use or not erased"));
+            }
+        }
+        if in_use.iter().any(|&u| !u) {
+            return Err("a block is neither data, log nor free (leaked)".into());
+        }
+        let mut live = 0u64;
+        for l in 0..self.geo.logical_pages {
+            if let Some((ppn, _)) = self.live(flash, Lpn(l)) {
+                live += 1;
+                if flash.peek_tag(ppn).map(|t| t.lpn) != Some(Lpn(l)) {
+                    return Err(format!("lpn{l} maps to {ppn:?} holding another page"));
+                }
+            }
+        }
+        if live != flash.total_valid() {
+            return Err(format!(
+                "{live} live pages but {} valid on flash (a stale copy is still valid)",
+                flash.total_valid()
+            ));
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        self.counters.report(&mut s);
+        s.extra.insert("rw_logs", self.rw_pbn.len() as f64);
+        s.extra.insert("sw_logs", self.sw.len() as f64);
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.counters = MergeCounters::default();
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        let n = self.rw_pbn.len() as u64;
+        self.dmap.len() as u64 * 4
+            + n * 4 * 4 // rw_pbn, rw_written, ring, free list
+            + self.rw_lpn.len() as u64 * 4
+            + self.index.bytes()
+            + (self.sw.len() * std::mem::size_of::<SwLog>()) as u64
+    }
+
+    fn query(&self, q: Query) -> Answer {
+        let sw_answer = |lbn: Lbn, f: &dyn Fn(&SwLog) -> Answer| {
+            if lbn.idx() >= self.dmap.len() {
+                return Answer::NotApplicable;
+            }
+            self.sw_of(lbn)
+                .map_or(Answer::NoLogBlock, |s| f(&self.sw[s]))
+        };
+        match q {
+            Query::LogFreePages(lbn) => sw_answer(lbn, &|s| Answer::Count(self.ppb - s.written)),
+            Query::LogIsSequential(lbn) => sw_answer(lbn, &|_| Answer::Bool(true)),
+            Query::FreeLogBlocks => Answer::Count(self.rw_free.len() as u32),
+            Query::NextVictim => Answer::NotApplicable,
+            Query::RwThreshold => Answer::Count(self.rw_threshold),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logblock::tests::geometry;
+    use std::collections::BTreeMap;
+
+    fn fast(geo: &Geometry, opts: &[(&str, &str)]) -> Result<Fast, SchemeError> {
+        let given: BTreeMap<String, String> = opts
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Fast::new(geo, &SchemeOptions::resolve(SCHEME, OPTIONS, &given)?)
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Logical blocks `0..n` filled with version 1 in place; counters zeroed.
+    fn filled(geo: &Geometry, opts: &[(&str, &str)], n: u32) -> (Fast, Flash) {
+        let mut t = fast(geo, opts).unwrap();
+        let mut f = Flash::new(geo);
+        for l in 0..n {
+            let pages: Vec<_> = (0..geo.pages_per_block)
+                .map(|o| w(l * geo.pages_per_block + o, 1))
+                .collect();
+            t.write(&mut f, &pages);
+        }
+        f.reset_stats();
+        t.reset_stats();
+        (t, f)
+    }
+
+    fn erases(f: &Flash) -> u64 {
+        f.stats().erases.iter().sum()
+    }
+
+    fn kinds(t: &Fast) -> (u64, u64, u64) {
+        let s = t.stats();
+        (s.merges_switch, s.merges_partial, s.merges_full)
+    }
+
+    #[test]
+    fn a_complete_sequential_rewrite_is_a_switch_merge() {
+        let geo = geometry(4, 2, 5);
+        let (mut t, mut f) = filled(&geo, &[], 2);
+        for o in 0..4 {
+            t.write(&mut f, &[w(o, 2)]);
+        }
+        assert_eq!(kinds(&t), (1, 0, 0));
+        assert_eq!(erases(&f), 1);
+        assert_eq!(t.stats().merge_pages_copied, 0);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::NoLogBlock);
+        assert_eq!(t.read(&mut f, Lpn(2)), Some(w(2, 2)));
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn offset_zero_again_partially_merges_the_sw_log() {
+        let geo = geometry(4, 2, 5);
+        let (mut t, mut f) = filled(&geo, &[], 2);
+        t.write(&mut f, &[w(0, 2), w(1, 2)]);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(t.query(Query::LogIsSequential(Lbn(0))), Answer::Bool(true));
+        t.write(&mut f, &[w(0, 3)]);
+        assert_eq!(kinds(&t), (0, 1, 0));
+        assert_eq!(t.stats().merge_pages_copied, 2);
+        assert_eq!(erases(&f), 1);
+        assert_eq!(t.stats().extra["u_avg"], 0.5);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::Count(3));
+        for (l, v) in [(0, 3), (1, 2), (2, 1), (3, 1)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn a_partial_merge_copies_the_live_copy_from_a_rw_log() {
+        let geo = geometry(4, 2, 5);
+        let (mut t, mut f) = filled(&geo, &[], 2);
+        t.write(&mut f, &[w(0, 2)]); // SW log of LBN 0
+        t.write(&mut f, &[w(3, 2)]); // RW log
+        t.write(&mut f, &[w(4, 2)]); // LBN 1 at offset 0: LBN 0's SW log is merged
+        assert_eq!(kinds(&t), (0, 1, 0));
+        assert_eq!(t.stats().merge_pages_copied, 3, "1, 2 from data, 3 from RW");
+        assert_eq!(t.read(&mut f, Lpn(3)), Some(w(3, 2)));
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn rw_victims_go_round_robin_with_one_full_merge_per_data_block() {
+        let geo = geometry(4, 4, 7);
+        let (mut t, mut f) = filled(&geo, &[("sw_logs", "0")], 4);
+        assert_eq!(t.query(Query::FreeLogBlocks), Answer::Count(2));
+        // RW log A: pages of LBNs 0 and 1; RW log B: pages of LBN 2.
+        for (l, v) in [
+            (1, 2),
+            (5, 2),
+            (2, 2),
+            (6, 2),
+            (9, 2),
+            (9, 3),
+            (10, 2),
+            (9, 4),
+        ] {
+            t.write(&mut f, &[w(l, v)]);
+        }
+        assert_eq!(t.query(Query::FreeLogBlocks), Answer::Count(0));
+        assert_eq!(erases(&f), 0);
+        t.write(&mut f, &[w(13, 2)]); // log A is the victim
+        assert_eq!(kinds(&t), (0, 0, 2));
+        assert_eq!(t.stats().merge_pages_copied, 8);
+        assert_eq!(erases(&f), 3);
+        f.reset_stats();
+        // Log B is the next victim; only lpn 10 is still live in it (lpn 9 was
+        // rewritten), so only LBN 2 is merged.
+        for (l, v) in [(9, 5), (14, 2), (15, 2), (1, 3)] {
+            t.write(&mut f, &[w(l, v)]);
+        }
+        assert_eq!(kinds(&t), (0, 0, 3));
+        assert_eq!(erases(&f), 2, "data block of LBN 2 and log B");
+        for (l, v) in [(1, 3), (5, 2), (9, 5), (10, 2), (13, 2), (14, 2), (15, 2)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn a_full_merge_closes_the_sw_log_of_its_block() {
+        let geo = geometry(4, 2, 5);
+        let (mut t, mut f) = filled(&geo, &[], 2);
+        t.write(&mut f, &[w(0, 2), w(1, 2)]); // SW log of LBN 0
+        for (l, v) in [(3, 2), (5, 2), (6, 2), (7, 2), (4 + 3, 3)] {
+            t.write(&mut f, &[w(l, v)]);
+        }
+        // The RW log (3, 5, 6, 7) was reclaimed for the fifth page: LBN 0 and 1 fully
+        // merged, LBN 0's SW log taken in and erased.
+        assert_eq!(kinds(&t), (0, 0, 2));
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::NoLogBlock);
+        assert_eq!(erases(&f), 4, "2 data blocks, the SW log, the RW log");
+        for (l, v) in [(0, 2), (1, 2), (2, 1), (3, 2), (7, 3)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn several_sw_logs_evict_the_least_recently_written() {
+        let geo = geometry(4, 4, 8);
+        let (mut t, mut f) = filled(&geo, &[("sw_logs", "2")], 4);
+        t.write(&mut f, &[w(0, 2)]);
+        t.write(&mut f, &[w(4, 2)]);
+        t.write(&mut f, &[w(1, 2)]); // LBN 0's SW log written last
+        t.write(&mut f, &[w(8, 2)]); // opens a third: LBN 1's is merged
+        assert_eq!(t.query(Query::LogFreePages(Lbn(1))), Answer::NoLogBlock);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(kinds(&t), (0, 1, 0));
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn queries_and_refusals() {
+        let geo = geometry(128, 4, 8);
+        let t = fast(&geo, &[]).unwrap();
+        assert_eq!(t.query(Query::RwThreshold), Answer::Count(70));
+        assert_eq!(t.query(Query::NextVictim), Answer::NotApplicable);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(9))), Answer::NotApplicable);
+        assert_eq!(t.query(Query::FreeLogBlocks), Answer::Count(2));
+        let small = geometry(4, 2, 5);
+        assert_eq!(
+            fast(&small, &[]).unwrap().query(Query::RwThreshold),
+            Answer::Count(2)
+        );
+        let e = fast(&small, &[("sw_logs", "2")]).err().unwrap().to_string();
+        assert!(e.contains("--op") && e.contains("sw_logs"), "{e}");
+        let e = fast(&small, &[("rw_logs", "2")]).err().unwrap().to_string();
+        assert!(e.contains("rw_logs"), "{e}");
+        let e = fast(&small, &[("rw_threshold", "5")])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("rw_threshold"), "{e}");
+    }
+}

@@ -1,0 +1,493 @@
+//! Machinery shared by the block-mapped family (`block`, `bast`, `fast`): the pool of
+//! erased blocks, composing a block from the latest copies of its pages (the heart of
+//! every merge and block rewrite), the LRU list of log blocks, the LPN index of FAST's
+//! shared log pages, and the merge counters.
+//!
+//! Sources: superblock-ftl.txt §2.3 (D-blocks, U-blocks, full/partial/switch merges,
+//! Fig. 3) and §5.1 (U_avg); co-op-buffer-ftl.txt §2.4.
+//!
+//! Choices the papers leave open, settled here for the whole family:
+//! - Holes. [`Flash`] programs every block strictly in page order without skipping, as
+//!   large-block NAND requires ("pages should be programmed in sequential order from
+//!   the first page to the last page within a block", superblock-ftl.txt §4.1). A
+//!   block-mapped block keeps logical page `o` at offset `o`, so when a block is
+//!   composed and some offset below the last live one has no data (never written, or
+//!   trimmed), that offset is programmed with a *filler* page (spare tag: the LPN of the
+//!   offset with version 0) that is invalidated at once. Fillers cost a program each and
+//!   are counted under the cause of the operation that needed them and in
+//!   `ftl.extra.filler_pages`. With a device preconditioned by a full sequential fill
+//!   there are no holes and no fillers. Offsets after the last live one stay free, so a
+//!   later write of the next offset can still be appended in place.
+//! - Which blocks are free: first in, first out (erased blocks go to the back), which
+//!   spreads wear without a wear-leveling policy, as in the `page` FTL.
+
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::FtlStats;
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{SchemeError, SchemeOptions};
+use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// "No entry" in the `u32` tables of this family.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Reads a count option that may be `auto` (then `auto` is returned).
+pub(crate) fn count_or_auto(
+    opts: &SchemeOptions,
+    key: &str,
+    auto: u32,
+) -> Result<u32, SchemeError> {
+    let raw: String = opts.get(key)?;
+    match raw.trim() {
+        "auto" => Ok(auto),
+        t => t
+            .parse::<u32>()
+            .map_err(|_| opts.bad(key, "expected `auto` or a whole number")),
+    }
+}
+
+/// The pool of erased blocks, first in first out.
+#[derive(Clone, Debug)]
+pub(crate) struct FreePool {
+    blocks: VecDeque<Pbn>,
+}
+
+impl FreePool {
+    /// A pool holding every block of the device.
+    pub(crate) fn all(geo: &Geometry) -> FreePool {
+        let mut blocks = VecDeque::with_capacity(geo.blocks as usize);
+        blocks.extend((0..geo.blocks).map(Pbn));
+        FreePool { blocks }
+    }
+
+    /// Takes the oldest erased block. Panics if none is left: each scheme sizes its
+    /// reserve so that this cannot happen.
+    pub(crate) fn take(&mut self, scheme: &str) -> Pbn {
+        self.blocks
+            .pop_front()
+            .unwrap_or_else(|| panic!("{scheme}: no free block left (merge reserve broken)"))
+    }
+
+    /// Returns an erased block.
+    pub(crate) fn put(&mut self, flash: &Flash, pbn: Pbn) {
+        assert!(
+            flash.is_erased(pbn),
+            "{pbn:?} returned to the pool unerased"
+        );
+        self.blocks.push_back(pbn);
+    }
+
+    /// The blocks, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
+        self.blocks.iter().copied()
+    }
+}
+
+/// Where the page at one offset of a block being composed comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// No data: a filler if a later offset has data, else left free.
+    Hole,
+    /// Copy this valid page (a read and a program, cause `Merge`), then invalidate it.
+    Copy(Ppn),
+    /// A host page being written (a program, cause `Host`).
+    Host(PageTag),
+    /// A page read into controller RAM before its block was erased (a program, cause
+    /// `Merge`; the read was counted when it happened).
+    Ram(PageTag),
+}
+
+/// What [`compose`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Composed {
+    /// Pages copied (`Copy` and `Ram`).
+    pub copied: u64,
+    /// Filler pages programmed.
+    pub fillers: u64,
+    /// Pages programmed in all.
+    pub programmed: u64,
+}
+
+/// Programs offsets `from..=last` of `dst`, where `last` is the last offset of `srcs`
+/// that is not a hole; `srcs[o]` says where the page of offset `o` comes from (entries
+/// before `from` are ignored). `first_lpn` is the LPN of offset 0 (for filler tags).
+pub(crate) fn compose(
+    flash: &mut Flash,
+    dst: Pbn,
+    from: u32,
+    srcs: &[Src],
+    first_lpn: u32,
+    filler_cause: Cause,
+) -> Composed {
+    let mut done = Composed::default();
+    let Some(last) = srcs.iter().rposition(|s| *s != Src::Hole) else {
+        return done;
+    };
+    assert_eq!(
+        flash.write_ptr(dst),
+        from,
+        "compose into {dst:?} must start at its write pointer"
+    );
+    assert_eq!(srcs.len() as u32, flash.geometry().pages_per_block);
+    for o in from..=last as u32 {
+        let dst_ppn = flash.geometry().ppn(dst, o);
+        match srcs[o as usize] {
+            Src::Hole => {
+                let filler = PageTag {
+                    lpn: Lpn(first_lpn + o),
+                    version: 0,
+                };
+                flash.program(dst_ppn, filler, filler_cause);
+                flash.invalidate(dst_ppn);
+                done.fillers += 1;
+            }
+            Src::Copy(src) => {
+                let tag = flash.copy(src, dst_ppn, Cause::Merge);
+                debug_assert_eq!(tag.lpn.0, first_lpn + o, "copy of a misplaced page");
+                flash.invalidate(src);
+                done.copied += 1;
+            }
+            Src::Host(tag) => flash.program(dst_ppn, tag, Cause::Host),
+            Src::Ram(tag) => {
+                flash.program(dst_ppn, tag, Cause::Merge);
+                done.copied += 1;
+            }
+        }
+        done.programmed += 1;
+    }
+    done
+}
+
+/// Merge and utilisation counters shared by the family; folded into [`FtlStats`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MergeCounters {
+    /// Log blocks reclaimed (merged), for U_avg.
+    pub reclaims: u64,
+    /// Sum over reclaimed log blocks of written pages / pages per block.
+    pub utilisation_sum: f64,
+    /// Filler pages programmed.
+    pub fillers: u64,
+}
+
+impl MergeCounters {
+    /// Records a log block reclaimed with `written` of `ppb` pages written
+    /// (superblock-ftl.txt §5.1: "the utilization of a U-block is defined as a fraction
+    /// of written pages when the block is selected as a victim during the merge").
+    pub(crate) fn reclaimed(&mut self, written: u32, ppb: u32) {
+        self.reclaims += 1;
+        self.utilisation_sum += written as f64 / ppb as f64;
+    }
+
+    /// Writes `u_avg` (only when a log block was reclaimed: 0 would be a lie),
+    /// `log_reclaims` and `filler_pages` into `stats.extra`.
+    pub(crate) fn report(&self, stats: &mut FtlStats) {
+        if self.reclaims > 0 {
+            let u = self.utilisation_sum / self.reclaims as f64;
+            stats.extra.insert("u_avg", (u * 1e6).round() / 1e6);
+        }
+        stats.extra.insert("log_reclaims", self.reclaims as f64);
+        stats.extra.insert("filler_pages", self.fillers as f64);
+    }
+}
+
+/// An intrusive doubly linked LRU list over indices `0..n`: O(1) touch, remove and
+/// least-recent lookup, no allocation after construction.
+#[derive(Clone, Debug)]
+pub(crate) struct LruList {
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    /// Most recently used.
+    head: u32,
+    /// Least recently used.
+    tail: u32,
+    len: u32,
+}
+
+impl LruList {
+    /// An empty list over indices `0..n`.
+    pub(crate) fn new(n: u32) -> LruList {
+        LruList {
+            prev: vec![NONE; n as usize],
+            next: vec![NONE; n as usize],
+            head: NONE,
+            tail: NONE,
+            len: 0,
+        }
+    }
+
+    fn contains(&self, i: u32) -> bool {
+        self.head == i || self.prev[i as usize] != NONE
+    }
+
+    /// Removes `i` if present.
+    pub(crate) fn remove(&mut self, i: u32) {
+        if !self.contains(i) {
+            return;
+        }
+        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        if p == NONE {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NONE {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+        self.prev[i as usize] = NONE;
+        self.next[i as usize] = NONE;
+        self.len -= 1;
+    }
+
+    /// Makes `i` the most recently used (inserting it if absent).
+    pub(crate) fn touch(&mut self, i: u32) {
+        if self.head == i {
+            return;
+        }
+        self.remove(i);
+        self.next[i as usize] = self.head;
+        if self.head != NONE {
+            self.prev[self.head as usize] = i;
+        }
+        self.head = i;
+        if self.tail == NONE {
+            self.tail = i;
+        }
+        self.len += 1;
+    }
+
+    /// The least recently used index.
+    pub(crate) fn lru(&self) -> Option<u32> {
+        (self.tail != NONE).then_some(self.tail)
+    }
+
+    /// Entries in the list.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Bytes of the two link tables.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.prev.len() + self.next.len()) as u64 * 4
+    }
+}
+
+/// A fixed-capacity open-addressing map from LPN to a log slot (linear probing,
+/// backward-shift deletion): FAST's lookup of the latest copy of a page among its
+/// shared log blocks. Sized once for every log page; never iterated, so its order
+/// cannot reach a decision.
+#[derive(Clone, Debug)]
+pub(crate) struct LpnIndex {
+    keys: Vec<u32>,
+    vals: Vec<u32>,
+    mask: usize,
+    len: usize,
+}
+
+impl LpnIndex {
+    /// A map for at most `entries` entries (load factor at most 1/2).
+    pub(crate) fn new(entries: usize) -> LpnIndex {
+        let cap = (entries.max(1) * 2).next_power_of_two();
+        LpnIndex {
+            keys: vec![NONE; cap],
+            vals: vec![NONE; cap],
+            mask: cap - 1,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn home(&self, key: u32) -> usize {
+        // Fibonacci hashing spreads consecutive LPNs.
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & self.mask
+    }
+
+    #[inline]
+    fn find(&self, key: u32) -> Result<usize, usize> {
+        let mut i = self.home(key);
+        loop {
+            match self.keys[i] {
+                k if k == key => return Ok(i),
+                NONE => return Err(i),
+                _ => i = (i + 1) & self.mask,
+            }
+        }
+    }
+
+    /// The slot of `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: u32) -> Option<u32> {
+        self.find(key).ok().map(|i| self.vals[i])
+    }
+
+    /// Sets the slot of `key`.
+    #[inline]
+    pub(crate) fn insert(&mut self, key: u32, val: u32) {
+        assert!(key != NONE);
+        match self.find(key) {
+            Ok(i) => self.vals[i] = val,
+            Err(i) => {
+                assert!(self.len < self.keys.len() / 2, "LPN index over capacity");
+                self.keys[i] = key;
+                self.vals[i] = val;
+                self.len += 1;
+            }
+        }
+    }
+
+    /// Removes `key` and returns its slot.
+    #[inline]
+    pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
+        let mut hole = self.find(key).ok()?;
+        let val = self.vals[hole];
+        self.len -= 1;
+        // Backward-shift: move later entries of the probe run into the hole.
+        let mut i = hole;
+        loop {
+            i = (i + 1) & self.mask;
+            let k = self.keys[i];
+            if k == NONE {
+                break;
+            }
+            let home = self.home(k);
+            // Entry at i may move to the hole if its home is not in (hole, i].
+            let dist_home = i.wrapping_sub(home) & self.mask;
+            let dist_hole = i.wrapping_sub(hole) & self.mask;
+            if dist_home >= dist_hole {
+                self.keys[hole] = k;
+                self.vals[hole] = self.vals[i];
+                hole = i;
+            }
+        }
+        self.keys[hole] = NONE;
+        self.vals[hole] = NONE;
+        Some(val)
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes of the table.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.keys.len() + self.vals.len()) as u64 * 4
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use ftlab_core::flash::PageState;
+
+    /// A geometry of `logical_blocks` full blocks of `ppb` pages and `blocks` physical
+    /// blocks, built directly so tests control the spare count exactly.
+    pub(crate) fn geometry(ppb: u32, logical_blocks: u32, blocks: u32) -> Geometry {
+        Geometry {
+            page_size: 2048,
+            pages_per_block: ppb,
+            spare_bytes: 64,
+            blocks,
+            logical_pages: logical_blocks * ppb,
+            channels: 1,
+            dies_per_channel: 1,
+        }
+    }
+
+    fn tag(lpn: u32, version: u32) -> PageTag {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    #[test]
+    fn compose_fills_holes_below_the_last_page_only() {
+        let geo = geometry(4, 2, 4);
+        let mut f = Flash::new(&geo);
+        f.program(Ppn(0), tag(0, 1), Cause::Host);
+        f.program(Ppn(1), tag(1, 1), Cause::Host);
+        // Block 1 gets: offset 0 from a copy, offset 1 a hole, offset 2 new, offset 3 a
+        // hole at the end (left free).
+        let srcs = [
+            Src::Copy(Ppn(0)),
+            Src::Hole,
+            Src::Host(tag(2, 1)),
+            Src::Hole,
+        ];
+        let done = compose(&mut f, Pbn(1), 0, &srcs, 0, Cause::Merge);
+        assert_eq!(
+            done,
+            Composed {
+                copied: 1,
+                fillers: 1,
+                programmed: 3
+            }
+        );
+        assert_eq!(f.state(Ppn(4)), PageState::Valid);
+        assert_eq!(f.state(Ppn(5)), PageState::Invalid);
+        assert_eq!(f.state(Ppn(6)), PageState::Valid);
+        assert_eq!(f.state(Ppn(7)), PageState::Free);
+        assert_eq!(f.state(Ppn(0)), PageState::Invalid, "copied source dropped");
+        let s = f.stats();
+        assert_eq!(s.page_reads[Cause::Merge as usize], 1);
+        assert_eq!(s.programs[Cause::Merge as usize], 2, "copy + filler");
+        assert_eq!(s.programs[Cause::Host as usize], 3);
+    }
+
+    #[test]
+    fn compose_of_only_holes_programs_nothing() {
+        let geo = geometry(4, 2, 4);
+        let mut f = Flash::new(&geo);
+        let done = compose(&mut f, Pbn(2), 0, &[Src::Hole; 4], 8, Cause::Merge);
+        assert_eq!(done, Composed::default());
+        assert!(f.is_erased(Pbn(2)));
+    }
+
+    #[test]
+    fn lru_orders_by_last_touch() {
+        let mut l = LruList::new(4);
+        assert_eq!(l.lru(), None);
+        l.touch(2);
+        l.touch(0);
+        l.touch(3);
+        assert_eq!(l.lru(), Some(2));
+        l.touch(2);
+        assert_eq!(l.lru(), Some(0));
+        l.remove(0);
+        assert_eq!(l.lru(), Some(3));
+        assert_eq!(l.len(), 2);
+        l.remove(3);
+        l.remove(2);
+        assert_eq!(l.lru(), None);
+        assert_eq!(l.len(), 0);
+        l.remove(1); // absent: ignored
+        l.touch(1);
+        assert_eq!(l.lru(), Some(1));
+    }
+
+    #[test]
+    fn lpn_index_matches_a_btreemap() {
+        let mut idx = LpnIndex::new(64);
+        let mut reference = std::collections::BTreeMap::new();
+        let mut x: u64 = 7;
+        for step in 0..50_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Keys in a narrow range force long probe runs and many shifts.
+            let key = ((x >> 33) % 200) as u32;
+            if (x >> 20).is_multiple_of(2) && (reference.len() < 64 || reference.contains_key(&key))
+            {
+                idx.insert(key, step);
+                reference.insert(key, step);
+            } else {
+                assert_eq!(idx.remove(key), reference.remove(&key));
+            }
+            assert_eq!(idx.len(), reference.len());
+            let probe = ((x >> 40) % 200) as u32;
+            assert_eq!(idx.get(probe), reference.get(&probe).copied());
+        }
+    }
+}
