@@ -19,16 +19,19 @@
 //!   to the MRU end of hot; a block that enters the buffer or only gains new pages goes
 //!   to the MRU end of warm (a hot block that gains pages stays hot, at its MRU end).
 //!   Blocks that are not written age towards cold. A page is *cold* when its block is in
-//!   the cold region ([`ColdRegion::cold_dirty_pages`]).
+//!   the cold region.
 //! - The victim is the LRU block of cold (else warm, else hot); its dirty pages are
 //!   flushed in one group without padding; its clean pages (made clean by BA-BM) are
 //!   dropped without a write.
 //! - Read hits and trims do not move blocks. A host flush-cache command empties the
 //!   buffer in victim order.
 //!
-//! The FTL side (BA-VBS victim choice and BA-BM merges that read valid pages from this
-//! buffer and mark them clean) belongs to the `bast`/`fast` FTLs and uses
-//! [`ColdRegion::cold_dirty_pages`] and [`BlockPages::make_clean`](crate::blocklru::BlockPages::make_clean).
+//! The FTL side (BA-VBS victim choice and BA-BM merges that take valid pages from this
+//! buffer and mark them clean) is the `ba_gc` option of the `bast` and `fast` FTLs.
+//! This buffer hands them a [`BufferView`](ftlab_core::ftl::BufferView) with every
+//! flush: dirty and cold-dirty page counts per block, the dirty copies, and marking a
+//! copy clean. Above an FTL without `ba_gc` the view is ignored and `bagc` is a plain
+//! non-padding 3-region LRU buffer.
 
 use crate::blocklru::{capacity_pages, percent, BlockBuffer, BlockCore, BlockPolicy, Touch, SIZE};
 use ftlab_core::buffer::Backend;
@@ -76,12 +79,9 @@ pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Bagc, SchemeError> {
             format!("hot_pct + warm_pct must not exceed 100 (hot_pct is {hot_pct})"),
         ));
     }
-    Ok(BlockBuffer::new(
-        geo,
-        cap,
-        3,
-        BagcPolicy { hot_pct, warm_pct },
-    ))
+    let mut b = BlockBuffer::new(geo, cap, 3, BagcPolicy { hot_pct, warm_pct });
+    b.core_mut().view_cold = Some(COLD);
+    Ok(b)
 }
 
 /// Share `pct` of `total` blocks, at least one when the share is not zero.
@@ -131,23 +131,6 @@ impl BlockPolicy for BagcPolicy {
     }
 }
 
-/// What the FTL side of BA-GC asks the buffer (BA-VBS).
-pub trait ColdRegion {
-    /// Dirty pages of `lbn` that are cold (its block sits in the cold region).
-    fn cold_dirty_pages(&self, lbn: Lbn) -> u32;
-}
-
-impl ColdRegion for Bagc {
-    fn cold_dirty_pages(&self, lbn: Lbn) -> u32 {
-        let core = self.core();
-        if core.lists.list_of(lbn.0) == Some(COLD) {
-            core.t.dirty(lbn)
-        } else {
-            0
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,8 +146,8 @@ mod tests {
         b.write(&mut rig.be(), &tags(&[0])); // hit: lbn0 hot
         b.write(&mut rig.be(), &tags(&[4])); // lbn1 warm
         b.write(&mut rig.be(), &tags(&[8])); // lbn2 warm; lbn1 demoted to cold
-        assert_eq!(b.cold_dirty_pages(Lbn(1)), 1);
-        assert_eq!(b.cold_dirty_pages(Lbn(0)), 0);
+        assert_eq!(b.core().lists.list_of(1), Some(COLD));
+        assert_eq!(b.core().lists.list_of(0), Some(HOT));
         b.write(&mut rig.be(), &tags(&[12])); // lbn3 warm; lbn2 cold
         b.write(&mut rig.be(), &tags(&[16])); // lbn4 warm; lbn3 cold (lbn0 hot)
         b.write(&mut rig.be(), &tags(&[20])); // full: cold LRU is lbn1

@@ -17,6 +17,7 @@
 
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::flash::{Cause, OpKind};
+use ftlab_core::ftl::{BufferView, GroupInfo};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::units::parse_size;
@@ -428,14 +429,63 @@ pub fn read_for_padding(be: &mut Backend<'_>, lpn: Lpn) -> Option<PageTag> {
     tag
 }
 
-/// Hands a group to the FTL; `padded` of its pages were padding, and that many of the
-/// host programs the write caused are counted as padding.
-pub fn write_group(be: &mut Backend<'_>, pages: &[PageTag], padded: u64) {
+/// Hands a group to the FTL; `padded` of its pages were padding (the FTL is told, so
+/// it can count a padding switch merge), and that many of the host programs the write
+/// caused are counted as padding. `view` lets a buffer-aware FTL see the buffer.
+pub fn write_group(
+    be: &mut Backend<'_>,
+    pages: &[PageTag],
+    padded: u32,
+    view: Option<&mut dyn BufferView>,
+) {
     let before = be.flash.stats().programs[Cause::Host as usize];
-    be.write(pages);
+    be.write_with(
+        pages,
+        GroupInfo {
+            padded,
+            buffer: view,
+        },
+    );
     let n = be.flash.stats().programs[Cause::Host as usize] - before;
-    be.flash
-        .reattribute(OpKind::Program, Cause::Host, Cause::Padding, n.min(padded));
+    be.flash.reattribute(
+        OpKind::Program,
+        Cause::Host,
+        Cause::Padding,
+        n.min(padded as u64),
+    );
+}
+
+/// The view of a block-level buffer a buffer-aware FTL gets: its page table, and the
+/// list whose blocks are cold.
+pub struct CoreView<'a> {
+    t: &'a mut BlockPages,
+    lists: &'a Lists,
+    cold: u16,
+}
+
+impl BufferView for CoreView<'_> {
+    fn dirty_pages(&self, lbn: Lbn) -> u32 {
+        self.t.dirty(lbn)
+    }
+
+    fn cold_dirty_pages(&self, lbn: Lbn) -> u32 {
+        if self.lists.list_of(lbn.0) == Some(self.cold) {
+            self.t.dirty(lbn)
+        } else {
+            0
+        }
+    }
+
+    fn dirty_copy(&self, lpn: Lpn) -> Option<PageTag> {
+        match self.t.is_dirty(lpn) {
+            Some(true) => self.t.get(lpn),
+            _ => None,
+        }
+    }
+
+    fn mark_clean(&mut self, lpn: Lpn) {
+        self.t.make_clean(lpn);
+    }
 }
 
 /// How a write touched a buffered block (passed to [`BlockPolicy::touched`]).
@@ -464,6 +514,9 @@ pub struct BlockCore {
     pub padding_writes: u64,
     /// Flushes that were padded.
     pub padded_flushes: u64,
+    /// The list of cold blocks when the buffer shows itself to the FTL (BA-GC); `None`:
+    /// no view.
+    pub view_cold: Option<u16>,
     scratch: Vec<PageTag>,
 }
 
@@ -476,6 +529,7 @@ impl BlockCore {
             stats: BufferStats::default(),
             padding_writes: 0,
             padded_flushes: 0,
+            view_cold: None,
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
         }
     }
@@ -486,7 +540,7 @@ impl BlockCore {
     pub fn flush_block(&mut self, be: &mut Backend<'_>, lbn: Lbn, pad: bool) -> u32 {
         self.scratch.clear();
         let first = lbn.0 * self.t.ppb();
-        let mut padded = 0u64;
+        let mut padded = 0u32;
         for o in 0..self.t.block_len(lbn) {
             let lpn = Lpn(first + o);
             match self.t.is_dirty(lpn) {
@@ -510,10 +564,16 @@ impl BlockCore {
         }
         let n = self.scratch.len() as u32;
         if n > 0 {
-            write_group(be, &self.scratch, padded);
+            let mut view = self.view_cold.map(|cold| CoreView {
+                t: &mut self.t,
+                lists: &self.lists,
+                cold,
+            });
+            let view = view.as_mut().map(|v| v as &mut dyn BufferView);
+            write_group(be, &self.scratch, padded, view);
             self.stats.flushes += 1;
             self.stats.pages_flushed += n as u64;
-            self.padding_writes += padded;
+            self.padding_writes += padded as u64;
             self.padded_flushes += u64::from(padded > 0);
         }
         for o in 0..self.t.block_len(lbn) {

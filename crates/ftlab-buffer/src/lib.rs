@@ -9,6 +9,7 @@ pub mod bagc;
 pub mod blocklru;
 pub mod bplru;
 pub mod bpref;
+pub mod coop;
 pub mod costmodel;
 pub mod fab;
 pub mod lru;

@@ -141,7 +141,7 @@ impl PageCore {
     /// Flushes one buffered page alone.
     pub fn flush_page(&mut self, be: &mut Backend<'_>, lpn: Lpn) {
         let tag = self.remove(lpn).expect("flushing a buffered page");
-        write_group(be, &[tag], 0);
+        write_group(be, &[tag], 0, None);
         self.stats.flushes += 1;
         self.stats.pages_flushed += 1;
     }
@@ -153,7 +153,7 @@ impl PageCore {
         let first = lbn.0 * ppb;
         let end = (first + ppb).min(self.geo.logical_pages);
         self.scratch.clear();
-        let mut padded = 0u64;
+        let mut padded = 0u32;
         for l in first..end {
             if let Some(tag) = self.remove(Lpn(l)) {
                 self.scratch.push(tag);
@@ -163,10 +163,10 @@ impl PageCore {
                 padded += 1;
             }
         }
-        write_group(be, &self.scratch, padded);
+        write_group(be, &self.scratch, padded, None);
         self.stats.flushes += 1;
         self.stats.pages_flushed += self.scratch.len() as u64;
-        self.padding_writes += padded;
+        self.padding_writes += padded as u64;
         self.padded_flushes += u64::from(padded > 0);
     }
 

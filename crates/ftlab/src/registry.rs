@@ -130,6 +130,13 @@ pub const BUFFERS: &[BufferEntry] = &[
         options: ftlab_buffer::bagc::OPTIONS,
         build: |c| Ok(Box::new(ftlab_buffer::bagc::new(c.geo, c.opts)?)),
     },
+    BufferEntry {
+        id: "coop",
+        description: "CO-OP: block LRU + LRU compensation, pads only when the FTL says a full merge would follow",
+        source: "co-op-buffer-ftl.txt §5 (Algorithms 1 and 2)",
+        options: ftlab_buffer::coop::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::coop::new(c.geo, c.opts)?)),
+    },
 ];
 
 /// Timing models: id and description.
