@@ -55,3 +55,57 @@ fn small_buffers_keep_every_write_and_account_padding() {
     }
     assert!(ran >= 18, "only {ran} runs");
 }
+
+/// The FTL options of the co-optimised schemes (OSM, BA-GC, a fixed RW threshold),
+/// which the conformance suite does not reach (it runs defaults), under every buffer.
+#[test]
+fn coop_ftl_options_keep_every_write_under_every_buffer() {
+    let variants: &[(&str, &[(&str, bool)])] = &[
+        ("bast", &[("osm", true)]),
+        ("bast", &[("ba_gc", true)]),
+        ("bast", &[("osm", true), ("ba_gc", true)]),
+        ("fast", &[("osm", true)]),
+        ("fast", &[("ba_gc", true)]),
+        (
+            "fast",
+            &[("osm", true), ("ba_gc", true), ("rw_adapt", false)],
+        ),
+    ];
+    for (ftl, opts) in variants {
+        let (mut osm, mut ba_bm, mut psm) = (0, 0, 0);
+        for buf in BUFFERS {
+            for p in PROFILES {
+                let preset = ftlab_core::nand::preset(p.nand).unwrap();
+                let page = p.page_size.unwrap_or(preset.page_size) as u64;
+                let ppb = p.pages_per_block.unwrap_or(preset.pages_per_block) as u64;
+                let seed = 11;
+                let mut cfg = config(ftl, buf.id, p, seed);
+                for (k, v) in opts.iter() {
+                    cfg.ftl_options
+                        .insert(k.to_string(), toml::Value::Boolean(*v));
+                }
+                if buf.options.iter().any(|o| o.name == "size") {
+                    cfg.buffer_options.insert(
+                        "size".into(),
+                        toml::Value::String((ppb * page * 5 / 2).to_string()),
+                    );
+                }
+                let what = format!("{ftl} {opts:?} / {} / {}", buf.id, p.name);
+                let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));
+                if let Err(err) = exercise(&mut e, seed, p.requests / 4, p.max_pages) {
+                    panic!("{what}: {err}");
+                }
+                let s = e.outcome().ftl;
+                osm += s.merges_osm;
+                ba_bm += s.merges_ba_bm;
+                psm += s.merges_padding_switch;
+            }
+        }
+        let has = |k: &str| opts.iter().any(|(o, v)| *o == k && *v);
+        assert_eq!(osm > 0, has("osm"), "{ftl} {opts:?}: {osm} OSMs");
+        assert_eq!(ba_bm > 0, has("ba_gc"), "{ftl} {opts:?}: {ba_bm} BA-BMs");
+        if !has("osm") {
+            assert!(psm > 0, "{ftl} {opts:?}: padded buffers made no PSM");
+        }
+    }
+}
