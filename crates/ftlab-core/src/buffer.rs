@@ -77,6 +77,19 @@ pub struct BufferStats {
     pub extra: BTreeMap<&'static str, f64>,
 }
 
+impl BufferStats {
+    /// Adds the named counters of `o` (not `extra`).
+    pub fn add_counters(&mut self, o: &BufferStats) {
+        self.read_hits += o.read_hits;
+        self.write_hits += o.write_hits;
+        self.read_misses += o.read_misses;
+        self.write_misses += o.write_misses;
+        self.flushes += o.flushes;
+        self.pages_flushed += o.pages_flushed;
+        self.padding_reads += o.padding_reads;
+    }
+}
+
 /// A write buffer.
 pub trait Buffer {
     /// Host writes a group of pages of one logical block (ascending, no duplicates).
@@ -93,6 +106,12 @@ pub trait Buffer {
 
     /// Idle time between requests.
     fn idle(&mut self, _be: &mut Backend<'_>, _budget: &mut IdleBudget) {}
+
+    /// Appends the LPNs whose newest data lives only in the buffer (dirty, not yet
+    /// handed to the FTL). A power loss loses them; the engine reports them as lost.
+    /// A buffer that holds dirty data must implement this, or the oracle will report
+    /// the loss as a violation.
+    fn volatile_pages(&self, _out: &mut Vec<Lpn>) {}
 
     /// Deep invariants.
     fn check(&self) -> Result<(), String> {

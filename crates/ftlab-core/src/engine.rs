@@ -18,7 +18,7 @@
 
 use crate::buffer::{Backend, Buffer, BufferStats};
 use crate::flash::{Flash, FlashStats};
-use crate::ftl::{Ftl, FtlStats, IdleBudget};
+use crate::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use crate::geometry::Geometry;
 use crate::metrics::HostStats;
 use crate::nand::Latencies;
@@ -114,10 +114,25 @@ pub struct Outcome {
     pub mapping_bytes: u64,
     /// Buffer counters.
     pub buffer: BufferStats,
+    /// Power losses and their recoveries.
+    pub recoveries: Vec<Recovery>,
     /// Host reads checked by the oracle (including the final read-back).
     pub reads_checked: u64,
     /// Whether the oracle was on.
     pub verified: bool,
+}
+
+/// What one power loss cost and lost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recovery {
+    /// Requests submitted before the power loss struck.
+    pub after_request: u64,
+    /// LPNs whose newest data lived only in the volatile buffer.
+    pub lost_lpns: Vec<Lpn>,
+    /// Flash operations the recovery performed.
+    pub flash: FlashStats,
+    /// Simulated time the recovery took (the device is busy meanwhile).
+    pub time_ns: u64,
 }
 
 /// A simulated device and everything above it.
@@ -133,6 +148,9 @@ pub struct Engine {
     host: HostStats,
     request_no: u64,
     group: Vec<PageWrite>,
+    /// Counters of FTL and buffer instances replaced by power losses.
+    carried: (FtlStats, BufferStats),
+    recoveries: Vec<Recovery>,
 }
 
 impl Engine {
@@ -157,6 +175,8 @@ impl Engine {
             host: HostStats::default(),
             request_no: 0,
             group: Vec::with_capacity(geo.pages_per_block as usize),
+            carried: Default::default(),
+            recoveries: Vec::new(),
         }
     }
 
@@ -360,6 +380,48 @@ impl Engine {
         self.buffer.reset_stats();
         self.timing.reset();
         self.host = HostStats::default();
+        self.carried = Default::default();
+        self.recoveries.clear();
+    }
+
+    /// Power loss between two requests: all RAM state is dropped, including data only
+    /// in the write buffer (reported as lost, never silently). `ftl` and `buffer` are
+    /// fresh instances (built as at the start of the run); the FTL rebuilds its state
+    /// from flash ([`Ftl::recover`]) and the run continues. Recovery operations are
+    /// timed as background work that later requests wait for.
+    pub fn power_loss(
+        &mut self,
+        ftl: Box<dyn Ftl>,
+        buffer: Box<dyn Buffer>,
+    ) -> Result<&Recovery, RecoverError> {
+        let mut lost = Vec::new();
+        self.buffer.volatile_pages(&mut lost);
+        lost.sort_unstable();
+        lost.dedup();
+        self.carried.0.add_counters(&self.ftl.stats());
+        self.carried.1.add_counters(&self.buffer.stats());
+        self.ftl = ftl;
+        self.buffer = buffer;
+        self.flash.power_cycle();
+        let before = *self.flash.stats();
+        self.ftl.recover(&mut self.flash)?;
+        let ops = *self.flash.stats() - before;
+        let start = self.timing.idle_at();
+        let end = self.timing.background(start, self.flash.log_ops());
+        self.flash.clear_log();
+        self.oracle.power_loss(&lost);
+        self.recoveries.push(Recovery {
+            after_request: self.request_no,
+            lost_lpns: lost,
+            flash: ops,
+            time_ns: end.saturating_sub(start).0,
+        });
+        Ok(self.recoveries.last().expect("just pushed"))
+    }
+
+    /// Every power loss of the measured phase, in order.
+    pub fn recoveries(&self) -> &[Recovery] {
+        &self.recoveries
     }
 
     /// Runs the deep invariant checks of flash, FTL and buffer now.
@@ -385,13 +447,18 @@ impl Engine {
         let min = ec.iter().copied().min().unwrap_or(0);
         let max = ec.iter().copied().max().unwrap_or(0);
         let mean = ec.iter().map(|&c| c as f64).sum::<f64>() / ec.len().max(1) as f64;
+        let mut ftl = self.ftl.stats();
+        ftl.add_counters(&self.carried.0);
+        let mut buffer = self.buffer.stats();
+        buffer.add_counters(&self.carried.1);
         Outcome {
             host: self.host.clone(),
             flash: *self.flash.stats(),
             erase_count: (min, mean, max),
-            ftl: self.ftl.stats(),
+            ftl,
             mapping_bytes: self.ftl.mapping_bytes(),
-            buffer: self.buffer.stats(),
+            buffer,
+            recoveries: self.recoveries.clone(),
             reads_checked: self.oracle.reads_checked(),
             verified: self.cfg.verify != Verify::Off,
         }

@@ -24,6 +24,9 @@ use crate::geometry::Geometry;
 use crate::units::{Lpn, PageTag, Pbn, Ppn};
 use serde::Serialize;
 
+/// Number of [`Cause`]s.
+pub const CAUSES: usize = 6;
+
 /// Why a flash operation happened. Every operation is counted under exactly one cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -38,6 +41,8 @@ pub enum Cause {
     Map,
     /// Reads and writes a buffer adds to complete a block (padding).
     Padding,
+    /// Rebuilding RAM state from flash after a power loss (spare scans, checkpoints).
+    Recovery,
 }
 
 impl Cause {
@@ -58,6 +63,7 @@ impl Cause {
             Cause::Merge => "merge",
             Cause::Map => "map",
             Cause::Padding => "padding",
+            Cause::Recovery => "recovery",
         }
     }
 }
@@ -90,25 +96,39 @@ pub struct FlashOp {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashStats {
     /// Full page reads, indexed by `Cause as usize`.
-    pub page_reads: [u64; 5],
+    pub page_reads: [u64; CAUSES],
     /// Spare-only reads.
-    pub spare_reads: [u64; 5],
+    pub spare_reads: [u64; CAUSES],
     /// Page programs.
-    pub programs: [u64; 5],
+    pub programs: [u64; CAUSES],
     /// Block erases.
-    pub erases: [u64; 5],
+    pub erases: [u64; CAUSES],
 }
 
 impl FlashStats {
     /// Sum over causes.
-    pub fn total(counts: &[u64; 5]) -> u64 {
+    pub fn total(counts: &[u64; CAUSES]) -> u64 {
         counts.iter().sum()
+    }
+}
+
+impl std::ops::Sub for FlashStats {
+    type Output = FlashStats;
+    fn sub(self, o: FlashStats) -> FlashStats {
+        let mut d = self;
+        for i in 0..CAUSES {
+            d.page_reads[i] -= o.page_reads[i];
+            d.spare_reads[i] -= o.spare_reads[i];
+            d.programs[i] -= o.programs[i];
+            d.erases[i] -= o.erases[i];
+        }
+        d
     }
 }
 
 impl std::ops::AddAssign for FlashStats {
     fn add_assign(&mut self, o: FlashStats) {
-        for i in 0..5 {
+        for i in 0..CAUSES {
             self.page_reads[i] += o.page_reads[i];
             self.spare_reads[i] += o.spare_reads[i];
             self.programs[i] += o.programs[i];
@@ -280,6 +300,34 @@ impl Flash {
         let tag = self.read(src, cause);
         self.program(dst, tag, cause);
         tag
+    }
+
+    /// Power loss: forgets every valid bit and valid count (the FTL's bookkeeping, held
+    /// in controller RAM) and the operation log. What NAND keeps survives: programmed
+    /// pages and their spare tags, write pointers (a real controller finds them by
+    /// reading), erase counts. A recovering FTL re-marks live pages with
+    /// [`Flash::mark_valid`].
+    pub fn power_cycle(&mut self) {
+        self.valid.fill(0);
+        self.valid_count.fill(0);
+        self.log.clear();
+    }
+
+    /// Recovery bookkeeping: declares a programmed page valid again (no flash
+    /// operation). Panics if the page is not programmed or already valid.
+    pub fn mark_valid(&mut self, ppn: Ppn) {
+        assert!(
+            self.is_programmed(ppn),
+            "mark_valid of {ppn:?}, which is not programmed"
+        );
+        let word = &mut self.valid[ppn.idx() / 64];
+        let bit = 1u64 << (ppn.idx() % 64);
+        assert!(
+            *word & bit == 0,
+            "mark_valid of {ppn:?}, which is already valid"
+        );
+        *word |= bit;
+        self.valid_count[self.geo.block_of(ppn).idx()] += 1;
     }
 
     /// The state of a page.
@@ -506,6 +554,28 @@ mod tests {
     fn reattribute_refuses_more_than_counted() {
         let mut f = flash();
         f.reattribute(OpKind::Erase, Cause::Host, Cause::Padding, 1);
+    }
+
+    #[test]
+    fn power_cycle_keeps_nand_contents_and_forgets_validity() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(3), Cause::Host);
+        f.program(Ppn(1), tag(4), Cause::Host);
+        f.power_cycle();
+        assert_eq!(f.state(Ppn(0)), PageState::Invalid);
+        assert_eq!(f.valid_count(Pbn(0)), 0);
+        assert_eq!(f.read_spare(Ppn(1), Cause::Recovery), tag(4));
+        f.mark_valid(Ppn(1));
+        assert_eq!(f.state(Ppn(1)), PageState::Valid);
+        assert_eq!(f.write_ptr(Pbn(0)), 2);
+        f.check().unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "not programmed")]
+    fn refuses_mark_valid_of_free_page() {
+        let mut f = flash();
+        f.mark_valid(Ppn(0));
     }
 
     #[test]

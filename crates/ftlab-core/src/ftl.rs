@@ -50,6 +50,34 @@ pub struct FtlStats {
     pub extra: BTreeMap<&'static str, f64>,
 }
 
+impl FtlStats {
+    /// Adds the named counters of `o` (not `extra`, whose figures may be ratios; the
+    /// engine keeps the current instance's `extra`).
+    pub fn add_counters(&mut self, o: &FtlStats) {
+        self.gc_invocations += o.gc_invocations;
+        self.gc_pages_copied += o.gc_pages_copied;
+        self.merges_switch += o.merges_switch;
+        self.merges_partial += o.merges_partial;
+        self.merges_full += o.merges_full;
+        self.merge_pages_copied += o.merge_pages_copied;
+        self.map_hits += o.map_hits;
+        self.map_misses += o.map_misses;
+        self.translation_reads += o.translation_reads;
+        self.translation_writes += o.translation_writes;
+    }
+}
+
+/// Why an FTL could not recover from a power loss.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecoverError {
+    /// The scheme has no recovery procedure.
+    #[error("this FTL does not support power-loss recovery")]
+    Unsupported,
+    /// Flash contents are inconsistent with what the scheme can rebuild.
+    #[error("recovery failed: {0}")]
+    Failed(String),
+}
+
 /// A question a write buffer may ask the FTL (co-op-buffer-ftl.txt Table 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Query {
@@ -174,6 +202,15 @@ pub trait Ftl {
 
     /// RAM the mapping structures need, in bytes, computed from the actual tables.
     fn mapping_bytes(&self) -> u64;
+
+    /// Rebuilds the RAM state from flash after a power loss. Called on a freshly
+    /// constructed instance, after [`Flash::power_cycle`] forgot all validity: the FTL
+    /// must re-mark every live page with [`Flash::mark_valid`] and account the reads it
+    /// needs (spare scans, checkpoints) under [`Cause::Recovery`](crate::flash::Cause).
+    /// Everything the FTL was handed before the power loss must read back afterwards.
+    fn recover(&mut self, _flash: &mut Flash) -> Result<(), RecoverError> {
+        Err(RecoverError::Unsupported)
+    }
 
     /// Answers a buffer's question (co-op-buffer-ftl.txt Table 3).
     fn query(&self, _q: Query) -> Answer {

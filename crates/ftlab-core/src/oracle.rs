@@ -13,6 +13,13 @@ use crate::units::{Lpn, PageTag};
 /// Marks an LPN whose last operation was a trim.
 pub const TRIMMED: u32 = 1 << 31;
 
+/// Marks an LPN whose content a power loss made uncertain: a read may return no data or
+/// any version up to the stored bound (data only in a volatile buffer was lost; a trim
+/// not yet persisted may be undone).
+pub const LOOSE: u32 = 1 << 30;
+
+const VERSION: u32 = !(TRIMMED | LOOSE);
+
 /// A read returned something other than the last write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
@@ -59,8 +66,8 @@ impl Oracle {
     #[inline]
     pub fn next_write(&mut self, lpn: Lpn) -> PageTag {
         let e = &mut self.expected[lpn.idx()];
-        let version = (*e & !TRIMMED) + 1;
-        assert!(version < TRIMMED, "version stamp overflow for {lpn:?}");
+        let version = (*e & VERSION) + 1;
+        assert!(version < LOOSE, "version stamp overflow for {lpn:?}");
         *e = version;
         PageTag { lpn, version }
     }
@@ -74,11 +81,29 @@ impl Oracle {
         }
     }
 
-    /// The version a read of `lpn` must return (`None`: no data).
+    /// The version a read of `lpn` must return (`None`: no data). For an LPN a power
+    /// loss left uncertain, the newest version it may return.
     #[inline]
     pub fn expected(&self, lpn: Lpn) -> Option<u32> {
         let e = self.expected[lpn.idx()];
-        (e != 0 && e & TRIMMED == 0).then_some(e)
+        (e & VERSION != 0 && e & TRIMMED == 0).then_some(e & VERSION)
+    }
+
+    /// Applies a power loss: the newest data of each LPN in `lost` lived only in a
+    /// volatile buffer and is gone (an older version, or none, is acceptable); trims are
+    /// not durable either (the pre-trim version may come back).
+    pub fn power_loss(&mut self, lost: &[Lpn]) {
+        for e in &mut self.expected {
+            if *e & TRIMMED != 0 {
+                *e = (*e & VERSION) | LOOSE;
+            }
+        }
+        for &lpn in lost {
+            let e = &mut self.expected[lpn.idx()];
+            let v = *e & VERSION;
+            assert!(v > 0, "{lpn:?} reported lost but never written");
+            *e = (v - 1) | LOOSE;
+        }
     }
 
     /// Whether `lpn` was ever written.
@@ -92,6 +117,21 @@ impl Oracle {
     pub fn check(&mut self, lpn: Lpn, found: Option<PageTag>) -> Result<(), Violation> {
         self.reads_checked += 1;
         let expected = self.expected(lpn);
+        if self.expected[lpn.idx()] & LOOSE != 0 {
+            let ok = match found {
+                None => true,
+                Some(t) => t.lpn == lpn && expected.is_some_and(|v| t.version <= v),
+            };
+            return if ok {
+                Ok(())
+            } else {
+                Err(Violation {
+                    lpn,
+                    expected,
+                    found,
+                })
+            };
+        }
         let ok = match (expected, found) {
             (None, None) => true,
             (Some(v), Some(t)) => t.lpn == lpn && t.version == v,
@@ -148,5 +188,35 @@ mod tests {
         let err = o.check(Lpn(0), Some(other)).unwrap_err();
         assert!(err.to_string().contains("the data of LPN 1"), "{err}");
         assert_eq!(o.reads_checked(), 7);
+    }
+
+    #[test]
+    fn power_loss_loosens_lost_and_trimmed_pages() {
+        let mut o = Oracle::new(4);
+        let a1 = o.next_write(Lpn(0));
+        let a2 = o.next_write(Lpn(0)); // only in a volatile buffer
+        let b1 = o.next_write(Lpn(1));
+        o.trim(Lpn(1));
+        let c1 = o.next_write(Lpn(2));
+        o.power_loss(&[Lpn(0)]);
+        assert!(o.check(Lpn(0), Some(a1)).is_ok());
+        assert!(o.check(Lpn(0), None).is_ok());
+        assert!(
+            o.check(Lpn(0), Some(a2)).is_err(),
+            "the lost version cannot exist"
+        );
+        assert!(o.check(Lpn(1), Some(b1)).is_ok(), "a trim may be undone");
+        assert!(o.check(Lpn(1), None).is_ok());
+        assert!(o.check(Lpn(2), Some(c1)).is_ok());
+        assert!(o.check(Lpn(2), None).is_err(), "durable data must survive");
+        let a3 = o.next_write(Lpn(0));
+        assert_eq!(
+            a3.version, 2,
+            "the lost version number is reused: it never reached flash"
+        );
+        assert!(
+            o.check(Lpn(0), Some(a1)).is_err(),
+            "strict again after a new write"
+        );
     }
 }

@@ -13,11 +13,17 @@
 //!   spreads wear without a wear-leveling policy.
 //! - GC is checked right after a new active block is opened, the moment the free pool
 //!   shrinks.
+//! - Power-loss recovery (not in the papers): the scheme keeps no checkpoint, so it
+//!   scans the spare area of every programmed page and maps each LPN to its newest
+//!   version (a GC copy and its source hold the same version; the first found wins).
+//!   Erased blocks become free, one partly written block becomes the active block, the
+//!   rest are sealed GC candidates. Trims are not persisted, so a trimmed page may
+//!   come back.
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::victim::GreedyIndex;
@@ -147,6 +153,52 @@ impl Ftl for PageFtl {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.unmap(flash, lpn);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let geo = self.geo.clone();
+        let mut newest = vec![0u32; geo.logical_pages as usize];
+        for b in 0..geo.blocks {
+            for off in 0..flash.write_ptr(Pbn(b)) {
+                let ppn = geo.ppn(Pbn(b), off);
+                let tag = flash.read_spare(ppn, Cause::Recovery);
+                let Some(v) = newest.get_mut(tag.lpn.idx()) else {
+                    return Err(RecoverError::Failed(format!(
+                        "{ppn:?} holds {:?}, beyond the logical capacity",
+                        tag.lpn
+                    )));
+                };
+                if tag.version > *v {
+                    *v = tag.version;
+                    self.l2p[tag.lpn.idx()] = ppn.0;
+                }
+            }
+        }
+        for &p in &self.l2p {
+            if p != UNMAPPED {
+                flash.mark_valid(Ppn(p));
+            }
+        }
+        self.free.clear();
+        let mut active = None;
+        for b in (0..geo.blocks).map(Pbn) {
+            if flash.is_erased(b) {
+                self.free.push_back(b);
+            } else if !flash.is_full(b) && active.is_none() {
+                active = Some(b);
+            } else {
+                self.index.insert(b, flash.valid_count(b));
+            }
+        }
+        self.active = match active {
+            Some(b) => b,
+            None => self
+                .free
+                .pop_front()
+                .ok_or_else(|| RecoverError::Failed("no free or open block left".into()))?,
+        };
+        self.collect(flash);
+        Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {

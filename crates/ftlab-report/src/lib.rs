@@ -14,6 +14,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+pub mod plot;
+
 /// Response-time summary in ns.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct ResponseNs {
@@ -207,6 +209,111 @@ pub struct VerifyReport {
     pub violations: u64,
 }
 
+/// Flash operations and time of power-loss recoveries.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct RecoveryReport {
+    /// Page reads.
+    pub page_reads: u64,
+    /// Spare reads.
+    pub spare_reads: u64,
+    /// Programs.
+    pub page_programs: u64,
+    /// Erases.
+    pub block_erases: u64,
+    /// Simulated time.
+    pub time_ns: u64,
+}
+
+/// One power loss.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct PowerLossEvent {
+    /// Requests submitted before it struck.
+    pub after_request: u64,
+    /// Pages whose newest data was only in the volatile buffer.
+    pub lost_pages: u64,
+    /// What the recovery cost.
+    pub recovery: RecoveryReport,
+}
+
+/// `power_loss.*`
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct PowerLossReport {
+    /// Power losses in the measured phase.
+    pub events: u64,
+    /// Pages lost from the volatile buffer, all events.
+    pub lost_pages: u64,
+    /// The first 64 lost LPNs, ascending within each event.
+    pub lost_lpns: Vec<u32>,
+    /// Recovery cost, all events.
+    pub recovery: RecoveryReport,
+    /// Each event.
+    pub per_event: Vec<PowerLossEvent>,
+}
+
+fn recovery_report(f: &FlashStats, time_ns: u64) -> RecoveryReport {
+    RecoveryReport {
+        page_reads: FlashStats::total(&f.page_reads),
+        spare_reads: FlashStats::total(&f.spare_reads),
+        page_programs: FlashStats::total(&f.programs),
+        block_erases: FlashStats::total(&f.erases),
+        time_ns,
+    }
+}
+
+fn power_loss(o: &Outcome) -> PowerLossReport {
+    let mut all = FlashStats::default();
+    let mut time = 0;
+    let mut lost_lpns = Vec::new();
+    let per_event = o
+        .recoveries
+        .iter()
+        .map(|r| {
+            all += r.flash;
+            time += r.time_ns;
+            for l in &r.lost_lpns {
+                if lost_lpns.len() < 64 {
+                    lost_lpns.push(l.0);
+                }
+            }
+            PowerLossEvent {
+                after_request: r.after_request,
+                lost_pages: r.lost_lpns.len() as u64,
+                recovery: recovery_report(&r.flash, r.time_ns),
+            }
+        })
+        .collect::<Vec<_>>();
+    PowerLossReport {
+        events: per_event.len() as u64,
+        lost_pages: per_event.iter().map(|e| e.lost_pages).sum(),
+        lost_lpns,
+        recovery: recovery_report(&all, time),
+        per_event,
+    }
+}
+
+/// `workload.*`: where the requests came from and what the readers and transforms did.
+#[derive(Serialize, Debug, Clone, PartialEq, Default)]
+pub struct WorkloadReport {
+    /// `trace` or `synthetic` (empty when the report was built outside a run).
+    pub source: String,
+    /// The trace file, if any.
+    pub path: Option<String>,
+    /// The trace format, if any.
+    pub format: Option<String>,
+    /// Passes played before measuring (their statistics dropped).
+    pub warmup_passes: u32,
+    /// Passes measured.
+    pub measured_passes: u32,
+    /// Good records in one pass, after the transforms.
+    pub records_per_pass: u64,
+    /// Requests submitted to the engine, all passes.
+    pub requests_submitted: u64,
+    /// Bad records skipped (`--skip-bad`), counted once (not once per pass).
+    pub skipped_records: u64,
+    /// Records the sort window could not put in order (given the latest time so far).
+    pub late_records: u64,
+}
+
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct Report {
@@ -224,6 +331,10 @@ pub struct Report {
     pub buffer: BufferReport,
     /// Oracle.
     pub verify: VerifyReport,
+    /// Power losses and recoveries.
+    pub power_loss: PowerLossReport,
+    /// Workload (set by the run; default when built alone).
+    pub workload: WorkloadReport,
     /// Every setting of the run, seed included.
     pub config: serde_json::Value,
 }
@@ -370,6 +481,8 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             reads_checked: o.reads_checked,
             violations: labels.violations,
         },
+        power_loss: power_loss(o),
+        workload: WorkloadReport::default(),
         config: labels.config,
     }
 }
@@ -467,6 +580,31 @@ pub fn summary(r: &Report) -> String {
         b.padding_reads,
         f.by_cause.get("padding").map_or(0, |c| c.page_programs)
     );
+    let p = &r.power_loss;
+    if p.events > 0 {
+        let _ = writeln!(
+            s,
+            "  power     {} losses, {} buffered pages lost; recovery {} spare reads, {} reads, {:.1} ms",
+            p.events,
+            p.lost_pages,
+            p.recovery.spare_reads,
+            p.recovery.page_reads,
+            p.recovery.time_ns as f64 / 1e6
+        );
+    }
+    let wl = &r.workload;
+    if !wl.source.is_empty() {
+        let what = match (&wl.path, &wl.format) {
+            (Some(p), Some(f)) => format!("{p} ({f})"),
+            _ => wl.source.clone(),
+        };
+        let _ = writeln!(
+            s,
+            "  workload  {what}: {} records per pass, {} measured + {} warm-up passes; {} bad \
+             records skipped",
+            wl.records_per_pass, wl.measured_passes, wl.warmup_passes, wl.skipped_records
+        );
+    }
     let v = &r.verify;
     let _ = writeln!(
         s,

@@ -2,99 +2,99 @@
 //! `ASU,LBA,size,opcode,timestamp[,...]` with LBA in 512-byte sectors, size in bytes,
 //! opcode `r`/`R`/`w`/`W` and timestamp in seconds (decimal).
 //!
-//! Choices: ASUs share one address space unless a transform selects or lays them out;
-//! fields after the fifth are ignored (some SPC files carry extra columns); blank lines
-//! are skipped.
+//! Choices: the ASU becomes the record's device, so the `--asu` transform can select
+//! ASUs or lay them side by side; without it all ASUs share one address space; fields
+//! after the fifth are ignored (some SPC files carry extra columns); blank lines are
+//! skipped; timestamps above 10^9 s (31 years) are refused as corrupt.
 
-use crate::TraceError;
+use crate::parse::{parse_time_ns, parse_u64, show, split_on, Lines};
+use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
 use std::io::BufRead;
 
+/// Largest timestamp accepted, in seconds.
+pub const MAX_SECONDS: u64 = 1_000_000_000;
+
 /// Streams an SPC trace.
 pub struct SpcReader<R> {
-    input: R,
-    file: String,
-    line_no: u64,
-    line: String,
+    lines: Lines<R>,
 }
 
 impl<R: BufRead> SpcReader<R> {
     /// Reads from `input`; `file` names it in errors.
     pub fn new(input: R, file: impl Into<String>) -> Self {
         SpcReader {
-            input,
-            file: file.into(),
-            line_no: 0,
-            line: String::with_capacity(128),
+            lines: Lines::new(input, file),
         }
     }
 
-    fn err(&self, field: &'static str, why: String) -> TraceError {
-        TraceError {
-            file: self.file.clone(),
-            line: self.line_no,
-            field,
-            why,
-        }
-    }
-
-    fn parse(&self) -> Result<Request, TraceError> {
-        let mut fields = self.line.trim().split(',').map(str::trim);
+    fn parse(&self) -> Result<Record, TraceError> {
+        let l = &self.lines;
+        let mut fields = split_on(l.line().trim_ascii(), b',');
         let mut next = |name: &'static str| {
             fields
                 .next()
-                .ok_or_else(|| self.err(name, "missing (expected 5 comma-separated fields)".into()))
+                .ok_or_else(|| l.err(name, "missing (expected 5 comma-separated fields)".into()))
         };
         let asu = next("asu")?;
         let lba = next("lba")?;
         let size = next("size")?;
         let opcode = next("opcode")?;
         let ts = next("timestamp")?;
-        asu.parse::<u32>()
-            .map_err(|_| self.err("asu", format!("`{asu}` is not a non-negative integer")))?;
-        let lba: u64 = lba
-            .parse()
-            .map_err(|_| self.err("lba", format!("`{lba}` is not a sector number")))?;
-        let size: u64 = size
-            .parse()
-            .map_err(|_| self.err("size", format!("`{size}` is not a byte count")))?;
+        let device = parse_u64(asu)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                l.err(
+                    "asu",
+                    format!("`{}` is not a non-negative integer", show(asu)),
+                )
+            })?;
+        let lba = parse_u64(lba)
+            .ok_or_else(|| l.err("lba", format!("`{}` is not a sector number", show(lba))))?;
+        let len = parse_u64(size)
+            .ok_or_else(|| l.err("size", format!("`{}` is not a byte count", show(size))))?;
         let op = match opcode {
-            "r" | "R" => Op::Read,
-            "w" | "W" => Op::Write,
-            other => return Err(self.err("opcode", format!("`{other}` is not r or w"))),
+            b"r" | b"R" => Op::Read,
+            b"w" | b"W" => Op::Write,
+            other => return Err(l.err("opcode", format!("`{}` is not r or w", show(other)))),
         };
-        let secs: f64 = ts
-            .parse()
-            .map_err(|_| self.err("timestamp", format!("`{ts}` is not a number of seconds")))?;
-        if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-            return Err(self.err("timestamp", format!("`{ts}` is out of range")));
+        let arrival = parse_time_ns(ts, 1_000_000_000)
+            .map_err(|e| l.err("timestamp", format!("`{}` {}", show(ts), e.why())))?;
+        if arrival > MAX_SECONDS * 1_000_000_000 {
+            return Err(l.err(
+                "timestamp",
+                format!("`{}` is out of range (over {MAX_SECONDS} s)", show(ts)),
+            ));
         }
         let offset = lba
             .checked_mul(512)
-            .ok_or_else(|| self.err("lba", format!("`{lba}` overflows a byte offset")))?;
-        Ok(Request {
-            arrival: Nanos((secs * 1e9).round() as u64),
-            op,
-            offset,
-            len: size,
+            .ok_or_else(|| l.err("lba", format!("`{lba}` overflows a byte offset")))?;
+        Ok(Record {
+            req: Request {
+                arrival: Nanos(arrival),
+                op,
+                offset,
+                len,
+            },
+            device,
+            line: l.line_no(),
+            pass: 0,
         })
     }
 }
 
 impl<R: BufRead> Iterator for SpcReader<R> {
-    type Item = Result<Request, TraceError>;
+    type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            self.line.clear();
-            self.line_no += 1;
-            match self.input.read_line(&mut self.line) {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(e) => return Some(Err(self.err("line", format!("read error: {e}")))),
+            match self.lines.advance() {
+                Ok(false) => return None,
+                Ok(true) => {}
+                Err(e) => return Some(Err(e)),
             }
-            if self.line.trim().is_empty() {
+            if self.lines.line().trim_ascii().is_empty() {
                 continue;
             }
             return Some(self.parse());
@@ -106,7 +106,7 @@ impl<R: BufRead> Iterator for SpcReader<R> {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> Vec<Result<Request, TraceError>> {
+    fn read(text: &str) -> Vec<Result<Record, TraceError>> {
         SpcReader::new(text.as_bytes(), "t.spc").collect()
     }
 
@@ -115,12 +115,14 @@ mod tests {
         let r = read("0,303567,3584,w,0.000000\n\n1,55596,3072,R,0.078643,extra\n");
         assert_eq!(r.len(), 2);
         let a = r[0].clone().unwrap();
-        assert_eq!(a.op, Op::Write);
-        assert_eq!(a.offset, 303567 * 512);
-        assert_eq!(a.len, 3584);
+        assert_eq!(a.req.op, Op::Write);
+        assert_eq!(a.req.offset, 303567 * 512);
+        assert_eq!(a.req.len, 3584);
+        assert_eq!((a.device, a.line), (0, 1));
         let b = r[1].clone().unwrap();
-        assert_eq!(b.op, Op::Read);
-        assert_eq!(b.arrival, Nanos(78_643_000));
+        assert_eq!(b.req.op, Op::Read);
+        assert_eq!(b.req.arrival, Nanos(78_643_000));
+        assert_eq!((b.device, b.line), (1, 3));
     }
 
     #[test]
@@ -135,5 +137,11 @@ mod tests {
         assert_eq!(e.field, "opcode");
         let e = read("0,1,512,w,-3\n")[0].clone().unwrap_err();
         assert_eq!(e.field, "timestamp");
+        let e = read("0,1,512,w,1266874889.7\n")[0].clone().unwrap_err();
+        assert_eq!(e.field, "timestamp");
+        let e = read("x,1,512,w,1\n")[0].clone().unwrap_err();
+        assert_eq!(e.field, "asu");
+        let e = read("0,1,5k,w,1\n")[0].clone().unwrap_err();
+        assert_eq!(e.field, "size");
     }
 }

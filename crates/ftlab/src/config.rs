@@ -2,6 +2,8 @@
 //! overridable key by key (`--set key=value`, dotted for tables) and by flags. The
 //! resolved configuration is echoed in every report, so a report says how to rerun it.
 
+use ftlab_workload::blkparse::BlkparseSpec;
+use ftlab_workload::csv::CsvSpec;
 use ftlab_workload::synthetic::SyntheticConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -83,18 +85,56 @@ pub struct Config {
     pub idle: bool,
     /// `none`, or `fill`: write every logical page once before measuring.
     pub precondition: String,
-    /// Passes over the workload before the measured one (not reported).
+    /// Passes over the workload before the measured ones (not reported).
     pub warmup: u32,
+    /// Measured passes over the workload (after the warm-up ones).
+    pub replay: u32,
     /// Trace file; none runs the synthetic workload.
     pub trace: Option<String>,
     /// Trace format (`ftlab list`).
     pub format: String,
-    /// Fold addresses beyond the capacity back into it (modulo).
+    /// Fold addresses beyond the capacity back into it.
     pub fold: bool,
+    /// How `fold` folds: `modulo` (wrap around) or `compact` (pack the distinct blocks
+    /// the trace touches at the start of the space).
+    pub fold_mode: String,
+    /// Devices (SPC ASUs, MSR disks, blkparse `maj*256+min`) replayed; empty: all.
+    pub devices: Vec<u32>,
+    /// How the replayed devices share the address space: `shared` (overlapping) or
+    /// `side_by_side` (each its own region).
+    pub device_layout: String,
+    /// Sectors added to every offset, e.g. 1 or -63 to align a partition that starts at
+    /// sector 63 (superblock-ftl.txt §5.3).
+    pub shift_sectors: i64,
+    /// Factor applied to arrival times (0.5 replays twice as fast).
+    pub time_scale: f64,
+    /// Longest gap between arrivals kept, in ms (longer idle periods are shortened).
+    pub max_gap_ms: Option<f64>,
+    /// Replay records arriving at or after this trace time, in s (it becomes time 0).
+    pub window_start_s: Option<f64>,
+    /// Stop at the first record arriving at or after this trace time, in s.
+    pub window_end_s: Option<f64>,
+    /// Requests per pass (none: the whole workload).
+    pub limit: Option<u64>,
+    /// Records held to put a trace that is not time-ordered in order (0: off).
+    pub sort_window: u32,
+    /// Skip bad trace records (counted in the report as `workload.skipped_records`)
+    /// instead of stopping at the first one.
+    pub skip_bad: bool,
+    /// Column mapping of the generic `csv` trace format.
+    pub csv: CsvSpec,
+    /// Settings of the `blkparse` trace format.
+    pub blkparse: BlkparseSpec,
     /// The synthetic workload, used when no trace is given.
     pub synthetic: SyntheticConfig,
+    /// The swarm-testing request mix (reads, writes, trims, flushes, partial pages),
+    /// used instead of the synthetic workload when set and no trace is given.
+    pub mix: Option<crate::testkit::MixConfig>,
     /// Overrides of the preset's geometry and latencies.
     pub nand_params: NandParams,
+    /// Power losses: request numbers (`5000`), simulated times (`t=2.5`, seconds) or
+    /// random request numbers drawn from the seed (`random:5`).
+    pub power_loss: Vec<String>,
     /// Options of the FTL (`ftlab list` shows them).
     pub ftl_options: BTreeMap<String, toml::Value>,
     /// Options of the buffer.
@@ -120,11 +160,27 @@ impl Default for Config {
             idle: true,
             precondition: "none".into(),
             warmup: 0,
+            replay: 1,
             trace: None,
             format: "spc".into(),
             fold: false,
+            fold_mode: "modulo".into(),
+            devices: Vec::new(),
+            device_layout: "shared".into(),
+            shift_sectors: 0,
+            time_scale: 1.0,
+            max_gap_ms: None,
+            window_start_s: None,
+            window_end_s: None,
+            limit: None,
+            sort_window: 0,
+            skip_bad: false,
+            csv: CsvSpec::default(),
+            blkparse: BlkparseSpec::default(),
             synthetic: SyntheticConfig::default(),
+            mix: None,
             nand_params: NandParams::default(),
+            power_loss: Vec::new(),
             ftl_options: BTreeMap::new(),
             buffer_options: BTreeMap::new(),
         }

@@ -6,6 +6,9 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod powerloss;
 pub mod registry;
+pub mod reproduce;
 pub mod run;
+pub mod swarm;
 pub mod testkit;

@@ -26,6 +26,305 @@ enum Command {
     Run(Box<RunArgs>),
     /// List every FTL, buffer, NAND preset, timing model and trace format.
     List,
+    /// Swarm testing: random geometries, schemes and workload mixes under the oracle and
+    /// deep checks; prints the replay command of any failure.
+    Fuzz(FuzzArgs),
+    /// Rerun the papers' evaluations from experiments/<paper>/*.toml: CSV, SVG and PNG
+    /// per figure and a markdown summary per paper.
+    Reproduce(ReproduceArgs),
+    /// Inspect a trace, or write a synthetic workload to a trace file.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+/// Runs every experiment of a paper (or of all papers) in parallel over the machine's
+/// cores and writes <out>/<paper>/<figure>.{csv,svg,png} and <out>/<paper>/summary.md.
+#[derive(Args)]
+struct ReproduceArgs {
+    /// Paper (a directory under --experiments, e.g. tpm) or `all`
+    paper: String,
+    /// Small workloads (each file's [quick] overrides): minutes instead of hours
+    #[arg(long)]
+    quick: bool,
+    /// Directory of experiment files
+    #[arg(long, default_value = "experiments")]
+    experiments: PathBuf,
+    /// Output directory
+    #[arg(long, default_value = "out/reproduce")]
+    out: PathBuf,
+    /// Parallel runs [default: the number of cores]
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// No progress bar
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Each run draws a device, FTL, buffer, timing model and workload mix from its seed
+/// (derived from --seed and the run number) and runs with `--verify deep`. The first
+/// failure stops the swarm with its seed and the exact `ftlab run` command replaying it.
+#[derive(Args)]
+struct FuzzArgs {
+    /// Seed of the swarm
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of runs (stops earlier if --minutes runs out)
+    #[arg(long, default_value_t = 100)]
+    runs: u64,
+    /// Wall-clock budget in minutes (0: no limit)
+    #[arg(long, default_value_t = 0.0)]
+    minutes: f64,
+    /// Longest run, in requests
+    #[arg(long, default_value_t = 20_000)]
+    max_requests: u64,
+    /// Print the per-FTL x buffer totals as a markdown table
+    #[arg(long)]
+    table: bool,
+    /// No progress bar
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Request count, read/write ratio, size histogram, sequentiality (per request and
+    /// per page, as cach-ftl.txt Table 2), address span, duration and devices of a trace,
+    /// after the same transforms `ftlab run` applies.
+    Stats(Box<StatsArgs>),
+    /// Write the configured synthetic workload (see [synthetic] in a --config file) to a
+    /// trace file in any format, so others can replay exactly what was simulated.
+    Gen(Box<GenArgs>),
+}
+
+/// Flags that choose and transform the workload; each sets the config key of the same
+/// name (dashes as underscores) and can also be set in a --config file.
+#[derive(Args, Default)]
+struct WorkloadArgs {
+    /// SPC ASUs to replay, e.g. 0,2-4 (same as --device)
+    #[arg(long, value_name = "LIST", conflicts_with = "device")]
+    asu: Option<String>,
+    /// Devices (MSR disks, MQSim devices, blkparse MAJ:MIN) to replay, e.g. 0,1 or 8:16
+    #[arg(long, value_name = "LIST")]
+    device: Option<String>,
+    /// How the replayed devices share the address space: shared (overlapping) or
+    /// side_by_side (each device its own region) [default: shared]
+    #[arg(long, value_name = "MODE")]
+    device_layout: Option<String>,
+    /// Add N 512-byte sectors to every offset (negative moves down), e.g. to align a
+    /// partition that starts at sector 63
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    shift_sectors: Option<i64>,
+    /// Replay at most N requests per pass
+    #[arg(long, value_name = "N")]
+    limit: Option<u64>,
+    /// Multiply arrival times by F (0.5 replays twice as fast) [default: 1]
+    #[arg(long, value_name = "F")]
+    time_scale: Option<f64>,
+    /// Shorten gaps between arrivals longer than MS milliseconds to MS
+    #[arg(long, value_name = "MS")]
+    max_gap_ms: Option<f64>,
+    /// Replay records arriving at or after S seconds of trace time (S becomes time 0)
+    #[arg(long, value_name = "S")]
+    window_start: Option<f64>,
+    /// Stop at the first record arriving at or after S seconds of trace time
+    #[arg(long, value_name = "S")]
+    window_end: Option<f64>,
+    /// Hold N records to put a trace that is not time-ordered (blkparse) in order
+    #[arg(long, value_name = "N")]
+    sort_window: Option<u32>,
+    /// Skip bad records and count them (workload.skipped_records) instead of stopping
+    #[arg(long)]
+    skip_bad: bool,
+    /// Generic csv format: columns (from 0) as time=N,offset=N,size=N,op=N[,device=N]
+    #[arg(long, value_name = "MAP")]
+    columns: Option<String>,
+    /// Generic csv format: field separator: a character, tab or whitespace [default: ,]
+    #[arg(long, value_name = "SEP")]
+    delimiter: Option<String>,
+    /// Generic csv format: the first line is a header
+    #[arg(long)]
+    header: bool,
+    /// Generic csv format: unit of the time column: s, ms, us, ns or 100ns [default: s]
+    #[arg(long, value_name = "UNIT")]
+    time_unit: Option<String>,
+    /// Generic csv format: unit of the offset column: bytes, sectors, kib or N bytes
+    #[arg(long, value_name = "UNIT")]
+    offset_unit: Option<String>,
+    /// Generic csv format: unit of the size column (as --offset-unit)
+    #[arg(long, value_name = "UNIT")]
+    size_unit: Option<String>,
+    /// Generic csv format: op values that mean read, e.g. R,Read,1 [default: r,read]
+    #[arg(long, value_name = "LIST")]
+    read_values: Option<String>,
+    /// Generic csv format: op values that mean write [default: w,write]
+    #[arg(long, value_name = "LIST")]
+    write_values: Option<String>,
+    /// blkparse format: the action replayed, D (dispatch) or Q (queue) [default: D]
+    #[arg(long, value_name = "ACTION")]
+    blkparse_event: Option<String>,
+}
+
+/// Parses `0,2-4,8:16` into device numbers (`MAJ:MIN` is `MAJ * 256 + MIN`).
+fn parse_devices(text: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("`{t}` in the device list is not a number"))
+        };
+        if let Some((maj, min)) = part.split_once(':') {
+            let (maj, min) = (num(maj)?, num(min)?);
+            if min > 255 {
+                return Err(format!("`{part}`: minor numbers go up to 255"));
+            }
+            out.push(maj * 256 + min);
+        } else if let Some((a, b)) = part.split_once('-') {
+            let (a, b) = (num(a)?, num(b)?);
+            if b < a || b - a > 1 << 16 {
+                return Err(format!("`{part}` is not a range low-high"));
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(num(part)?);
+        }
+    }
+    if out.is_empty() {
+        return Err("the device list is empty".into());
+    }
+    Ok(out)
+}
+
+fn list_value(text: &str) -> toml::Value {
+    toml::Value::Array(
+        text.split(',')
+            .map(|v| toml::Value::String(v.trim().to_string()))
+            .collect(),
+    )
+}
+
+impl WorkloadArgs {
+    fn flags(&self, f: &mut Vec<(&'static str, toml::Value)>) -> anyhow::Result<()> {
+        use toml::Value::{Boolean, Float, Integer, String as S};
+        if let Some(list) = self.asu.as_ref().or(self.device.as_ref()) {
+            let devs = parse_devices(list).map_err(|e| anyhow::anyhow!("--asu/--device: {e}"))?;
+            let arr = devs.into_iter().map(|d| Integer(d as i64)).collect();
+            f.push(("devices", toml::Value::Array(arr)));
+        }
+        let mut s = |k, v: &Option<String>| {
+            if let Some(v) = v {
+                f.push((k, S(v.clone())));
+            }
+        };
+        s("device_layout", &self.device_layout);
+        s("csv.delimiter", &self.delimiter);
+        s("csv.time_unit", &self.time_unit);
+        s("csv.offset_unit", &self.offset_unit);
+        s("csv.size_unit", &self.size_unit);
+        s("blkparse.event", &self.blkparse_event);
+        let mut int = |k, v: Option<i64>| {
+            if let Some(v) = v {
+                f.push((k, Integer(v)));
+            }
+        };
+        int("shift_sectors", self.shift_sectors);
+        int("limit", self.limit.map(|v| v as i64));
+        int("sort_window", self.sort_window.map(i64::from));
+        let mut float = |k, v: Option<f64>| {
+            if let Some(v) = v {
+                f.push((k, Float(v)));
+            }
+        };
+        float("time_scale", self.time_scale);
+        float("max_gap_ms", self.max_gap_ms);
+        float("window_start_s", self.window_start);
+        float("window_end_s", self.window_end);
+        if self.skip_bad {
+            f.push(("skip_bad", Boolean(true)));
+        }
+        if self.header {
+            f.push(("csv.header", Boolean(true)));
+        }
+        if let Some(v) = &self.read_values {
+            f.push(("csv.read_values", list_value(v)));
+        }
+        if let Some(v) = &self.write_values {
+            f.push(("csv.write_values", list_value(v)));
+        }
+        if let Some(map) = &self.columns {
+            for part in map.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (k, v) = part
+                    .split_once('=')
+                    .ok_or_else(|| anyhow::anyhow!("--columns: `{part}` is not NAME=COLUMN"))?;
+                let key = match k.trim() {
+                    "time" => "csv.time",
+                    "offset" => "csv.offset",
+                    "size" => "csv.size",
+                    "op" => "csv.op",
+                    "device" => "csv.device",
+                    other => anyhow::bail!(
+                        "--columns: unknown column name `{other}` (time, offset, size, op, device)"
+                    ),
+                };
+                let col: u32 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--columns: `{v}` is not a column number"))?;
+                f.push((key, Integer(col as i64)));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Args)]
+struct StatsArgs {
+    /// The trace file (plain, .gz or .zst)
+    file: PathBuf,
+    /// Trace format (see `ftlab list`) [default: spc]
+    #[arg(long, value_name = "FMT")]
+    format: Option<String>,
+    /// Print the statistics as JSON
+    #[arg(long)]
+    json: bool,
+    /// Page size for the per-page sequentiality, in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    page_bytes: u64,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// TOML config file (its [csv], [blkparse] and transform keys apply)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Set any config key (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// Output file; .gz or .zst compresses it
+    #[arg(long, short, value_name = "FILE")]
+    out: PathBuf,
+    /// Output format (see `ftlab list`) [default: spc]
+    #[arg(long, value_name = "FMT")]
+    format: Option<String>,
+    /// Requests to generate (synthetic.count)
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Seed [default: 1]
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Logical capacity the addresses fall in [default: 1GiB]
+    #[arg(long, value_name = "SIZE")]
+    capacity: Option<String>,
+    /// TOML config file (its [synthetic] table and transform keys apply)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Set any config key, e.g. synthetic.p_sequential=0.4 (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    #[command(flatten)]
+    workload: WorkloadArgs,
 }
 
 /// Every option can also be set in a TOML file (--config) or with --set KEY=VALUE;
@@ -53,9 +352,10 @@ struct RunArgs {
     /// Trace format (see `ftlab list`) [default: spc]
     #[arg(long, value_name = "FMT")]
     format: Option<String>,
-    /// Fold addresses beyond the capacity back into it (modulo)
-    #[arg(long)]
-    fold: bool,
+    /// Fold addresses beyond the capacity into it: modulo (wrap around, the default) or
+    /// compact (pack the distinct blocks the trace touches)
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "modulo")]
+    fold: Option<String>,
     /// Seed of every random stream [default: 1]
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -65,9 +365,15 @@ struct RunArgs {
     /// Write every logical page once before measuring (fill), or not (none) [default: none]
     #[arg(long, value_name = "MODE")]
     precondition: Option<String>,
-    /// Passes over the workload before the measured one; their statistics are dropped
+    /// Passes over the workload before the measured ones; their statistics are dropped
+    /// (cach-ftl.txt §5.1 plays a trace twice first)
     #[arg(long, value_name = "N")]
     warmup: Option<u32>,
+    /// Measured passes over the workload (after the warm-up ones) [default: 1]
+    #[arg(long, value_name = "N")]
+    replay: Option<u32>,
+    #[command(flatten)]
+    workload: WorkloadArgs,
     /// Checking: on (every read checked, all data read back at the end), off, or deep
     /// (plus invariant checks every deep_every requests) [default: on]
     #[arg(long, value_name = "LEVEL")]
@@ -75,6 +381,11 @@ struct RunArgs {
     /// Turn the read oracle off (same as --verify off)
     #[arg(long, conflicts_with = "verify")]
     no_verify: bool,
+    /// Power loss before request N, at simulated time t=SECONDS, or at random:K points
+    /// drawn from the seed; RAM state (and unflushed buffer data) is dropped and the FTL
+    /// recovers from flash (repeatable, comma-separated)
+    #[arg(long = "power-loss-at", value_name = "WHEN")]
+    power_loss_at: Vec<String>,
     /// TOML config file with any of these settings
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -91,7 +402,7 @@ struct RunArgs {
 }
 
 impl RunArgs {
-    fn flags(&self) -> Vec<(&'static str, toml::Value)> {
+    fn flags(&self) -> anyhow::Result<Vec<(&'static str, toml::Value)>> {
         use toml::Value::{Boolean, Float, Integer, String as S};
         let mut f = Vec::new();
         let mut s = |k, v: &Option<String>| {
@@ -119,13 +430,22 @@ impl RunArgs {
         if let Some(v) = self.warmup {
             f.push(("warmup", Integer(v as i64)));
         }
-        if self.fold {
+        if let Some(v) = self.replay {
+            f.push(("replay", Integer(v as i64)));
+        }
+        if let Some(mode) = &self.fold {
             f.push(("fold", Boolean(true)));
+            f.push(("fold_mode", S(mode.clone())));
+        }
+        if !self.power_loss_at.is_empty() {
+            let v = self.power_loss_at.iter().cloned().map(S).collect();
+            f.push(("power_loss", toml::Value::Array(v)));
         }
         if self.no_verify {
             f.push(("verify", S("off".into())));
         }
-        f
+        self.workload.flags(&mut f)?;
+        Ok(f)
     }
 }
 
@@ -167,8 +487,8 @@ fn list() {
 }
 
 fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let cfg: Config = config::load(args.config.as_deref(), &args.sets, &args.flags())?;
-    let total = run::requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + 1));
+    let cfg: Config = config::load(args.config.as_deref(), &args.sets, &args.flags()?)?;
+    let total = run::requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64));
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -221,6 +541,180 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
+    use ftlab::swarm::{case_seed, draw, replay_command, run_case, Tally, Verdict};
+    let start = Instant::now();
+    let bar = if args.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(args.runs)
+    };
+    let mut tally = Tally::default();
+    let (mut passed, mut skipped) = (0u64, 0u64);
+    for i in 0..args.runs {
+        if args.minutes > 0.0 && start.elapsed().as_secs_f64() > args.minutes * 60.0 {
+            break;
+        }
+        let seed = case_seed(args.seed, i);
+        let cfg = draw(seed, args.max_requests);
+        bar.set_message(format!("{} / {}", cfg.ftl, cfg.buffer));
+        let verdict = run_case(&cfg);
+        tally.add(&cfg, &verdict);
+        match &verdict {
+            Verdict::Passed { .. } => passed += 1,
+            Verdict::Skipped(_) => skipped += 1,
+            Verdict::Failed(why) => {
+                bar.finish_and_clear();
+                eprintln!("FAILED run {i} (case seed {seed}): {why}");
+                eprintln!("replay: {}", replay_command(&cfg));
+                return ExitCode::from(1);
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "swarm seed {}: {passed} runs passed, {skipped} skipped (scheme refused the drawn \
+         geometry), 0 failed, in {:.1} s",
+        args.seed,
+        start.elapsed().as_secs_f64()
+    );
+    if args.table {
+        print!("{}", tally.table());
+    }
+    ExitCode::SUCCESS
+}
+
+fn reproduce_cmd(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
+    use ftlab::reproduce::{papers, reproduce_paper, Options};
+    let list = if args.paper == "all" {
+        papers(&args.experiments)?
+    } else {
+        vec![args.paper.clone()]
+    };
+    let opts = Options {
+        experiments: args.experiments.clone(),
+        out: args.out.clone(),
+        quick: args.quick,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    };
+    let start = Instant::now();
+    for paper in &list {
+        let bar = if args.quiet {
+            indicatif::ProgressBar::hidden()
+        } else {
+            let b = indicatif::ProgressBar::new(0);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:>12} {elapsed_precise} [{wide_bar}] {pos}/{len} runs",
+                )
+                .expect("valid template"),
+            );
+            b.set_message(paper.clone());
+            b
+        };
+        let produced = reproduce_paper(paper, &opts, &|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?;
+        bar.finish_and_clear();
+        println!(
+            "{paper}: {} figures -> {}",
+            produced.len(),
+            opts.out.join(paper).join("summary.md").display()
+        );
+    }
+    if !args.quiet {
+        eprintln!("reproduce took {:.1} s", start.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
+    use toml::Value::String as S;
+    anyhow::ensure!(args.page_bytes > 0, "--page-bytes must be above 0");
+    let mut flags = vec![("trace", S(args.file.display().to_string()))];
+    if let Some(f) = &args.format {
+        flags.push(("format", S(f.clone())));
+    }
+    args.workload.flags(&mut flags)?;
+    let mut cfg: Config = config::load(args.config.as_deref(), &args.sets, &flags)?;
+    cfg.warmup = 0;
+    cfg.replay = 1;
+    cfg.fold = false;
+    let geo = run::device_geometry(&cfg)?;
+    ftlab_workload::check_format(&cfg.format, &run::read_options(&cfg))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let counters = std::rc::Rc::new(ftlab_workload::transform::Counters::default());
+    let mut b = ftlab_workload::stats::StatsBuilder::new(args.page_bytes);
+    for r in run::workload_stream(&cfg, &geo, &counters)? {
+        b.add(&r.map_err(|e| run::name_source(e, &cfg))?);
+    }
+    let stats = b.finish(counters.skipped_records.get());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+    } else {
+        println!("{} ({})", args.file.display(), cfg.format);
+        print!("{}", stats.human());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
+    use toml::Value::{Integer, String as S};
+    let mut flags = Vec::new();
+    if let Some(f) = &args.format {
+        flags.push(("format", S(f.clone())));
+    }
+    if let Some(n) = args.count {
+        flags.push(("synthetic.count", Integer(n as i64)));
+    }
+    if let Some(n) = args.seed {
+        flags.push(("seed", Integer(n as i64)));
+    }
+    if let Some(c) = &args.capacity {
+        flags.push(("capacity", S(c.clone())));
+    }
+    args.workload.flags(&mut flags)?;
+    let mut cfg: Config = config::load(args.config.as_deref(), &args.sets, &flags)?;
+    anyhow::ensure!(
+        cfg.trace.is_none(),
+        "trace gen writes the synthetic workload; unset `trace` (use `trace stats` to read one)"
+    );
+    cfg.warmup = 0;
+    cfg.replay = 1;
+    let geo = run::device_geometry(&cfg)?;
+    cfg.synthetic
+        .validate(geo.logical_bytes())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut writer = ftlab_workload::writer::TraceWriter::new(&cfg.format, &cfg.csv)
+        .map_err(|e| anyhow::anyhow!("--format: {e}"))?;
+    let file = std::fs::File::create(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let mut out = ftlab_workload::input::Output::new(
+        file,
+        ftlab_workload::input::compression_for(&args.out),
+    )?;
+    writer.begin(&mut out)?;
+    let counters = std::rc::Rc::new(ftlab_workload::transform::Counters::default());
+    let mut n = 0u64;
+    for r in run::workload_stream(&cfg, &geo, &counters)? {
+        writer.write(&mut out, &r?)?;
+        n += 1;
+    }
+    out.finish()
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!(
+        "wrote {n} requests to {} ({}, seed {})",
+        args.out.display(),
+        cfg.format,
+        cfg.seed
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -229,11 +723,29 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => run_cmd(args),
+        Command::Fuzz(args) => Ok(fuzz_cmd(args)),
+        Command::Reproduce(args) => reproduce_cmd(args),
+        Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
+        Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
+            let bad_record = e
+                .chain()
+                .filter_map(|c| c.downcast_ref::<ftlab_workload::TraceError>())
+                .chain(
+                    e.chain()
+                        .filter_map(|c| match c.downcast_ref::<run::RunError>() {
+                            Some(run::RunError::Trace(t)) => Some(t),
+                            _ => None,
+                        }),
+                )
+                .any(|t| t.is_record_error() && !t.file.ends_with("(fold compact)"));
+            if bad_record {
+                eprintln!("hint: --skip-bad skips bad records and counts them in the report");
+            }
             ExitCode::from(2)
         }
     }

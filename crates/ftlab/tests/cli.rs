@@ -200,3 +200,22 @@ fn config_file_and_flags_layer() {
     assert_eq!(v["config"]["seed"], 6);
     assert_eq!(v["host"]["requests"], 50);
 }
+
+#[test]
+fn fuzz_runs_a_short_swarm() {
+    let o = ftlab(&[
+        "fuzz",
+        "--seed",
+        "3",
+        "--runs",
+        "30",
+        "--max-requests",
+        "2000",
+        "--table",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("0 failed"), "{out}");
+    assert!(out.contains("| page | none |"), "{out}");
+}

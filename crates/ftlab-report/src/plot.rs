@@ -1,0 +1,323 @@
+//! Plots made in Rust: line and grouped-bar charts as SVG, rasterised to PNG with
+//! resvg and the bundled DejaVu Sans (so a PNG looks the same on every machine, with or
+//! without system fonts).
+//!
+//! The x axis is categorical (the papers sweep discrete settings: CMT sizes, buffer
+//! sizes, thresholds), so points are evenly spaced and labelled with their value.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+const W: f64 = 780.0;
+const H: f64 = 440.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 230.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 70.0;
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// Line or grouped bars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One line per series.
+    Line,
+    /// One bar per series in each category.
+    Bar,
+}
+
+/// One named series: a value (or a gap) per category.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend label.
+    pub name: String,
+    /// One value per category; `None` leaves a gap.
+    pub values: Vec<Option<f64>>,
+}
+
+/// A chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chart {
+    /// Title on top.
+    pub title: String,
+    /// X-axis label.
+    pub x_label: String,
+    /// Y-axis label.
+    pub y_label: String,
+    /// Category labels along x.
+    pub categories: Vec<String>,
+    /// The series.
+    pub series: Vec<Series>,
+    /// Line or bars.
+    pub kind: Kind,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Round tick step for a range.
+fn nice_step(range: f64) -> f64 {
+    let raw = range / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+fn fmt_tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e6 {
+        let s = format!("{:.2}", v / 1e6);
+        s.trim_end_matches('0').trim_end_matches('.').to_string() + "M"
+    } else if a >= 1e3 {
+        let s = format!("{:.2}", v / 1e3);
+        s.trim_end_matches('0').trim_end_matches('.').to_string() + "k"
+    } else if a >= 1.0 {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// The chart as an SVG document.
+pub fn svg(c: &Chart) -> String {
+    let vals = c
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied());
+    let (mut lo, mut hi) = (0f64, 0f64);
+    for v in vals {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if hi == lo {
+        hi = lo + 1.0;
+    }
+    let step = nice_step(hi - lo);
+    let lo = (lo / step).floor() * step;
+    let hi = (hi / step).ceil() * step;
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let y = |v: f64| TOP + ph * (1.0 - (v - lo) / (hi - lo));
+    let n = c.categories.len().max(1);
+    let band = pw / n as f64;
+    let x = |i: usize| LEFT + band * (i as f64 + 0.5);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans" font-size="12">"#
+    );
+    let _ = write!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="28" text-anchor="middle" font-size="15">{}</text>"#,
+        LEFT + pw / 2.0,
+        esc(&c.title)
+    );
+    // Grid and y ticks.
+    let mut t = lo;
+    while t <= hi + step * 1e-9 {
+        let yy = y(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            yy + 4.0,
+            fmt_tick(t)
+        );
+        t += step;
+    }
+    // Axes.
+    let _ = write!(
+        s,
+        r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333"/><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/>"##,
+        TOP + ph,
+        y(lo.max(0.0).min(hi)),
+        LEFT + pw,
+        y(lo.max(0.0).min(hi))
+    );
+    for (i, cat) in c.categories.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x(i),
+            TOP + ph + 18.0,
+            esc(cat)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        H - 22.0,
+        esc(&c.x_label)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="20" y="{:.1}" text-anchor="middle" transform="rotate(-90 20 {:.1})">{}</text>"#,
+        TOP + ph / 2.0,
+        TOP + ph / 2.0,
+        esc(&c.y_label)
+    );
+    let k = c.series.len().max(1);
+    for (si, ser) in c.series.iter().enumerate() {
+        let color = COLORS[si % COLORS.len()];
+        match c.kind {
+            Kind::Line => {
+                let mut d = String::new();
+                let mut pen = false;
+                for (i, v) in ser.values.iter().enumerate() {
+                    match v {
+                        Some(v) => {
+                            let _ = write!(
+                                d,
+                                "{}{:.1},{:.1} ",
+                                if pen { "L" } else { "M" },
+                                x(i),
+                                y(*v)
+                            );
+                            pen = true;
+                            let _ = write!(
+                                s,
+                                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"/>"#,
+                                x(i),
+                                y(*v)
+                            );
+                        }
+                        None => pen = false,
+                    }
+                }
+                let _ = write!(
+                    s,
+                    r#"<path d="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+                    d.trim_end()
+                );
+            }
+            Kind::Bar => {
+                let bw = band * 0.8 / k as f64;
+                let base = y(0f64.max(lo).min(hi));
+                for (i, v) in ser.values.iter().enumerate() {
+                    if let Some(v) = v {
+                        let bx = x(i) - band * 0.4 + bw * si as f64;
+                        let (top, h) = if y(*v) < base {
+                            (y(*v), base - y(*v))
+                        } else {
+                            (base, y(*v) - base)
+                        };
+                        let _ = write!(
+                            s,
+                            r#"<rect x="{bx:.1}" y="{top:.1}" width="{:.1}" height="{h:.1}" fill="{color}"/>"#,
+                            bw.max(1.0)
+                        );
+                    }
+                }
+            }
+        }
+        let ly = TOP + 10.0 + 20.0 * si as f64;
+        let lx = W - RIGHT + 15.0;
+        let _ = write!(
+            s,
+            r#"<rect x="{lx}" y="{:.1}" width="14" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            ly - 9.0,
+            lx + 20.0,
+            ly,
+            esc(&ser.name)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Rasterises an SVG made by [`svg`] to PNG bytes.
+pub fn png(svg: &str) -> Result<Vec<u8>, String> {
+    let mut db = resvg::usvg::fontdb::Database::new();
+    db.load_font_data(FONT.to_vec());
+    let opt = resvg::usvg::Options {
+        fontdb: Arc::new(db),
+        ..Default::default()
+    };
+    let tree = resvg::usvg::Tree::from_str(svg, &opt).map_err(|e| format!("svg: {e}"))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or("cannot allocate the image")?;
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::default(),
+        &mut pixmap.as_mut(),
+    );
+    pixmap.encode_png().map_err(|e| format!("png: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(kind: Kind) -> Chart {
+        Chart {
+            title: "hit ratio vs CMT size".into(),
+            x_label: "CMT (KiB)".into(),
+            y_label: "hit ratio".into(),
+            categories: vec!["128".into(), "256".into(), "512".into()],
+            series: vec![
+                Series {
+                    name: "dftl".into(),
+                    values: vec![Some(0.5), Some(0.7), None],
+                },
+                Series {
+                    name: "tpm".into(),
+                    values: vec![Some(0.8), Some(0.9), Some(0.95)],
+                },
+            ],
+            kind,
+        }
+    }
+
+    #[test]
+    fn svg_has_axes_series_and_legend() {
+        for kind in [Kind::Line, Kind::Bar] {
+            let s = svg(&chart(kind));
+            assert!(s.starts_with("<svg"));
+            assert!(s.contains("hit ratio vs CMT size"));
+            assert!(s.contains(">dftl<") && s.contains(">tpm<"));
+            assert!(s.contains(">256<"));
+        }
+    }
+
+    #[test]
+    fn png_renders_with_the_bundled_font() {
+        let bytes = png(&svg(&chart(Kind::Line))).unwrap();
+        if let Some(dir) = std::env::var_os("FTLAB_PLOT_SAMPLE") {
+            std::fs::write(std::path::Path::new(&dir).join("line.png"), &bytes).unwrap();
+            let bar = png(&svg(&chart(Kind::Bar))).unwrap();
+            std::fs::write(std::path::Path::new(&dir).join("bar.png"), bar).unwrap();
+        }
+        assert_eq!(&bytes[1..4], b"PNG");
+        assert!(bytes.len() > 5000, "{}", bytes.len());
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(nice_step(0.95), 0.2);
+        assert_eq!(nice_step(1000.0), 200.0);
+        assert_eq!(fmt_tick(0.25), "0.25");
+        assert_eq!(fmt_tick(2500.0), "2.5k");
+    }
+}

@@ -1,0 +1,203 @@
+//! Whitespace-separated simulator input formats:
+//!
+//! - MQSim / SSDsim ASCII: `arrival_ns device lba size type`, LBA and size in 512-byte
+//!   sectors, type `1` = read, `0` = write (MQSim's trace format, which SSDsim shares
+//!   with the ASU in the device column).
+//! - DiskSim ASCII (DiskSim 3.0 reference manual, "ASCII" input format):
+//!   `time_ms devno blkno size flags`, block number and size in 512-byte blocks, time in
+//!   milliseconds (decimal), flags bit 0 set = read, clear = write.
+//!
+//! Choices: fields after the fifth are ignored; blank lines and lines starting with `#`
+//! are skipped; in DiskSim flags only bit 0 is interpreted (the other bits are DiskSim's
+//! time-critical / time-limited markers, which have no meaning for an FTL); MQSim type
+//! values other than 0 and 1 are refused.
+
+use crate::parse::{parse_time_ns, parse_u64, show, split_ws, Lines};
+use crate::{Record, TraceError};
+use ftlab_core::request::{Op, Request};
+use ftlab_core::Nanos;
+use std::io::BufRead;
+
+/// Which of the two layouts a reader parses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsciiKind {
+    /// MQSim / SSDsim: ns, device, sectors, sectors, 1 = read.
+    Mqsim,
+    /// DiskSim: ms, devno, blocks, blocks, flags bit 0 = read.
+    Disksim,
+}
+
+/// Streams an MQSim/SSDsim or DiskSim ASCII trace.
+pub struct AsciiReader<R> {
+    lines: Lines<R>,
+    kind: AsciiKind,
+}
+
+impl<R: BufRead> AsciiReader<R> {
+    /// Reads `kind` from `input`; `file` names it in errors.
+    pub fn new(input: R, file: impl Into<String>, kind: AsciiKind) -> Self {
+        AsciiReader {
+            lines: Lines::new(input, file),
+            kind,
+        }
+    }
+
+    fn parse(&self) -> Result<Record, TraceError> {
+        let l = &self.lines;
+        let mut fields = split_ws(l.line());
+        let mut next = |name: &'static str| {
+            fields.next().ok_or_else(|| {
+                l.err(
+                    name,
+                    "missing (expected 5 whitespace-separated fields)".into(),
+                )
+            })
+        };
+        let time = next("time")?;
+        let dev = next("device")?;
+        let lba = next("lba")?;
+        let size = next("size")?;
+        let op = next(match self.kind {
+            AsciiKind::Mqsim => "type",
+            AsciiKind::Disksim => "flags",
+        })?;
+        let unit_ns = match self.kind {
+            AsciiKind::Mqsim => 1,
+            AsciiKind::Disksim => 1_000_000,
+        };
+        let arrival = parse_time_ns(time, unit_ns)
+            .map_err(|e| l.err("time", format!("`{}` {}", show(time), e.why())))?;
+        let device = parse_u64(dev)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| l.err("device", format!("`{}` is not a device number", show(dev))))?;
+        let lba = parse_u64(lba)
+            .ok_or_else(|| l.err("lba", format!("`{}` is not a sector number", show(lba))))?;
+        let sectors = parse_u64(size)
+            .ok_or_else(|| l.err("size", format!("`{}` is not a sector count", show(size))))?;
+        let op = match self.kind {
+            AsciiKind::Mqsim => match op {
+                b"1" => Op::Read,
+                b"0" => Op::Write,
+                other => {
+                    return Err(l.err(
+                        "type",
+                        format!("`{}` is not 1 (read) or 0 (write)", show(other)),
+                    ))
+                }
+            },
+            AsciiKind::Disksim => match parse_u64(op) {
+                Some(f) if f & 1 == 1 => Op::Read,
+                Some(_) => Op::Write,
+                None => {
+                    return Err(l.err(
+                        "flags",
+                        format!("`{}` is not an integer flag word", show(op)),
+                    ))
+                }
+            },
+        };
+        let overflow = |f: &'static str| l.err(f, "overflows a byte offset".to_string());
+        Ok(Record {
+            req: Request {
+                arrival: Nanos(arrival),
+                op,
+                offset: lba.checked_mul(512).ok_or_else(|| overflow("lba"))?,
+                len: sectors.checked_mul(512).ok_or_else(|| overflow("size"))?,
+            },
+            device,
+            line: l.line_no(),
+            pass: 0,
+        })
+    }
+}
+
+impl<R: BufRead> Iterator for AsciiReader<R> {
+    type Item = Result<Record, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.lines.advance() {
+                Ok(false) => return None,
+                Ok(true) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            let t = self.lines.line().trim_ascii();
+            if t.is_empty() || t[0] == b'#' {
+                continue;
+            }
+            return Some(self.parse());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, kind: AsciiKind) -> Vec<Result<Record, TraceError>> {
+        AsciiReader::new(text.as_bytes(), "t.trace", kind).collect()
+    }
+
+    #[test]
+    fn mqsim_records() {
+        let r = read(
+            "11413000 0 657728 16 1\n\n938513000 4 264719034 16 0\n",
+            AsciiKind::Mqsim,
+        );
+        let a = r[0].clone().unwrap();
+        assert_eq!(a.req.arrival, Nanos(11_413_000));
+        assert_eq!(
+            (a.req.op, a.req.offset, a.req.len),
+            (Op::Read, 657728 * 512, 8192)
+        );
+        let b = r[1].clone().unwrap();
+        assert_eq!((b.req.op, b.device, b.line), (Op::Write, 4, 3));
+    }
+
+    #[test]
+    fn disksim_records() {
+        let r = read(
+            "# comment\n0.500 1 100 8 1\n12.25 0 200 16 0\n13 0 8 1 6\n",
+            AsciiKind::Disksim,
+        );
+        let a = r[0].clone().unwrap();
+        assert_eq!(a.req.arrival, Nanos(500_000));
+        assert_eq!(
+            (a.req.op, a.device, a.req.offset, a.req.len),
+            (Op::Read, 1, 51200, 4096)
+        );
+        let b = r[1].clone().unwrap();
+        assert_eq!((b.req.arrival, b.req.op), (Nanos(12_250_000), Op::Write));
+        assert_eq!(
+            r[2].clone().unwrap().req.op,
+            Op::Write,
+            "flags 6: bit 0 clear"
+        );
+    }
+
+    #[test]
+    fn malformed_lines_name_file_line_and_field() {
+        let e = read("1 0 5 8 2\n", AsciiKind::Mqsim)[0]
+            .clone()
+            .unwrap_err();
+        assert_eq!((e.line, e.field), (1, "type"));
+        assert_eq!(
+            e.to_string(),
+            "t.trace:1: field `type`: `2` is not 1 (read) or 0 (write)"
+        );
+        let e = read("1 0 5\n", AsciiKind::Mqsim)[0].clone().unwrap_err();
+        assert_eq!(e.field, "size");
+        let e = read("x 0 5 8 1\n", AsciiKind::Disksim)[0]
+            .clone()
+            .unwrap_err();
+        assert_eq!(e.field, "time");
+        let e = read("1 0 5 8 r\n", AsciiKind::Disksim)[0]
+            .clone()
+            .unwrap_err();
+        assert_eq!(e.field, "flags");
+        let e = read("1 -1 5 8 1\n", AsciiKind::Disksim)[0]
+            .clone()
+            .unwrap_err();
+        assert_eq!(e.field, "device");
+    }
+}

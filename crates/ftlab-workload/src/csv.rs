@@ -1,0 +1,503 @@
+//! The generic reader: any delimited text trace, described by a column mapping
+//! ([`CsvSpec`], config table `[csv]`, flags `--columns`, `--delimiter`, ...).
+//!
+//! Columns are counted from 0. The mapping says which column holds the time, offset,
+//! size, operation and (optionally) device, the units of each, which operation values
+//! mean read, write and trim, whether the first line is a header, and optionally a
+//! column whose value must be one of a list for the line to be replayed (for formats
+//! that mix issue and completion events, such as WiscSee's pre-parsed blktrace:
+//! `filter_column = 1, filter_values = ["D"]`).
+//!
+//! Choices: operation values match case-insensitively after trimming; a line whose op
+//! value is in none of the three lists is an error (not silently dropped); with no time
+//! column every request arrives at 0 (back to back); with no device column the device
+//! is 0; times are taken as given unless `rebase_time` makes them relative to the first
+//! record (for traces stamped with wall-clock epochs); blank lines and lines starting
+//! with `comment` are skipped.
+
+use crate::parse::{parse_time_ns, parse_u64, show, split_on, split_ws, Lines};
+use crate::{Record, TraceError};
+use ftlab_core::request::{Op, Request};
+use ftlab_core::Nanos;
+use serde::{Deserialize, Serialize};
+use std::io::BufRead;
+
+/// The column mapping of the generic reader.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CsvSpec {
+    /// Field separator: `,` (default), `;`, `tab`, `whitespace` (runs of blanks), or
+    /// any single character.
+    pub delimiter: String,
+    /// The first non-blank line is a header and is skipped.
+    pub header: bool,
+    /// Lines starting with this are skipped ("" for none).
+    pub comment: String,
+    /// Column of the arrival time (none: every request arrives at 0).
+    pub time: Option<u32>,
+    /// Column of the offset.
+    pub offset: Option<u32>,
+    /// Column of the size.
+    pub size: Option<u32>,
+    /// Column of the operation.
+    pub op: Option<u32>,
+    /// Column of the device number (none: device 0).
+    pub device: Option<u32>,
+    /// Unit of the time column: `s`, `ms`, `us`, `ns` or `100ns` (Windows FILETIME).
+    pub time_unit: String,
+    /// Unit of the offset column: `bytes`, `sectors` (512 B), `kib`, or a number of bytes.
+    pub offset_unit: String,
+    /// Unit of the size column (as `offset_unit`).
+    pub size_unit: String,
+    /// Op values meaning read.
+    pub read_values: Vec<String>,
+    /// Op values meaning write.
+    pub write_values: Vec<String>,
+    /// Op values meaning trim (discard).
+    pub trim_values: Vec<String>,
+    /// Column that decides whether a line is replayed (none: every line is).
+    pub filter_column: Option<u32>,
+    /// Values of `filter_column` that are replayed.
+    pub filter_values: Vec<String>,
+    /// Make times relative to the first record's.
+    pub rebase_time: bool,
+}
+
+impl Default for CsvSpec {
+    fn default() -> Self {
+        CsvSpec {
+            delimiter: ",".into(),
+            header: false,
+            comment: "#".into(),
+            time: None,
+            offset: None,
+            size: None,
+            op: None,
+            device: None,
+            time_unit: "s".into(),
+            offset_unit: "bytes".into(),
+            size_unit: "bytes".into(),
+            read_values: vec!["r".into(), "read".into()],
+            write_values: vec!["w".into(), "write".into()],
+            trim_values: vec!["trim".into(), "discard".into()],
+            filter_column: None,
+            filter_values: Vec::new(),
+            rebase_time: false,
+        }
+    }
+}
+
+/// Nanoseconds per unit, for a time unit name.
+pub fn time_unit_ns(unit: &str) -> Option<u64> {
+    Some(match unit {
+        "s" => 1_000_000_000,
+        "ms" => 1_000_000,
+        "us" | "µs" => 1_000,
+        "ns" => 1,
+        "100ns" => 100,
+        _ => return None,
+    })
+}
+
+/// Bytes per unit, for an address unit name or a plain number of bytes.
+pub fn byte_unit(unit: &str) -> Option<u64> {
+    match unit {
+        "bytes" | "byte" | "b" => Some(1),
+        "sectors" | "sector" => Some(512),
+        "kib" | "KiB" => Some(1024),
+        n => n.parse::<u64>().ok().filter(|&n| n > 0),
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Delim {
+    Byte(u8),
+    Whitespace,
+}
+
+/// A validated [`CsvSpec`], ready to parse.
+#[derive(Clone, Debug)]
+pub struct CsvFormat {
+    delim: Delim,
+    header: bool,
+    comment: Vec<u8>,
+    cols: [Option<usize>; 6],
+    time_ns: u64,
+    offset_bytes: u64,
+    size_bytes: u64,
+    values: [Vec<Vec<u8>>; 3],
+    filter: Vec<Vec<u8>>,
+    rebase: bool,
+}
+
+const TIME: usize = 0;
+const OFFSET: usize = 1;
+const SIZE: usize = 2;
+const OP: usize = 3;
+const DEVICE: usize = 4;
+const FILTER: usize = 5;
+const NAMES: [&str; 6] = ["time", "offset", "size", "op", "device", "filter"];
+
+impl CsvSpec {
+    /// Checks the mapping; the error names the `csv.*` key.
+    pub fn compile(&self) -> Result<CsvFormat, String> {
+        let delim = match self.delimiter.as_str() {
+            "whitespace" | "ws" | " " => Delim::Whitespace,
+            "tab" | "\t" => Delim::Byte(b'\t'),
+            d if d.len() == 1 => Delim::Byte(d.as_bytes()[0]),
+            d => {
+                return Err(format!(
+                    "csv.delimiter = `{d}`: must be one character, `tab` or `whitespace`"
+                ))
+            }
+        };
+        let need = |v: Option<u32>, key: &str| {
+            v.map(|c| c as usize).ok_or_else(|| {
+                format!(
+                    "csv.{key} is not set: the generic reader needs the {key} column (columns \
+                     count from 0; e.g. --columns time=0,offset=1,size=2,op=3)"
+                )
+            })
+        };
+        let cols = [
+            self.time.map(|c| c as usize),
+            Some(need(self.offset, "offset")?),
+            Some(need(self.size, "size")?),
+            Some(need(self.op, "op")?),
+            self.device.map(|c| c as usize),
+            self.filter_column.map(|c| c as usize),
+        ];
+        if cols.iter().flatten().any(|&c| c >= 256) {
+            return Err("csv columns must be below 256".into());
+        }
+        if self.filter_column.is_some() && self.filter_values.is_empty() {
+            return Err("csv.filter_values is empty: list the values to replay".into());
+        }
+        let time_ns = time_unit_ns(&self.time_unit).ok_or_else(|| {
+            format!(
+                "csv.time_unit = `{}`: must be s, ms, us, ns or 100ns",
+                self.time_unit
+            )
+        })?;
+        let unit = |u: &str, key: &str| {
+            byte_unit(u).ok_or_else(|| {
+                format!("csv.{key} = `{u}`: must be bytes, sectors, kib or a number of bytes")
+            })
+        };
+        let lower = |v: &[String]| -> Vec<Vec<u8>> {
+            v.iter()
+                .map(|s| s.trim().to_ascii_lowercase().into_bytes())
+                .collect()
+        };
+        let values = [
+            lower(&self.read_values),
+            lower(&self.write_values),
+            lower(&self.trim_values),
+        ];
+        for (i, a) in values.iter().enumerate() {
+            for b in values.iter().skip(i + 1) {
+                if let Some(v) = a.iter().find(|v| b.contains(v)) {
+                    return Err(format!(
+                        "csv op value `{}` is in two of read_values, write_values, trim_values",
+                        show(v)
+                    ));
+                }
+            }
+        }
+        if values[0].is_empty() && values[1].is_empty() {
+            return Err("csv.read_values and csv.write_values are both empty".into());
+        }
+        Ok(CsvFormat {
+            delim,
+            header: self.header,
+            comment: self.comment.as_bytes().to_vec(),
+            cols,
+            time_ns,
+            offset_bytes: unit(&self.offset_unit, "offset_unit")?,
+            size_bytes: unit(&self.size_unit, "size_unit")?,
+            values,
+            filter: self
+                .filter_values
+                .iter()
+                .map(|s| s.as_bytes().to_vec())
+                .collect(),
+            rebase: self.rebase_time,
+        })
+    }
+}
+
+/// Streams a delimited trace through a column mapping.
+pub struct CsvReader<R> {
+    lines: Lines<R>,
+    fmt: CsvFormat,
+    header_pending: bool,
+    base: Option<u64>,
+}
+
+enum Parsed {
+    Event(Record),
+    Skip,
+}
+
+/// The fields the mapping needs, by slot, and the number of fields on the line.
+fn fields<'a>(line: &'a [u8], fmt: &CsvFormat) -> ([&'a [u8]; 6], usize) {
+    let mut got: [&[u8]; 6] = [&[]; 6];
+    let mut n = 0;
+    let mut put = |i: usize, f: &'a [u8]| {
+        for (slot, col) in fmt.cols.iter().enumerate() {
+            if *col == Some(i) {
+                got[slot] = f;
+            }
+        }
+        n = i + 1;
+    };
+    match fmt.delim {
+        Delim::Byte(d) => split_on(line, d).enumerate().for_each(|(i, f)| put(i, f)),
+        Delim::Whitespace => split_ws(line).enumerate().for_each(|(i, f)| put(i, f)),
+    }
+    (got, n)
+}
+
+impl<R: BufRead> CsvReader<R> {
+    /// Reads from `input` with a compiled mapping; `file` names it in errors.
+    pub fn new(input: R, file: impl Into<String>, fmt: CsvFormat) -> Self {
+        CsvReader {
+            lines: Lines::new(input, file),
+            header_pending: fmt.header,
+            fmt,
+            base: None,
+        }
+    }
+
+    fn parse(&mut self) -> Result<Parsed, TraceError> {
+        let (got, n) = fields(self.lines.line(), &self.fmt);
+        let l = &self.lines;
+        let fmt = &self.fmt;
+        for (slot, col) in fmt.cols.iter().enumerate() {
+            if let Some(c) = col {
+                if *c >= n {
+                    return Err(l.err(
+                        NAMES[slot],
+                        format!("missing: the line has {n} fields, column {c} is needed"),
+                    ));
+                }
+            }
+        }
+        if fmt.cols[FILTER].is_some() && !fmt.filter.iter().any(|v| v == got[FILTER]) {
+            return Ok(Parsed::Skip);
+        }
+        let op_text = got[OP];
+        let lower_eq = |v: &Vec<u8>| v.eq_ignore_ascii_case(op_text);
+        let op = if fmt.values[0].iter().any(lower_eq) {
+            Op::Read
+        } else if fmt.values[1].iter().any(lower_eq) {
+            Op::Write
+        } else if fmt.values[2].iter().any(lower_eq) {
+            Op::Trim
+        } else {
+            return Err(l.err(
+                "op",
+                format!(
+                    "`{}` is not a read, write or trim value (see csv.read_values, \
+                     csv.write_values, csv.trim_values)",
+                    show(op_text)
+                ),
+            ));
+        };
+        let num = |slot: usize, what: &str| {
+            parse_u64(got[slot])
+                .ok_or_else(|| l.err(NAMES[slot], format!("`{}` is not {what}", show(got[slot]))))
+        };
+        let offset = num(OFFSET, "a non-negative integer")?;
+        let size = num(SIZE, "a non-negative integer")?;
+        let device = match fmt.cols[DEVICE] {
+            Some(_) => u32::try_from(num(DEVICE, "a device number")?)
+                .map_err(|_| l.err("device", "is over 2^32".into()))?,
+            None => 0,
+        };
+        let overflow = |f: &'static str| l.err(f, "overflows a byte count".to_string());
+        let offset = offset
+            .checked_mul(fmt.offset_bytes)
+            .ok_or_else(|| overflow("offset"))?;
+        let len = size
+            .checked_mul(fmt.size_bytes)
+            .ok_or_else(|| overflow("size"))?;
+        let mut t = match fmt.cols[TIME] {
+            Some(_) => parse_time_ns(got[TIME], fmt.time_ns)
+                .map_err(|e| l.err("time", format!("`{}` {}", show(got[TIME]), e.why())))?,
+            None => 0,
+        };
+        if fmt.rebase {
+            let base = *self.base.get_or_insert(t);
+            t = t.checked_sub(base).ok_or_else(|| {
+                l.err(
+                    "time",
+                    format!(
+                        "`{}` is earlier than the first record (rebase_time needs time order)",
+                        show(got[TIME])
+                    ),
+                )
+            })?;
+        }
+        Ok(Parsed::Event(Record {
+            req: Request {
+                arrival: Nanos(t),
+                op,
+                offset,
+                len,
+            },
+            device,
+            line: l.line_no(),
+            pass: 0,
+        }))
+    }
+}
+
+impl<R: BufRead> Iterator for CsvReader<R> {
+    type Item = Result<Record, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.lines.advance() {
+                Ok(false) => return None,
+                Ok(true) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            let t = self.lines.line().trim_ascii();
+            if t.is_empty() || (!self.fmt.comment.is_empty() && t.starts_with(&self.fmt.comment)) {
+                continue;
+            }
+            if self.header_pending {
+                self.header_pending = false;
+                continue;
+            }
+            match self.parse() {
+                Ok(Parsed::Skip) => continue,
+                Ok(Parsed::Event(r)) => return Some(Ok(r)),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> CsvSpec {
+        CsvSpec {
+            time: Some(0),
+            device: Some(1),
+            op: Some(2),
+            offset: Some(3),
+            size: Some(4),
+            ..Default::default()
+        }
+    }
+
+    fn read(text: &str, s: &CsvSpec) -> Vec<Result<Record, TraceError>> {
+        CsvReader::new(text.as_bytes(), "t.csv", s.compile().unwrap()).collect()
+    }
+
+    #[test]
+    fn maps_columns_units_and_values() {
+        let s = CsvSpec {
+            header: true,
+            time_unit: "ms".into(),
+            offset_unit: "sectors".into(),
+            size_unit: "kib".into(),
+            ..spec()
+        };
+        let r = read(
+            "time,dev,op,lba,kib\n# c\n1.5,2,READ,8,4\n\n3,0,w,0,1\n4,0,Discard,1,1\n",
+            &s,
+        );
+        let r: Vec<Record> = r.into_iter().map(Result::unwrap).collect();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].req.arrival, Nanos(1_500_000));
+        assert_eq!((r[0].req.op, r[0].device), (Op::Read, 2));
+        assert_eq!((r[0].req.offset, r[0].req.len, r[0].line), (4096, 4096, 3));
+        assert_eq!((r[1].req.op, r[2].req.op), (Op::Write, Op::Trim));
+    }
+
+    #[test]
+    fn whitespace_filter_and_rebase() {
+        // WiscSee's pre-parsed blktrace: pid action op offset size time delta sync
+        let s = CsvSpec {
+            delimiter: "whitespace".into(),
+            time: Some(5),
+            op: Some(2),
+            offset: Some(3),
+            size: Some(4),
+            filter_column: Some(1),
+            filter_values: vec!["D".into()],
+            rebase_time: true,
+            ..Default::default()
+        };
+        let text = "39949 D read 299008 4096 5.000000000 0 False\n\
+                    0 C read 299008 4096 5.000122793 0.000122793 False\n\
+                    39949 D write 331776 4096 5.000196695 7.3902e-05 False\n";
+        let r: Vec<Record> = read(text, &s).into_iter().map(Result::unwrap).collect();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].req.arrival, Nanos(0));
+        assert_eq!(
+            (r[1].req.arrival, r[1].req.op, r[1].line),
+            (Nanos(196_695), Op::Write, 3)
+        );
+    }
+
+    #[test]
+    fn malformed_lines_name_file_line_and_field() {
+        let s = spec();
+        let e = read("1,0,x,0,1\n", &s)[0].clone().unwrap_err();
+        assert_eq!((e.line, e.field), (1, "op"));
+        assert!(
+            e.to_string()
+                .starts_with("t.csv:1: field `op`: `x` is not a read"),
+            "{e}"
+        );
+        let e = read("1,0,r,0\n", &s)[0].clone().unwrap_err();
+        assert_eq!(e.field, "size");
+        assert!(e.why.contains("4 fields"), "{e}");
+        let e = read("1,0,r,-1,1\n", &s)[0].clone().unwrap_err();
+        assert_eq!(e.field, "offset");
+        let e = read("t,0,r,0,1\n", &s)[0].clone().unwrap_err();
+        assert_eq!(e.field, "time");
+        let e = read("1,z,r,0,1\n", &s)[0].clone().unwrap_err();
+        assert_eq!(e.field, "device");
+    }
+
+    #[test]
+    fn bad_mappings_name_the_key() {
+        let e = CsvSpec::default().compile().unwrap_err();
+        assert!(e.starts_with("csv.offset is not set"), "{e}");
+        let e = CsvSpec {
+            time_unit: "h".into(),
+            ..spec()
+        }
+        .compile()
+        .unwrap_err();
+        assert!(e.starts_with("csv.time_unit"), "{e}");
+        let e = CsvSpec {
+            delimiter: "::".into(),
+            ..spec()
+        }
+        .compile()
+        .unwrap_err();
+        assert!(e.starts_with("csv.delimiter"), "{e}");
+        let e = CsvSpec {
+            write_values: vec!["R".into()],
+            ..spec()
+        }
+        .compile()
+        .unwrap_err();
+        assert!(e.contains("two of"), "{e}");
+        let e = CsvSpec {
+            offset_unit: "0".into(),
+            ..spec()
+        }
+        .compile()
+        .unwrap_err();
+        assert!(e.starts_with("csv.offset_unit"), "{e}");
+    }
+}

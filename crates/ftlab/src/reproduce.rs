@@ -1,0 +1,574 @@
+//! `ftlab reproduce`: reruns the papers' evaluations from experiment files.
+//!
+//! An experiment file (`experiments/<paper>/<name>.toml`) describes one figure or
+//! table: a base configuration, the x axis and the series as lists of points (each a
+//! label and the config keys it sets), the metric to plot (a path into the JSON report,
+//! or a sum of paths), and the paper's claim. Runs are the cartesian product of x points
+//! and series; they run in parallel over the machine's cores. Results are written as
+//! CSV, SVG and PNG per experiment plus a markdown summary per paper. `--quick` applies
+//! each file's `[quick]` overrides (smaller workloads) so CI can run everything in
+//! minutes. See `experiments/README.md` for the file format.
+
+use crate::config::{set_key, Config};
+use crate::run::{run, RunError};
+use ftlab_report::plot::{self, Chart, Kind, Series};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use thiserror::Error;
+
+/// An experiment could not be loaded or run.
+#[derive(Debug, Error)]
+pub enum ReproError {
+    /// File or directory problem.
+    #[error("{path}: {why}")]
+    Io {
+        /// Path.
+        path: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// The experiment file is invalid.
+    #[error("{path}: {why}")]
+    Spec {
+        /// Experiment file.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A run failed.
+    #[error("{path}: run `{x}` / `{series}`: {source}")]
+    Run {
+        /// Experiment file.
+        path: String,
+        /// X point.
+        x: String,
+        /// Series.
+        series: String,
+        /// Why.
+        source: Box<RunError>,
+    },
+    /// A run finished with a data-integrity failure.
+    #[error("{path}: run `{x}` / `{series}` lost data: {why}")]
+    Integrity {
+        /// Experiment file.
+        path: String,
+        /// X point.
+        x: String,
+        /// Series.
+        series: String,
+        /// The violation.
+        why: String,
+    },
+}
+
+/// One point of an axis: a label and the config keys it sets.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Point {
+    /// Label on the axis or in the legend.
+    pub name: String,
+    /// Dotted config keys and their values.
+    #[serde(default)]
+    pub set: toml::Table,
+}
+
+/// An axis: either `key` + `values` (+ optional `labels`), or explicit `points`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Axis {
+    /// Config key the values go to.
+    pub key: Option<String>,
+    /// Values of `key`.
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    /// Labels of the values (default: the values).
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Explicit points.
+    #[serde(default)]
+    pub points: Vec<Point>,
+}
+
+impl Axis {
+    fn expand(&self) -> Result<Vec<Point>, String> {
+        let mut out = self.points.clone();
+        if let Some(key) = &self.key {
+            if !self.labels.is_empty() && self.labels.len() != self.values.len() {
+                return Err(format!("axis `{key}`: labels and values differ in length"));
+            }
+            for (i, v) in self.values.iter().enumerate() {
+                let name = self.labels.get(i).cloned().unwrap_or_else(|| match v {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+                let mut set = toml::Table::new();
+                set.insert(key.clone(), v.clone());
+                out.push(Point { name, set });
+            }
+        }
+        if out.is_empty() {
+            out.push(Point {
+                name: String::new(),
+                set: toml::Table::new(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// An experiment file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Figure title.
+    pub title: String,
+    /// Paper, section and figure.
+    pub source: String,
+    /// The paper's claim, quoted or paraphrased, for the summary.
+    #[serde(default)]
+    pub claim: String,
+    /// Which workload stands in for the paper's, and why.
+    #[serde(default)]
+    pub workload_note: String,
+    /// `line` or `bar`.
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    /// X-axis label.
+    pub x_label: String,
+    /// Y-axis label.
+    pub y_label: String,
+    /// Report path(s) plotted, summed with `+`.
+    pub y: String,
+    /// Factor applied to `y` (e.g. 1e-3 for ns to µs).
+    #[serde(default = "one")]
+    pub y_scale: f64,
+    /// Extra report paths written to the CSV.
+    #[serde(default)]
+    pub columns: Vec<String>,
+    /// Base configuration.
+    #[serde(default)]
+    pub base: toml::Table,
+    /// Overrides under `--quick` (dotted keys).
+    #[serde(default)]
+    pub quick: toml::Table,
+    /// X axis.
+    #[serde(default)]
+    pub x: Axis,
+    /// Series.
+    #[serde(default)]
+    pub series: Axis,
+}
+
+fn default_kind() -> String {
+    "line".into()
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Reads a value at a dotted path of the JSON report; `a + b` sums paths.
+pub fn metric(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, String> {
+    let mut sum = 0.0;
+    for term in expr.split('+') {
+        let mut v = report;
+        for part in term.trim().split('.') {
+            v = v
+                .get(part)
+                .ok_or_else(|| format!("the report has no `{}`", term.trim()))?;
+        }
+        match v {
+            serde_json::Value::Null => return Ok(None),
+            other => {
+                sum += other
+                    .as_f64()
+                    .ok_or_else(|| format!("`{}` is not a number", term.trim()))?
+            }
+        }
+    }
+    Ok(Some(sum))
+}
+
+/// One finished run.
+#[derive(Clone, Debug)]
+struct Cell {
+    y: Option<f64>,
+    columns: Vec<Option<f64>>,
+}
+
+fn flatten_into(table: &mut toml::Table, set: &toml::Table) -> Result<(), String> {
+    for (k, v) in set {
+        set_key(table, k, v.clone())?;
+    }
+    Ok(())
+}
+
+impl Experiment {
+    /// Loads an experiment file.
+    pub fn load(path: &Path) -> Result<Experiment, ReproError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ReproError::Io {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|e| ReproError::Spec {
+            path: path.display().to_string(),
+            why: e.to_string().trim().to_string(),
+        })
+    }
+
+    /// The configuration of run (x point, series point); relative trace paths are taken
+    /// from `root`.
+    fn config(&self, x: &Point, s: &Point, quick: bool, root: &Path) -> Result<Config, String> {
+        let mut t = toml::Table::new();
+        flatten_into(&mut t, &self.base)?;
+        flatten_into(&mut t, &x.set)?;
+        flatten_into(&mut t, &s.set)?;
+        if quick {
+            flatten_into(&mut t, &self.quick)?;
+        }
+        let mut cfg: Config = toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| e.to_string().trim().to_string())?;
+        if let Some(trace) = &cfg.trace {
+            let p = Path::new(trace);
+            if p.is_relative() {
+                cfg.trace = Some(root.join(p).display().to_string());
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+/// What `reproduce` produced for one experiment.
+#[derive(Clone, Debug)]
+pub struct Produced {
+    /// Experiment name (file stem).
+    pub name: String,
+    /// The experiment.
+    pub exp: Experiment,
+    /// X labels.
+    pub xs: Vec<String>,
+    /// Series labels.
+    pub series: Vec<String>,
+    /// y per (series, x).
+    pub y: Vec<Vec<Option<f64>>>,
+}
+
+/// Options of a reproduce run.
+pub struct Options {
+    /// Directory holding `<paper>/<name>.toml`.
+    pub experiments: PathBuf,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Apply `[quick]` overrides.
+    pub quick: bool,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+/// Papers (subdirectories) available.
+pub fn papers(dir: &Path) -> Result<Vec<String>, ReproError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| ReproError::Io {
+        path: dir.display().to_string(),
+        why: e.to_string(),
+    })?;
+    let mut v: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Experiment files of one paper, sorted.
+pub fn experiment_files(dir: &Path, paper: &str) -> Result<Vec<PathBuf>, ReproError> {
+    let d = dir.join(paper);
+    let rd = std::fs::read_dir(&d).map_err(|e| ReproError::Io {
+        path: d.display().to_string(),
+        why: format!(
+            "{e} (known papers: {})",
+            papers(dir).unwrap_or_default().join(", ")
+        ),
+    })?;
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+type Job = (usize, usize, usize, Config);
+
+/// Reports (or errors) by (experiment, series, x).
+type Results = BTreeMap<(usize, usize, usize), Result<serde_json::Value, ReproError>>;
+
+/// Runs every experiment of `paper`, writing CSV, SVG, PNG and `summary.md` under
+/// `opts.out/<paper>/`. `progress(done, total)` is called as runs finish.
+pub fn reproduce_paper(
+    paper: &str,
+    opts: &Options,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Vec<Produced>, ReproError> {
+    let root = opts
+        .experiments
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let files = experiment_files(&opts.experiments, paper)?;
+    let mut exps = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    for (ei, f) in files.iter().enumerate() {
+        let exp = Experiment::load(f)?;
+        let spec_err = |why: String| ReproError::Spec {
+            path: f.display().to_string(),
+            why,
+        };
+        let xs = exp.x.expand().map_err(spec_err)?;
+        let ss = exp.series.expand().map_err(spec_err)?;
+        for (si, s) in ss.iter().enumerate() {
+            for (xi, x) in xs.iter().enumerate() {
+                let cfg = exp.config(x, s, opts.quick, &root).map_err(spec_err)?;
+                jobs.push((ei, si, xi, cfg));
+            }
+        }
+        exps.push((f.clone(), exp, xs, ss));
+    }
+    let total = jobs.len();
+    let results: Mutex<Results> = Mutex::new(BTreeMap::new());
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((ei, si, xi, cfg)) = jobs.get(i) else {
+                    break;
+                };
+                let (path, _, xs, ss) = &exps[*ei];
+                let ctx = |e: RunError| ReproError::Run {
+                    path: path.display().to_string(),
+                    x: xs[*xi].name.clone(),
+                    series: ss[*si].name.clone(),
+                    source: Box::new(e),
+                };
+                let r = match run(cfg, &mut |_| {}) {
+                    Err(e) => Err(ctx(e)),
+                    Ok(out) => match out.failure {
+                        Some(f) => Err(ReproError::Integrity {
+                            path: path.display().to_string(),
+                            x: xs[*xi].name.clone(),
+                            series: ss[*si].name.clone(),
+                            why: f.to_string(),
+                        }),
+                        None => Ok(serde_json::to_value(&out.report).expect("report serialises")),
+                    },
+                };
+                results
+                    .lock()
+                    .expect("no worker panicked")
+                    .insert((*ei, *si, *xi), r);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("no worker panicked");
+    let out_dir = opts.out.join(paper);
+    std::fs::create_dir_all(&out_dir).map_err(|e| ReproError::Io {
+        path: out_dir.display().to_string(),
+        why: e.to_string(),
+    })?;
+    let mut produced = Vec::new();
+    for (ei, (path, exp, xs, ss)) in exps.into_iter().enumerate() {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut csv = String::from("x,series,y");
+        for c in &exp.columns {
+            let _ = write!(csv, ",{c}");
+        }
+        csv.push('\n');
+        let mut y = vec![vec![None; xs.len()]; ss.len()];
+        for (si, s) in ss.iter().enumerate() {
+            for (xi, x) in xs.iter().enumerate() {
+                let report = results
+                    .remove(&(ei, si, xi))
+                    .expect("every job has a result")?;
+                let metric_err = |why: String| ReproError::Spec {
+                    path: path.display().to_string(),
+                    why,
+                };
+                let cell = Cell {
+                    y: metric(&report, &exp.y)
+                        .map_err(metric_err)?
+                        .map(|v| v * exp.y_scale),
+                    columns: exp
+                        .columns
+                        .iter()
+                        .map(|c| metric(&report, c))
+                        .collect::<Result<_, _>>()
+                        .map_err(metric_err)?,
+                };
+                let fmt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+                let _ = write!(
+                    csv,
+                    "{},{},{}",
+                    csv_field(&x.name),
+                    csv_field(&s.name),
+                    fmt(cell.y)
+                );
+                for c in &cell.columns {
+                    let _ = write!(csv, ",{}", fmt(*c));
+                }
+                csv.push('\n');
+                y[si][xi] = cell.y;
+            }
+        }
+        let chart = Chart {
+            title: exp.title.clone(),
+            x_label: exp.x_label.clone(),
+            y_label: exp.y_label.clone(),
+            categories: xs.iter().map(|p| p.name.clone()).collect(),
+            series: ss
+                .iter()
+                .zip(&y)
+                .map(|(s, v)| Series {
+                    name: s.name.clone(),
+                    values: v.clone(),
+                })
+                .collect(),
+            kind: if exp.kind == "bar" {
+                Kind::Bar
+            } else {
+                Kind::Line
+            },
+        };
+        let svg = plot::svg(&chart);
+        let png = plot::png(&svg).map_err(|why| ReproError::Io {
+            path: name.clone(),
+            why,
+        })?;
+        for (ext, bytes) in [
+            ("csv", csv.as_bytes()),
+            ("svg", svg.as_bytes()),
+            ("png", &png[..]),
+        ] {
+            let p = out_dir.join(format!("{name}.{ext}"));
+            std::fs::write(&p, bytes).map_err(|e| ReproError::Io {
+                path: p.display().to_string(),
+                why: e.to_string(),
+            })?;
+        }
+        produced.push(Produced {
+            name,
+            exp,
+            xs: xs.iter().map(|p| p.name.clone()).collect(),
+            series: ss.iter().map(|p| p.name.clone()).collect(),
+            y,
+        });
+    }
+    let summary = summary(paper, &produced, opts.quick);
+    let p = out_dir.join("summary.md");
+    std::fs::write(&p, summary).map_err(|e| ReproError::Io {
+        path: p.display().to_string(),
+        why: e.to_string(),
+    })?;
+    Ok(produced)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn cell_text(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 1.0 => format!("{v:.2}"),
+        Some(v) => format!("{v:.4}"),
+    }
+}
+
+/// The markdown summary of one paper's experiments.
+pub fn summary(paper: &str, produced: &[Produced], quick: bool) -> String {
+    let mut s = format!(
+        "# {paper}: reproduced figures{}\n\nMade by `ftlab reproduce {paper}{}`.\n",
+        if quick { " (quick)" } else { "" },
+        if quick { " --quick" } else { "" }
+    );
+    for p in produced {
+        let _ = write!(s, "\n## {}\n\nSource: {}.\n\n", p.exp.title, p.exp.source);
+        if !p.exp.claim.is_empty() {
+            let _ = writeln!(s, "Paper's claim: {}\n", p.exp.claim);
+        }
+        if !p.exp.workload_note.is_empty() {
+            let _ = writeln!(s, "Workload: {}\n", p.exp.workload_note);
+        }
+        let _ = writeln!(s, "![{}]({}.png)\n", p.exp.title, p.name);
+        let _ = write!(s, "| {} |", p.exp.x_label);
+        for x in &p.xs {
+            let _ = write!(s, " {x} |");
+        }
+        let _ = write!(s, "\n|---|");
+        for _ in &p.xs {
+            s.push_str("---|");
+        }
+        s.push('\n');
+        for (name, row) in p.series.iter().zip(&p.y) {
+            let _ = write!(
+                s,
+                "| {} |",
+                if name.is_empty() {
+                    &p.exp.y_label
+                } else {
+                    name
+                }
+            );
+            for v in row {
+                let _ = write!(s, " {} |", cell_text(*v));
+            }
+            s.push('\n');
+        }
+        let _ = writeln!(s, "\n({}; raw numbers in `{}.csv`.)", p.exp.y_label, p.name);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_paths_and_sums() {
+        let r = serde_json::json!({"a": {"b": 2, "c": 3.5}, "n": null});
+        assert_eq!(metric(&r, "a.b").unwrap(), Some(2.0));
+        assert_eq!(metric(&r, "a.b + a.c").unwrap(), Some(5.5));
+        assert_eq!(metric(&r, "n").unwrap(), None);
+        assert!(metric(&r, "a.x").unwrap_err().contains("no `a.x`"));
+    }
+
+    #[test]
+    fn axes_expand() {
+        let a = Axis {
+            key: Some("op".into()),
+            values: vec![toml::Value::Integer(7), toml::Value::Integer(25)],
+            labels: vec![],
+            points: vec![],
+        };
+        let p = a.expand().unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1].name, "25");
+        assert_eq!(Axis::default().expand().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,113 @@
+//! Power loss: every FTL that supports recovery rebuilds a map under which every
+//! write it was handed reads back with its last version, at many points of a run.
+
+use ftlab::registry::FTLS;
+use ftlab::run::prepare;
+use ftlab::run::{run, RunError};
+use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab_core::buffer::Passthrough;
+use ftlab_core::flash::Flash;
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::options::SchemeOptions;
+use ftlab_core::request::{Op, Request};
+use ftlab_core::{Lpn, Nanos, PageTag, PageWrite};
+use ftlab_ftl::page::{PageFtl, OPTIONS};
+use std::collections::BTreeMap;
+
+fn with_power_losses(ftl: &str, profile: usize, seed: u64) -> ftlab::config::Config {
+    let p = &PROFILES[profile];
+    let mut cfg = config(ftl, "none", p, seed);
+    cfg.mix = Some(MixConfig {
+        requests: 6000,
+        max_pages: p.max_pages,
+        ..MixConfig::default()
+    });
+    cfg.power_loss = vec!["1,2,50,999,1000,1001,2500".into(), "random:6".into()];
+    cfg
+}
+
+#[test]
+fn page_recovers_at_many_points() {
+    for profile in 0..PROFILES.len() {
+        for seed in 1..=3 {
+            let out = run(&with_power_losses("page", profile, seed), &mut |_| {}).unwrap();
+            assert!(out.failure.is_none(), "{:?}", out.failure);
+            let pl = &out.report.power_loss;
+            assert_eq!(pl.events, 13);
+            assert_eq!(pl.lost_pages, 0, "no buffer, nothing volatile");
+            assert!(pl.recovery.spare_reads > 0);
+            assert!(pl.recovery.time_ns > 0);
+        }
+    }
+}
+
+#[test]
+fn every_ftl_either_recovers_or_says_it_cannot() {
+    for f in FTLS {
+        match run(&with_power_losses(f.id, 1, 7), &mut |_| {}) {
+            Ok(out) => assert!(out.failure.is_none(), "{}: {:?}", f.id, out.failure),
+            Err(RunError::Recovery {
+                why: RecoverError::Unsupported,
+                ..
+            }) => eprintln!("{}: power-loss recovery not supported yet", f.id),
+            Err(e) => panic!("{}: {e}", f.id),
+        }
+    }
+}
+
+/// The page FTL with a recovery that rebuilds nothing: a silent total loss.
+struct ForgetsEverything(PageFtl);
+
+impl Ftl for ForgetsEverything {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        self.0.write(flash, pages)
+    }
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        self.0.read(flash, lpn)
+    }
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.0.trim(flash, lpn)
+    }
+    fn recover(&mut self, _flash: &mut Flash) -> Result<(), RecoverError> {
+        Ok(())
+    }
+    fn stats(&self) -> FtlStats {
+        self.0.stats()
+    }
+    fn reset_stats(&mut self) {
+        self.0.reset_stats()
+    }
+    fn mapping_bytes(&self) -> u64 {
+        self.0.mapping_bytes()
+    }
+}
+
+#[test]
+fn an_ftl_that_recovers_nothing_is_caught() {
+    let cfg = config("page", "none", &PROFILES[0], 1);
+    let prepared = prepare(&cfg).unwrap();
+    let geo = prepared.geo.clone();
+    let mut e = prepared.engine;
+    let write = Request {
+        arrival: Nanos(0),
+        op: Op::Write,
+        offset: 0,
+        len: 2048,
+    };
+    e.submit(&write).unwrap();
+    let opts = SchemeOptions::resolve("page", OPTIONS, &BTreeMap::new()).unwrap();
+    let fresh = ForgetsEverything(PageFtl::new(&geo, &opts).unwrap());
+    e.power_loss(Box::new(fresh), Box::new(Passthrough::default()))
+        .unwrap();
+    let err = e
+        .submit(&Request {
+            op: Op::Read,
+            ..write
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("expected version 1, found no data"),
+        "{err}"
+    );
+}

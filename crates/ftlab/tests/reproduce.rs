@@ -1,0 +1,94 @@
+//! `ftlab reproduce` on a small experiment directory made here.
+
+use ftlab::reproduce::{reproduce_paper, Options};
+
+const EXP: &str = r#"
+title = "WA of page mapping vs over-provisioning"
+source = "test"
+claim = "more spare space, less GC"
+x_label = "OP (%)"
+y_label = "write amplification"
+y = "waf"
+columns = ["flash.block_erases", "ftl.gc.pages_copied + host.pages_written"]
+[base]
+capacity = "8MiB"
+precondition = "fill"
+synthetic.count = 4000
+synthetic.read_ratio = 0.0
+[quick]
+"synthetic.count" = 3000
+[x]
+key = "op"
+values = [15, 25, 50]
+[[series.points]]
+name = "page"
+set = { ftl = "page" }
+[[series.points]]
+name = "page gc_threshold=5"
+set = { ftl = "page", "ftl_options.gc_threshold" = 5 }
+"#;
+
+#[test]
+fn reproduces_a_small_experiment() {
+    let root = std::env::temp_dir().join(format!("ftlab-repro-{}", std::process::id()));
+    let exps = root.join("experiments");
+    std::fs::create_dir_all(exps.join("demo")).unwrap();
+    std::fs::write(exps.join("demo/wa-vs-op.toml"), EXP).unwrap();
+    let opts = Options {
+        experiments: exps,
+        out: root.join("out"),
+        quick: true,
+        jobs: 2,
+    };
+    let produced = reproduce_paper("demo", &opts, &|_, _| {}).unwrap();
+    assert_eq!(produced.len(), 1);
+    let p = &produced[0];
+    assert_eq!(p.xs, ["15", "25", "50"]);
+    assert_eq!(p.series.len(), 2);
+    // More over-provisioning, less write amplification.
+    let wa = &p.y[0];
+    assert!(
+        wa[0].unwrap() > wa[1].unwrap() && wa[1].unwrap() > wa[2].unwrap(),
+        "{wa:?}"
+    );
+    let dir = root.join("out/demo");
+    let csv = std::fs::read_to_string(dir.join("wa-vs-op.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7, "{csv}");
+    assert!(csv.starts_with("x,series,y,flash.block_erases,"));
+    assert!(std::fs::read(dir.join("wa-vs-op.png"))
+        .unwrap()
+        .starts_with(b"\x89PNG"));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("more spare space") && md.contains("wa-vs-op.png"),
+        "{md}"
+    );
+    // Same inputs, same bytes.
+    reproduce_paper("demo", &opts, &|_, _| {}).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("wa-vs-op.csv")).unwrap(),
+        csv
+    );
+}
+
+#[test]
+fn a_bad_experiment_names_the_file() {
+    let root = std::env::temp_dir().join(format!("ftlab-repro-bad-{}", std::process::id()));
+    let exps = root.join("experiments");
+    std::fs::create_dir_all(exps.join("bad")).unwrap();
+    std::fs::write(exps.join("bad/x.toml"), "title = 1\n").unwrap();
+    let opts = Options {
+        experiments: exps,
+        out: root.join("out"),
+        quick: true,
+        jobs: 1,
+    };
+    let e = reproduce_paper("bad", &opts, &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("x.toml"), "{e}");
+    let e = reproduce_paper("nope", &opts, &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("known papers: bad"), "{e}");
+}
