@@ -32,7 +32,7 @@ fn small_buffers_keep_every_write_and_account_padding() {
                         .insert("size".into(), toml::Value::String(size.to_string()));
                     let what = format!("{} / {} / {} / size {size}", ftl.id, buf.id, p.name);
                     let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));
-                    let requests = p.requests / 4;
+                    let requests = p.requests / 8;
                     if let Err(err) = exercise(&mut e, seed, requests, p.max_pages) {
                         panic!("{what}: {err}");
                     }
@@ -92,7 +92,7 @@ fn coop_ftl_options_keep_every_write_under_every_buffer() {
                 }
                 let what = format!("{ftl} {opts:?} / {} / {}", buf.id, p.name);
                 let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));
-                if let Err(err) = exercise(&mut e, seed, p.requests / 4, p.max_pages) {
+                if let Err(err) = exercise(&mut e, seed, p.requests / 8, p.max_pages) {
                     panic!("{what}: {err}");
                 }
                 let s = e.outcome().ftl;
