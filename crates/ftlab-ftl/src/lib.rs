@@ -6,6 +6,7 @@
 
 pub mod bast;
 pub mod block;
+pub mod cach;
 pub mod fast;
 mod logblock;
 pub mod page;

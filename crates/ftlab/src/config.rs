@@ -215,6 +215,18 @@ pub fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> Result
     Ok(())
 }
 
+/// Parses a whole configuration from TOML text; `origin` names it in errors.
+pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+    let table = toml::from_str::<toml::Table>(text).map_err(|e| ConfigError::Invalid {
+        origin: origin.into(),
+        why: e.to_string(),
+    })?;
+    Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Invalid {
+        origin: origin.into(),
+        why: e.to_string().trim().to_string(),
+    })
+}
+
 /// Builds a configuration in layers: `file` (if any), then each `KEY=VALUE` of
 /// `sets`, then `flags` (already typed TOML values keyed by config key).
 pub fn load(

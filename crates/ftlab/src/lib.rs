@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod fuzzing;
 pub mod powerloss;
 pub mod registry;
 pub mod reproduce;

@@ -77,6 +77,15 @@ pub const FTLS: &[FtlEntry] = &[
         options: ftlab_ftl::fast::OPTIONS,
         build: |c| Ok(Box::new(ftlab_ftl::fast::Fast::new(c.geo, c.opts)?)),
     },
+    FtlEntry {
+        id: "cach",
+        description: "CACH-FTL: groups above a threshold to a block-mapped region (in-place \
+                      rewrite), smaller ones to a page-mapped over-provisioning region; \
+                      sync and idle-time interruptible GC",
+        source: "cach-ftl.txt §4",
+        options: ftlab_ftl::cach::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_ftl::cach::CachFtl::new(c.geo, c.opts)?)),
+    },
 ];
 
 /// Every buffer, in the order `ftlab list` shows them.
@@ -94,6 +103,14 @@ pub const BUFFERS: &[BufferEntry] = &[
         source: "superblock-ftl.txt §5.3; co-op-buffer-ftl.txt §3",
         options: ftlab_buffer::lru::OPTIONS,
         build: |c| Ok(Box::new(ftlab_buffer::lru::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "clash",
+        description: "C-lash: p-space of pages + b-space of blocks; largest group to the \
+                      b-space (free block, switch, or LRU block flushed with a late merge)",
+        source: "c-lash.txt §3",
+        options: ftlab_buffer::clash::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::clash::Clash::new(c.geo, c.opts)?)),
     },
     BufferEntry {
         id: "fab",

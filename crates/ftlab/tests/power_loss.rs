@@ -1,7 +1,7 @@
 //! Power loss: every FTL that supports recovery rebuilds a map under which every
 //! write it was handed reads back with its last version, at many points of a run.
 
-use ftlab::registry::FTLS;
+use ftlab::registry::{BUFFERS, FTLS};
 use ftlab::run::prepare;
 use ftlab::run::{run, RunError};
 use ftlab::testkit::{config, MixConfig, PROFILES};
@@ -37,6 +37,26 @@ fn page_recovers_at_many_points() {
             assert_eq!(pl.lost_pages, 0, "no buffer, nothing volatile");
             assert!(pl.recovery.spare_reads > 0);
             assert!(pl.recovery.time_ns > 0);
+        }
+    }
+}
+
+/// Regression: C-lash held dirty pages without reporting them, so a power loss looked
+/// like data loss to the oracle (swarm seed 12, run 35). Every buffer must report what
+/// a power loss takes from it.
+#[test]
+fn every_buffer_reports_what_a_power_loss_loses() {
+    for b in BUFFERS {
+        for seed in 1..=2 {
+            let mut cfg = with_power_losses("page", 0, seed);
+            cfg.buffer = b.id.into();
+            let out = run(&cfg, &mut |_| {}).unwrap();
+            assert!(out.failure.is_none(), "{}: {:?}", b.id, out.failure);
+            let pl = &out.report.power_loss;
+            assert_eq!(pl.events, 13, "{}", b.id);
+            if b.id == "none" {
+                assert_eq!(pl.lost_pages, 0);
+            }
         }
     }
 }

@@ -1,0 +1,204 @@
+//! [`U32Map`]: a fixed-capacity hash map from `u32` keys (LPNs, LBNs) to `u32` values,
+//! for schemes whose tables are sized by a region smaller than the device (a buffer's
+//! pages, a page-mapped over-provisioning region) rather than by the logical space.
+//!
+//! Open addressing with linear probing and backward-shift deletion (no tombstones, so
+//! probe lengths never degrade). The table is allocated once, for `max_len` entries at a
+//! load factor of at most 3/4; inserting beyond `max_len` is a bug and panics. Lookups
+//! and updates never allocate. Iteration order depends only on the operation history,
+//! so it is deterministic, but schemes should not let it reach decisions anyway.
+
+const EMPTY: u32 = u32::MAX;
+
+/// A fixed-capacity `u32 -> u32` map. Keys must be below `u32::MAX`.
+#[derive(Clone, Debug)]
+pub struct U32Map {
+    keys: Vec<u32>,
+    vals: Vec<u32>,
+    len: u32,
+    max_len: u32,
+}
+
+impl U32Map {
+    /// A map that holds up to `max_len` entries.
+    pub fn with_max_len(max_len: u32) -> U32Map {
+        let cap = (max_len as usize + max_len as usize / 3 + 1).max(2);
+        U32Map {
+            keys: vec![EMPTY; cap],
+            vals: vec![0; cap],
+            len: 0,
+            max_len,
+        }
+    }
+
+    #[inline]
+    fn home(&self, key: u32) -> usize {
+        let h = key.wrapping_mul(0x9E37_79B9) as u64;
+        ((h * self.keys.len() as u64) >> 32) as usize
+    }
+
+    #[inline]
+    fn slot(&self, key: u32) -> Result<usize, usize> {
+        let cap = self.keys.len();
+        let mut i = self.home(key);
+        loop {
+            match self.keys[i] {
+                k if k == key => return Ok(i),
+                EMPTY => return Err(i),
+                _ => i = if i + 1 == cap { 0 } else { i + 1 },
+            }
+        }
+    }
+
+    /// The value of `key`, if present.
+    #[inline]
+    pub fn get(&self, key: u32) -> Option<u32> {
+        self.slot(key).ok().map(|i| self.vals[i])
+    }
+
+    /// Whether `key` is present.
+    #[inline]
+    pub fn contains(&self, key: u32) -> bool {
+        self.slot(key).is_ok()
+    }
+
+    /// Sets `key` to `val`; returns the previous value. Panics if the map would exceed
+    /// its `max_len` (a sizing bug) or if `key` is `u32::MAX`.
+    #[inline]
+    pub fn insert(&mut self, key: u32, val: u32) -> Option<u32> {
+        assert!(key != EMPTY, "U32Map: key u32::MAX is reserved");
+        match self.slot(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.vals[i], val)),
+            Err(i) => {
+                assert!(
+                    self.len < self.max_len,
+                    "U32Map: more than {} entries",
+                    self.max_len
+                );
+                self.keys[i] = key;
+                self.vals[i] = val;
+                self.len += 1;
+                None
+            }
+        }
+    }
+
+    /// Removes `key`; returns its value.
+    #[inline]
+    pub fn remove(&mut self, key: u32) -> Option<u32> {
+        let mut hole = self.slot(key).ok()?;
+        let val = self.vals[hole];
+        let cap = self.keys.len();
+        let mut j = hole;
+        loop {
+            j = if j + 1 == cap { 0 } else { j + 1 };
+            let k = self.keys[j];
+            if k == EMPTY {
+                break;
+            }
+            // Move k back into the hole if the hole lies on its probe path.
+            let h = self.home(k);
+            let dist_home = (j + cap - h) % cap;
+            let dist_hole = (j + cap - hole) % cap;
+            if dist_home >= dist_hole {
+                self.keys[hole] = k;
+                self.vals[hole] = self.vals[j];
+                hole = j;
+            }
+        }
+        self.keys[hole] = EMPTY;
+        self.len -= 1;
+        Some(val)
+    }
+
+    /// Entries held.
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the map is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The most entries it may hold.
+    pub fn max_len(&self) -> u32 {
+        self.max_len
+    }
+
+    /// Every `(key, value)`, in table order (for checks and reports, not decisions).
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.keys
+            .iter()
+            .zip(&self.vals)
+            .filter(|(&k, _)| k != EMPTY)
+            .map(|(&k, &v)| (k, v))
+    }
+
+    /// Bytes of the table (keys and values of every slot).
+    pub fn bytes(&self) -> u64 {
+        self.keys.len() as u64 * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn matches_a_btreemap_under_a_random_walk() {
+        let mut m = U32Map::with_max_len(200);
+        let mut r = BTreeMap::new();
+        let mut x: u64 = 99;
+        for step in 0..100_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let key = ((x >> 33) % 400) as u32 * 7;
+            if (x >> 20).is_multiple_of(2) && (r.len() < 200 || r.contains_key(&key)) {
+                assert_eq!(m.insert(key, step), r.insert(key, step));
+            } else {
+                assert_eq!(m.remove(key), r.remove(&key));
+            }
+            assert_eq!(m.len() as usize, r.len());
+            if step % 997 == 0 {
+                for k in 0..3000 {
+                    assert_eq!(m.get(k), r.get(&k).copied(), "key {k}");
+                }
+                let mut all: Vec<_> = m.iter().collect();
+                all.sort_unstable();
+                assert_eq!(all, r.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    #[test]
+    fn holds_exactly_max_len_with_clustered_keys() {
+        let mut m = U32Map::with_max_len(64);
+        for k in 0..64 {
+            assert_eq!(m.insert(k, k + 1), None);
+        }
+        for k in 0..64 {
+            assert_eq!(m.get(k), Some(k + 1));
+        }
+        for k in (0..64).step_by(2) {
+            assert_eq!(m.remove(k), Some(k + 1));
+        }
+        for k in 0..64 {
+            assert_eq!(m.get(k), (k % 2 == 1).then_some(k + 1));
+        }
+        assert!(m.bytes() <= 8 * 86);
+    }
+
+    #[test]
+    #[should_panic(expected = "more than 2 entries")]
+    fn refuses_to_grow() {
+        let mut m = U32Map::with_max_len(2);
+        m.insert(1, 1);
+        m.insert(2, 2);
+        m.insert(3, 3);
+    }
+}

@@ -1,0 +1,689 @@
+//! `cach`: CACH-FTL, the cache-aware configurable hybrid FTL of cach-ftl.txt §4
+//! (Boukhobza, Olivier and Rubini), designed to sit below a flash-aware cache such as
+//! C-lash (cach-ftl.txt §4.1).
+//!
+//! The flash is split into a block-mapped region (BMR) that holds the logical space, one
+//! physical block per logical block at fixed page offsets, and a page-mapped region
+//! (PMR) in the over-provisioned blocks. A group of pages of one logical block written in
+//! one call (a cache flush) goes to the BMR if it has more pages than the redirection
+//! threshold (Function 2: the block's other valid pages are read from the BMR and the
+//! PMR, the block is erased and rewritten in place), else to the PMR (Function 3, an
+//! append at the PMR's write frontier). Reads look in the BMR first (its validity bit),
+//! then in the PMR (§4.2.1). PMR-GC reclaims the PMR block with the most invalid pages
+//! (Function 5); when no PMR block has an invalid page, BMR-GC moves the largest PMR
+//! group of one logical block back into its BMR block together with that block's BMR
+//! pages (Function 6). GC runs synchronously, uninterruptibly, when a PMR write would
+//! leave `sync_free_blocks` or less of free space (Function 3), and asynchronously in
+//! idle time, interruptibly at the phase boundaries of §4.3.3, while the PMR's free space
+//! is at most `async_free_percent` of it (Function 4).
+//!
+//! Choices the paper leaves open, as options or documented defaults:
+//! - `threshold` (4): "a redirection threshold of four pages" (§5.1); a group of more
+//!   than `threshold` pages goes to the BMR ("if (NbPagesEvict > NbPagesThreshold)",
+//!   Function 1, line 9). Values of at least the pages per block send every host group to
+//!   the PMR; 0 sends every group to the BMR.
+//! - `pmr_percent` (`auto`): the paper's PMR is "an over-provisioning region" next to a
+//!   BMR whose "size dictates the addressable space" (§4), "10% of the flash space" in
+//!   §5.1. ftlab's device has `logical blocks * (1 + op/100)` blocks, so `auto` gives the
+//!   PMR every block beyond the BMR (the paper's 10% is `--op 11.12`); a number takes that
+//!   percentage of the physical blocks and is refused if it does not fit.
+//! - `sync_free_blocks` (`auto` = min(3, PMR blocks - 2)): "fixed to three blocks"
+//!   (§4.3.3), capped so a small PMR still has an active block and a victim. The
+//!   condition of Function 3, line 29, "FreePages_PMR - GroupPages > SyncFreeP", counts
+//!   free pages (erased blocks plus the active block's unwritten tail) against
+//!   `sync_free_blocks * pages_per_block`. When it fails, GC steps run until it holds
+//!   (Function 5 instead counts reclaimed invalid pages against the group size; the
+//!   condition is what that count is meant to restore, and it cannot end below it).
+//! - `pmr_gc_min_invalid` (1): Algorithm 2 runs BMR-GC only when "no BlockMaxInvalid
+//!   found //no invalid pages in PMR" (line 24), while §4.3.2 says "whenever the PMR-GC
+//!   cannot find any physical block containing enough invalid pages to recycle". The
+//!   default follows the algorithm (a victim needs one invalid page); a larger value is
+//!   the text's "enough".
+//! - `async_free_percent` (10): "This percentage threshold was fixed at 10%" (§4.3.3);
+//!   idle-time GC starts while free pages are at most that share of the PMR's pages and
+//!   stops when they exceed it or the idle gap is spent. `async_gc` (true) turns it off.
+//! - Interruption points (§4.3.3): PMR-GC in three phases (read the victim's valid pages
+//!   into RAM; program them to the PMR frontier; switch the map, invalidate the old
+//!   copies and erase the victim); BMR-GC in five (read the group from the PMR; read the
+//!   block's BMR pages; invalidate both, after which reads of that block are served from
+//!   the RAM copy; erase; program the block). Each phase is atomic and starts in idle
+//!   time only if its serial cost fits what is left of the gap ([`IdleBudget`]). A pending
+//!   job is finished in the foreground before any synchronous GC, and on a host
+//!   flush-cache if its data lives only in RAM; a host write or trim of the block of a
+//!   pending BMR-GC job aborts it before its invalidation phase and finishes it after.
+//!   A page overwritten while a PMR-GC job holds it is not copied (or its copy is
+//!   dropped at the switch).
+//! - `bmr_update` (`in_place`): "a simple direct (block) mapping in-place update
+//!   algorithm was used" (§4.2.3). `out_of_place` writes the new image to an erased spare
+//!   block, remaps the logical block and erases the old one later (in idle time with
+//!   `async_gc`, else when a block is needed); it reserves one over-provisioned block.
+//! - An erase of a BMR block that was never programmed since its last erase is skipped.
+//! - ftlab's NAND refuses out-of-order programs, so a BMR block is programmed from
+//!   offset 0 up to its last page holding data; offsets with no data below it get a
+//!   filler page (cause `padding`, invalidated at once, counted as `filler_programs`).
+//! - Flash causes: host pages of a BMR write are `host`; the pages a BMR update or BMR-GC
+//!   reads and rewrites and the BMR erases are `merge`; PMR-GC is `gc`. A BMR update
+//!   that rewrote at least one old page counts as a full merge, one that rewrote none as
+//!   a switch merge.
+//! - Mapping RAM: the BMR table (4 bytes per logical block) and its validity bits (1 bit
+//!   per logical page, §4.2.1), plus the PMR page table, a hash table of (LPN, PPN) pairs
+//!   sized for every PMR page at a load of 3/4 ([`U32Map`]). `ftl.extra.map_bytes_paper`
+//!   gives the paper's count instead: one 4-byte entry per logical block and per PMR page.
+//!   The GC indexes (greedy victim and largest group) are bookkeeping, not counted, as
+//!   for `page`.
+//!
+//! Report keys (`ftl.extra`): `pmr_groups` / `pmr_pages_written` and `bmr_groups` /
+//! `bmr_pages_written` (host groups by region); `bmr_updates` (block rewrites, host and
+//! GC); `pmr_gc_sync`, `bmr_gc_sync` (runs started in the foreground), `pmr_gc_async`,
+//! `bmr_gc_async` (runs started in idle time), `gc_interruptions` (idle gaps that ended
+//! with a run pending), `gc_finished_in_foreground`, `bmr_gc_aborted`; `pmr_erases`,
+//! `bmr_erases`; `filler_programs`; `group_pages_*` (received group sizes, by powers of
+//! two); `map_bytes_bmr`, `map_bytes_pmr`, `map_bytes_paper`; and the resolved sizes
+//! `pmr_blocks`, `sync_free_blocks`, `async_free_pages`. `ftl.gc` counts PMR-GC runs
+//! and the pages they copied; `ftl.merges` counts block rewrites (full if they copied
+//! an old page, switch if not) and the pages they copied.
+//!
+//! [`IdleBudget`]: ftlab_core::ftl::IdleBudget
+//! [`U32Map`]: ftlab_core::u32map::U32Map
+
+mod gc;
+mod pmr;
+#[cfg(test)]
+mod tests;
+
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+use pmr::Pmr;
+use std::collections::VecDeque;
+
+/// Options of the `cach` FTL.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "threshold",
+        default: "4",
+        help: "a group of more than this many pages goes to the BMR, else to the PMR \
+               (cach-ftl.txt §5.1: 4)",
+    },
+    OptionSpec {
+        name: "pmr_percent",
+        default: "auto",
+        help: "PMR size in percent of the physical blocks; auto: every block beyond the \
+               BMR (the paper's 10% of the flash is --op 11.12)",
+    },
+    OptionSpec {
+        name: "sync_free_blocks",
+        default: "auto",
+        help: "synchronous GC keeps more free PMR space than this many blocks; auto: \
+               min(3, PMR blocks - 2) (cach-ftl.txt §4.3.3: 3)",
+    },
+    OptionSpec {
+        name: "async_free_percent",
+        default: "10",
+        help: "idle-time GC runs while PMR free space is at most this percent of the PMR \
+               (cach-ftl.txt §4.3.3: 10)",
+    },
+    OptionSpec {
+        name: "async_gc",
+        default: "true",
+        help: "run interruptible GC in idle gaps (cach-ftl.txt §4.3.3)",
+    },
+    OptionSpec {
+        name: "pmr_gc_min_invalid",
+        default: "1",
+        help: "PMR-GC takes a victim only with at least this many invalid pages, else \
+               BMR-GC runs (cach-ftl.txt Algorithm 2, line 24: 1)",
+    },
+    OptionSpec {
+        name: "bmr_update",
+        default: "in_place",
+        help: "in_place (cach-ftl.txt §4.2.3) or out_of_place (new image to a spare \
+               block, old block erased later)",
+    },
+];
+
+/// Tag of the filler pages programmed below data in a BMR block (never read).
+const FILLER: PageTag = PageTag {
+    lpn: Lpn(u32::MAX),
+    version: 0,
+};
+
+/// Keys of the received-group size histogram (`ftl.extra`), by powers of two.
+const GROUP_KEYS: [&str; 13] = [
+    "group_pages_1",
+    "group_pages_2",
+    "group_pages_3_4",
+    "group_pages_5_8",
+    "group_pages_9_16",
+    "group_pages_17_32",
+    "group_pages_33_64",
+    "group_pages_65_128",
+    "group_pages_129_256",
+    "group_pages_257_512",
+    "group_pages_513_1024",
+    "group_pages_1025_2048",
+    "group_pages_2049_4096",
+];
+
+fn group_bucket(n: u32) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (32 - (n - 1).leading_zeros()) as usize
+    }
+}
+
+/// What an offset of a block image holds.
+const NO_PAGE: u8 = 0;
+const MOVED: u8 = 1;
+const NEW: u8 = 2;
+
+/// One logical block assembled in RAM (the paper's "dedicated cache block").
+#[derive(Default)]
+struct Image {
+    tag: Vec<PageTag>,
+    kind: Vec<u8>,
+}
+
+impl Image {
+    fn new(ppb: u32) -> Image {
+        Image {
+            tag: vec![PageTag::default(); ppb as usize],
+            kind: vec![NO_PAGE; ppb as usize],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.kind.fill(NO_PAGE);
+    }
+
+    fn set(&mut self, off: u32, tag: PageTag, kind: u8) {
+        self.tag[off as usize] = tag;
+        self.kind[off as usize] = kind;
+    }
+
+    fn get(&self, off: u32) -> Option<PageTag> {
+        (self.kind[off as usize] != NO_PAGE).then(|| self.tag[off as usize])
+    }
+}
+
+/// A GC run left pending between idle gaps. `phase` is the next phase to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    /// PMR-GC of `victim`: 0 read, 1 copy, 2 switch the map and erase.
+    Pmr { victim: Pbn, phase: u8 },
+    /// BMR-GC of logical block `lbn`: 0 read PMR, 1 read BMR, 2 invalidate, 3 erase
+    /// (or take a spare block, `target`), 4 program.
+    Bmr {
+        lbn: Lbn,
+        phase: u8,
+        target: Option<Pbn>,
+    },
+}
+
+/// Counters beyond [`FtlStats`].
+#[derive(Clone, Debug, Default)]
+struct Extra {
+    pmr_groups: u64,
+    pmr_pages_written: u64,
+    bmr_groups: u64,
+    bmr_pages_written: u64,
+    bmr_updates: u64,
+    pmr_gc_sync: u64,
+    pmr_gc_async: u64,
+    bmr_gc_sync: u64,
+    bmr_gc_async: u64,
+    gc_finished_in_foreground: u64,
+    gc_interruptions: u64,
+    bmr_gc_aborted: u64,
+    pmr_erases: u64,
+    bmr_erases: u64,
+    filler_programs: u64,
+    groups: [u64; 13],
+}
+
+/// The CACH-FTL.
+pub struct CachFtl {
+    geo: Geometry,
+    ppb: u32,
+    threshold: u32,
+    async_gc: bool,
+    out_of_place: bool,
+    sync_free_blocks: u32,
+    sync_free_pages: u32,
+    async_free_pages: u32,
+    /// Logical block -> physical block of the BMR.
+    bmr: Vec<Pbn>,
+    /// Per logical page: the live copy is in the BMR (the paper's validation bit).
+    bmr_valid: Vec<u64>,
+    /// Out-of-place only: erased spare blocks, and retired blocks waiting for an erase.
+    spare: VecDeque<Pbn>,
+    retired: VecDeque<Pbn>,
+    pmr: Pmr,
+    job: Option<Job>,
+    job_img: Image,
+    fg_img: Image,
+    held: Vec<(PageTag, Ppn)>,
+    copies: Vec<Ppn>,
+    stats: FtlStats,
+    x: Extra,
+}
+
+fn parse_auto(opts: &SchemeOptions, key: &str) -> Result<Option<f64>, SchemeError> {
+    let raw: String = opts.get(key)?;
+    if raw.trim() == "auto" {
+        return Ok(None);
+    }
+    raw.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(Some)
+        .ok_or_else(|| opts.bad(key, "expected auto or a non-negative number"))
+}
+
+/// The PMR's size in blocks and the synchronous GC reserve, from the options; errors
+/// name the option (or `--op`) that would make them fit.
+fn region_sizes(
+    geo: &Geometry,
+    opts: &SchemeOptions,
+    out_of_place: bool,
+) -> Result<(u32, u32), SchemeError> {
+    let logical = geo.logical_blocks();
+    let spare_blocks = geo.blocks - logical;
+    let reserve = u32::from(out_of_place);
+    let room = spare_blocks.saturating_sub(reserve);
+    let pmr_blocks = match parse_auto(opts, "pmr_percent")? {
+        None => room,
+        Some(pct) => {
+            let n = (pct / 100.0 * geo.blocks as f64).round() as u32;
+            if n > room {
+                return Err(opts.bad(
+                    "pmr_percent",
+                    format!(
+                        "{n} PMR blocks do not fit the {room} blocks beyond the BMR{}; \
+                         raise --op or lower pmr_percent",
+                        if out_of_place {
+                            " and the out-of-place spare"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            n
+        }
+    };
+    if pmr_blocks < 3 {
+        return Err(opts.geometry_error(format!(
+            "the PMR needs at least 3 blocks (an active block, a victim and a free \
+             reserve) but has {pmr_blocks}; raise --op (the device has {spare_blocks} \
+             blocks beyond the logical ones) or pmr_percent"
+        )));
+    }
+    let sync_free_blocks = match parse_auto(opts, "sync_free_blocks")? {
+        None => 3.min(pmr_blocks - 2),
+        Some(v) if v.fract() == 0.0 && v >= 1.0 && v <= (pmr_blocks - 2) as f64 => v as u32,
+        Some(_) => {
+            return Err(opts.bad(
+                "sync_free_blocks",
+                format!(
+                    "must be a whole number from 1 to PMR blocks - 2 = {}",
+                    pmr_blocks - 2
+                ),
+            ))
+        }
+    };
+    Ok((pmr_blocks, sync_free_blocks))
+}
+
+impl CachFtl {
+    /// Builds the FTL for `geo`.
+    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<CachFtl, SchemeError> {
+        let ppb = geo.pages_per_block;
+        let threshold: u32 = opts.get("threshold")?;
+        let out_of_place = match opts.get::<String>("bmr_update")?.as_str() {
+            "in_place" => false,
+            "out_of_place" => true,
+            _ => return Err(opts.bad("bmr_update", "expected in_place or out_of_place")),
+        };
+        let logical = geo.logical_blocks();
+        let (pmr_blocks, sync_free_blocks) = region_sizes(geo, opts, out_of_place)?;
+        let min_invalid: u32 = opts.get("pmr_gc_min_invalid")?;
+        if min_invalid == 0 || min_invalid > ppb {
+            return Err(opts.bad(
+                "pmr_gc_min_invalid",
+                format!("must be from 1 to the pages per block ({ppb})"),
+            ));
+        }
+        let async_pct: f64 = opts.get("async_free_percent")?;
+        if !(0.0..=100.0).contains(&async_pct) {
+            return Err(opts.bad("async_free_percent", "must be from 0 to 100"));
+        }
+        let pmr_pages = pmr_blocks * ppb;
+        let first_spare = logical + pmr_blocks;
+        let spare = if out_of_place {
+            (first_spare..geo.blocks).map(Pbn).collect()
+        } else {
+            VecDeque::new()
+        };
+        Ok(CachFtl {
+            geo: geo.clone(),
+            ppb,
+            threshold,
+            async_gc: opts.get("async_gc")?,
+            out_of_place,
+            sync_free_blocks,
+            sync_free_pages: sync_free_blocks * ppb,
+            async_free_pages: (async_pct / 100.0 * pmr_pages as f64).floor() as u32,
+            bmr: (0..logical).map(Pbn).collect(),
+            bmr_valid: vec![0; (geo.logical_pages as usize).div_ceil(64)],
+            spare,
+            retired: VecDeque::with_capacity(geo.blocks as usize),
+            pmr: Pmr::new(geo, Pbn(logical), pmr_blocks, min_invalid),
+            job: None,
+            job_img: Image::new(ppb),
+            fg_img: Image::new(ppb),
+            held: Vec::with_capacity(ppb as usize),
+            copies: Vec::with_capacity(ppb as usize),
+            stats: FtlStats::default(),
+            x: Extra::default(),
+        })
+    }
+
+    #[inline]
+    fn in_bmr(&self, lpn: Lpn) -> bool {
+        self.bmr_valid[lpn.idx() / 64] & (1 << (lpn.idx() % 64)) != 0
+    }
+
+    #[inline]
+    fn set_bmr(&mut self, lpn: Lpn, valid: bool) {
+        let bit = 1u64 << (lpn.idx() % 64);
+        if valid {
+            self.bmr_valid[lpn.idx() / 64] |= bit;
+        } else {
+            self.bmr_valid[lpn.idx() / 64] &= !bit;
+        }
+    }
+
+    /// The BMR page of a logical page.
+    #[inline]
+    fn bmr_ppn(&self, lpn: Lpn) -> Ppn {
+        let lbn = self.geo.lbn_of(lpn);
+        self.geo.ppn(self.bmr[lbn.idx()], self.geo.lpn_offset(lpn))
+    }
+
+    /// The logical pages of a logical block.
+    fn lpns(&self, lbn: Lbn) -> std::ops::Range<u32> {
+        let first = lbn.0 * self.ppb;
+        first..(first + self.ppb).min(self.geo.logical_pages)
+    }
+
+    /// Invalidates the live copy of `lpn`, wherever it is.
+    fn unmap(&mut self, flash: &mut Flash, lpn: Lpn) {
+        if self.in_bmr(lpn) {
+            let ppn = self.bmr_ppn(lpn);
+            flash.invalidate(ppn);
+            self.set_bmr(lpn, false);
+        } else {
+            self.pmr.remove(flash, lpn);
+        }
+    }
+
+    /// Function 3: a small group is appended to the PMR, after synchronous GC if the
+    /// free space would fall to the reserve.
+    fn write_pmr(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        let g = pages.len() as u32;
+        if self.pmr.free_pages(flash) <= self.sync_free_pages + g {
+            self.sync_gc(flash, g);
+        }
+        for &tag in pages {
+            self.unmap(flash, tag.lpn);
+            let ppn = self.pmr.program(flash, tag, Cause::Host);
+            self.pmr.add(tag.lpn, ppn);
+        }
+        self.x.pmr_groups += 1;
+        self.x.pmr_pages_written += g as u64;
+    }
+
+    /// Function 2: a large group rewrites its BMR block with the block's other valid
+    /// pages.
+    fn write_bmr(&mut self, flash: &mut Flash, lbn: Lbn, pages: &[PageWrite]) {
+        let mut img = std::mem::take(&mut self.fg_img);
+        img.clear();
+        for p in pages {
+            img.set(self.geo.lpn_offset(p.lpn), *p, NEW);
+        }
+        self.bmr_update_now(flash, lbn, &mut img);
+        self.fg_img = img;
+        self.x.bmr_groups += 1;
+        self.x.bmr_pages_written += pages.len() as u64;
+    }
+
+    /// Settles a pending BMR-GC job of `lbn` before the host changes that block.
+    fn settle_job_of(&mut self, flash: &mut Flash, lbn: Lbn) {
+        if let Some(Job::Bmr { lbn: l, phase, .. }) = self.job {
+            if l == lbn {
+                if phase <= 2 {
+                    // Nothing was invalidated yet: the PMR and BMR still hold the data.
+                    self.job = None;
+                    self.x.bmr_gc_aborted += 1;
+                } else {
+                    self.finish_job(flash);
+                }
+            }
+        }
+    }
+
+    fn record_erase(&mut self, pbn: Pbn) {
+        if self.pmr.owns(pbn) {
+            self.x.pmr_erases += 1;
+        } else {
+            self.x.bmr_erases += 1;
+        }
+    }
+}
+
+impl Ftl for CachFtl {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        let Some(first) = pages.first() else { return };
+        let lbn = self.geo.lbn_of(first.lpn);
+        debug_assert!(pages.iter().all(|p| self.geo.lbn_of(p.lpn) == lbn));
+        let g = pages.len() as u32;
+        self.x.groups[group_bucket(g)] += 1;
+        self.settle_job_of(flash, lbn);
+        if g > self.threshold {
+            self.write_bmr(flash, lbn, pages);
+        } else {
+            self.write_pmr(flash, pages);
+        }
+    }
+
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        if self.in_bmr(lpn) {
+            return Some(flash.read(self.bmr_ppn(lpn), Cause::Host));
+        }
+        if let Some(p) = self.pmr.map.get(lpn.0) {
+            return Some(flash.read(Ppn(p), Cause::Host));
+        }
+        match self.job {
+            // After BMR-GC's invalidation phase the block lives in RAM until programmed.
+            Some(Job::Bmr { lbn, phase, .. }) if phase >= 3 && lbn == self.geo.lbn_of(lpn) => {
+                self.job_img.get(self.geo.lpn_offset(lpn))
+            }
+            _ => None,
+        }
+    }
+
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.settle_job_of(flash, self.geo.lbn_of(lpn));
+        self.unmap(flash, lpn);
+    }
+
+    fn flush(&mut self, flash: &mut Flash) {
+        if let Some(Job::Bmr { phase, .. }) = self.job {
+            if phase >= 3 {
+                self.finish_job(flash);
+            }
+        }
+    }
+
+    fn idle(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {
+        if self.async_gc {
+            self.idle_gc(flash, budget);
+        }
+    }
+
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        self.check_maps(flash)?;
+        self.check_blocks(flash)
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut s = self.stats.clone();
+        let x = &self.x;
+        for (k, v) in [
+            ("pmr_groups", x.pmr_groups),
+            ("pmr_pages_written", x.pmr_pages_written),
+            ("bmr_groups", x.bmr_groups),
+            ("bmr_pages_written", x.bmr_pages_written),
+            ("bmr_updates", x.bmr_updates),
+            ("pmr_gc_sync", x.pmr_gc_sync),
+            ("pmr_gc_async", x.pmr_gc_async),
+            ("bmr_gc_sync", x.bmr_gc_sync),
+            ("bmr_gc_async", x.bmr_gc_async),
+            ("gc_finished_in_foreground", x.gc_finished_in_foreground),
+            ("gc_interruptions", x.gc_interruptions),
+            ("bmr_gc_aborted", x.bmr_gc_aborted),
+            ("pmr_erases", x.pmr_erases),
+            ("bmr_erases", x.bmr_erases),
+            ("filler_programs", x.filler_programs),
+            ("pmr_blocks", self.pmr.blocks() as u64),
+            ("sync_free_blocks", self.sync_free_blocks as u64),
+            ("async_free_pages", self.async_free_pages as u64),
+            ("map_bytes_bmr", self.bmr_bytes()),
+            ("map_bytes_pmr", self.pmr.map.bytes()),
+            ("map_bytes_paper", self.paper_map_bytes()),
+        ] {
+            s.extra.insert(k, v as f64);
+        }
+        for (i, key) in GROUP_KEYS
+            .iter()
+            .enumerate()
+            .take(group_bucket(self.ppb) + 1)
+        {
+            s.extra.insert(key, x.groups[i] as f64);
+        }
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.x = Extra::default();
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        self.bmr_bytes() + self.pmr.map.bytes()
+    }
+}
+
+impl CachFtl {
+    fn bmr_bytes(&self) -> u64 {
+        self.bmr.len() as u64 * 4 + self.bmr_valid.len() as u64 * 8
+    }
+
+    fn paper_map_bytes(&self) -> u64 {
+        (self.bmr.len() as u64 + self.pmr.blocks() as u64 * self.ppb as u64) * 4
+    }
+
+    /// Every mapped page is valid and holds its LPN; flash holds no other valid page
+    /// (but the copies of a PMR-GC job between its copy and switch phases).
+    fn check_maps(&self, flash: &Flash) -> Result<(), String> {
+        let mut mapped = 0u64;
+        for l in 0..self.geo.logical_pages {
+            let lpn = Lpn(l);
+            let in_pmr = self.pmr.map.get(l);
+            if self.in_bmr(lpn) {
+                mapped += 1;
+                if in_pmr.is_some() {
+                    return Err(format!("{lpn:?} is live in both the BMR and the PMR"));
+                }
+                let ppn = self.bmr_ppn(lpn);
+                if !flash.is_valid(ppn) || flash.peek_tag(ppn).map(|t| t.lpn) != Some(lpn) {
+                    return Err(format!("{lpn:?}: BMR page {ppn:?} is not its valid copy"));
+                }
+            }
+        }
+        for (l, p) in self.pmr.map.iter() {
+            mapped += 1;
+            let ppn = Ppn(p);
+            if !self.pmr.owns(self.geo.block_of(ppn)) {
+                return Err(format!("lpn{l} maps to {ppn:?} outside the PMR"));
+            }
+            if !flash.is_valid(ppn) || flash.peek_tag(ppn).map(|t| t.lpn) != Some(Lpn(l)) {
+                return Err(format!("lpn{l}: PMR page {ppn:?} is not its valid copy"));
+            }
+        }
+        let in_flight = match self.job {
+            Some(Job::Pmr { phase: 2, .. }) => self
+                .copies
+                .iter()
+                .filter(|&&c| c != NO_COPY && flash.is_valid(c))
+                .count() as u64,
+            _ => 0,
+        };
+        if mapped + in_flight != flash.total_valid() {
+            return Err(format!(
+                "{mapped} mapped pages + {in_flight} GC copies but {} valid pages on flash",
+                flash.total_valid()
+            ));
+        }
+        self.pmr.check_counts()
+    }
+
+    /// Every PMR block is free, active, sealed or a GC victim, exactly once; free and
+    /// spare blocks are erased.
+    fn check_blocks(&self, flash: &Flash) -> Result<(), String> {
+        let victim = match self.job {
+            Some(Job::Pmr { victim, .. }) => Some(victim),
+            _ => None,
+        };
+        let first = self.geo.logical_blocks();
+        for b in first..first + self.pmr.blocks() {
+            let pbn = Pbn(b);
+            let roles = [
+                self.pmr.free.contains(&pbn),
+                self.pmr.active == Some(pbn),
+                self.pmr.is_sealed(pbn),
+                victim == Some(pbn),
+            ];
+            if roles.iter().filter(|&&r| r).count() != 1 {
+                return Err(format!(
+                    "PMR {pbn:?} has roles {roles:?} (free, active, sealed, victim)"
+                ));
+            }
+            if roles[0] && !flash.is_erased(pbn) {
+                return Err(format!("free PMR {pbn:?} is not erased"));
+            }
+            if roles[2] && !flash.is_full(pbn) {
+                return Err(format!("sealed PMR {pbn:?} is not full"));
+            }
+        }
+        for &b in &self.spare {
+            if !flash.is_erased(b) || self.bmr.contains(&b) {
+                return Err(format!("spare {b:?} is not erased or is mapped"));
+            }
+        }
+        for &b in &self.retired {
+            if flash.valid_count(b) != 0 || self.bmr.contains(&b) {
+                return Err(format!("retired {b:?} holds valid pages or is mapped"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Marks a PMR-GC page that was not copied (overwritten while the job held it).
+const NO_COPY: Ppn = Ppn(u32::MAX);

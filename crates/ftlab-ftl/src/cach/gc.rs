@@ -1,0 +1,390 @@
+//! CACH-FTL's block updates and garbage collectors (cach-ftl.txt §4.2.3, §4.3): the
+//! phases of PMR-GC (Function 5) and of a BMR update / BMR-GC (Functions 2 and 6), run
+//! all at once in the foreground or one atomic phase at a time in idle gaps (§4.3.3).
+
+use super::{CachFtl, Image, Job, FILLER, MOVED, NEW, NO_COPY, NO_PAGE};
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::ftl::IdleBudget;
+use ftlab_core::{Lbn, Lpn, Pbn, Ppn};
+
+/// Serial cost of a phase: (reads, programs, erases).
+type Cost = (u64, u64, u64);
+
+const PMR_PHASES: u8 = 3;
+const BMR_PHASES: u8 = 5;
+
+impl CachFtl {
+    // ----- BMR updates (Function 2) and BMR-GC (Function 6) -----
+
+    /// Cost of BMR phase `phase` of logical block `lbn` given the image so far.
+    fn bmr_cost(&self, flash: &Flash, lbn: Lbn, phase: u8, img: &Image) -> Cost {
+        let first = lbn.0 * self.ppb;
+        let missing = |l: &u32| img.kind[(l - first) as usize] == NO_PAGE;
+        match phase {
+            0 => (self.pmr.count(lbn) as u64, 0, 0),
+            1 => {
+                let n = self
+                    .lpns(lbn)
+                    .filter(|l| missing(l) && self.pmr.map.get(*l).is_none())
+                    .filter(|&l| self.in_bmr(Lpn(l)))
+                    .count();
+                (n as u64, 0, 0)
+            }
+            2 => (0, 0, 0),
+            3 => {
+                let erase = if self.out_of_place {
+                    self.spare.is_empty()
+                } else {
+                    !flash.is_erased(self.bmr[lbn.idx()])
+                };
+                (0, 0, u64::from(erase))
+            }
+            _ => {
+                let last = img.kind.iter().rposition(|&k| k != NO_PAGE);
+                (0, last.map_or(0, |l| l as u64 + 1), 0)
+            }
+        }
+    }
+
+    /// Runs BMR phase `phase` of logical block `lbn`:
+    /// 0 read its PMR pages, 1 read its BMR pages (both into `img`, skipping offsets it
+    /// already holds), 2 invalidate every old copy of the block, 3 erase the block (or
+    /// take an erased spare block into `target`), 4 program the image.
+    fn bmr_phase(
+        &mut self,
+        flash: &mut Flash,
+        lbn: Lbn,
+        phase: u8,
+        img: &mut Image,
+        target: &mut Option<Pbn>,
+    ) {
+        let first = lbn.0 * self.ppb;
+        match phase {
+            0 | 1 => {
+                for l in self.lpns(lbn) {
+                    let off = l - first;
+                    if img.kind[off as usize] != NO_PAGE {
+                        continue;
+                    }
+                    let src = match phase {
+                        0 => self.pmr.map.get(l).map(Ppn),
+                        _ => self.in_bmr(Lpn(l)).then(|| self.bmr_ppn(Lpn(l))),
+                    };
+                    if let Some(src) = src {
+                        img.set(off, flash.read(src, Cause::Merge), MOVED);
+                    }
+                }
+            }
+            2 => {
+                for l in self.lpns(lbn) {
+                    self.unmap(flash, Lpn(l));
+                }
+            }
+            3 => {
+                *target = Some(if self.out_of_place {
+                    self.take_erased_block(flash)
+                } else {
+                    let b = self.bmr[lbn.idx()];
+                    if !flash.is_erased(b) {
+                        flash.erase(b, Cause::Merge);
+                        self.record_erase(b);
+                    }
+                    b
+                });
+            }
+            _ => {
+                let b = target
+                    .take()
+                    .expect("BMR program phase without a target block");
+                self.program_image(flash, lbn, b, img);
+            }
+        }
+    }
+
+    /// Phase 4: programs the image into `b` from offset 0 to its last page (fillers in
+    /// the holes) and points the logical block at `b`.
+    fn program_image(&mut self, flash: &mut Flash, lbn: Lbn, b: Pbn, img: &Image) {
+        let Some(last) = img.kind.iter().rposition(|&k| k != NO_PAGE) else {
+            return self.retire_or_keep(flash, lbn, b);
+        };
+        let mut moved = 0;
+        for off in 0..=last as u32 {
+            let ppn = self.geo.ppn(b, off);
+            match img.kind[off as usize] {
+                NO_PAGE => {
+                    flash.program(ppn, FILLER, Cause::Padding);
+                    flash.invalidate(ppn);
+                    self.x.filler_programs += 1;
+                }
+                kind => {
+                    let tag = img.tag[off as usize];
+                    let cause = if kind == NEW {
+                        Cause::Host
+                    } else {
+                        Cause::Merge
+                    };
+                    flash.program(ppn, tag, cause);
+                    self.set_bmr(tag.lpn, true);
+                    moved += u64::from(kind == MOVED);
+                }
+            }
+        }
+        self.retire_or_keep(flash, lbn, b);
+        self.x.bmr_updates += 1;
+        self.stats.merge_pages_copied += moved;
+        if moved > 0 {
+            self.stats.merges_full += 1;
+        } else {
+            self.stats.merges_switch += 1;
+        }
+    }
+
+    /// Out of place: maps the logical block to `b` and retires its old block.
+    fn retire_or_keep(&mut self, flash: &Flash, lbn: Lbn, b: Pbn) {
+        let old = std::mem::replace(&mut self.bmr[lbn.idx()], b);
+        if old == b {
+            return;
+        }
+        if flash.is_erased(old) {
+            self.spare.push_back(old);
+        } else {
+            self.retired.push_back(old);
+        }
+    }
+
+    /// Out of place: an erased spare block, erasing a retired one if none is erased.
+    fn take_erased_block(&mut self, flash: &mut Flash) -> Pbn {
+        loop {
+            if let Some(b) = self.spare.pop_front() {
+                return b;
+            }
+            if let Some(b) = self.retired.pop_front() {
+                flash.erase(b, Cause::Merge);
+                self.record_erase(b);
+                return b;
+            }
+            // A pending BMR-GC job holds the only spare block between its phases.
+            assert!(
+                self.job.is_some(),
+                "CACH-FTL: no spare block for an out-of-place BMR update"
+            );
+            self.finish_job(flash);
+        }
+    }
+
+    /// A whole BMR update in the foreground (Function 2 for a host group preloaded in
+    /// `img`, Function 6 for a synchronous BMR-GC with an empty image).
+    pub(super) fn bmr_update_now(&mut self, flash: &mut Flash, lbn: Lbn, img: &mut Image) {
+        let mut target = None;
+        for phase in 0..BMR_PHASES {
+            self.bmr_phase(flash, lbn, phase, img, &mut target);
+        }
+    }
+
+    // ----- PMR-GC (Function 5) -----
+
+    fn pmr_cost(&self, flash: &Flash, victim: Pbn, phase: u8) -> Cost {
+        match phase {
+            0 => (flash.valid_count(victim) as u64, 0, 0),
+            1 => {
+                let live = self
+                    .held
+                    .iter()
+                    .filter(|(t, old)| self.pmr.map.get(t.lpn.0) == Some(old.0))
+                    .count();
+                (0, live as u64, 0)
+            }
+            _ => (0, 0, 1),
+        }
+    }
+
+    /// Runs PMR-GC phase `phase` of `victim`: 0 read its valid pages into RAM, 1 program
+    /// the ones still live at the PMR frontier, 2 switch the map to the copies (dropping
+    /// copies overwritten meanwhile) and erase the victim.
+    fn pmr_phase(&mut self, flash: &mut Flash, victim: Pbn, phase: u8) {
+        match phase {
+            0 => {
+                self.held.clear();
+                for off in 0..flash.write_ptr(victim) {
+                    let ppn = self.geo.ppn(victim, off);
+                    if flash.is_valid(ppn) {
+                        self.held.push((flash.read(ppn, Cause::Gc), ppn));
+                    }
+                }
+            }
+            1 => {
+                self.copies.clear();
+                for i in 0..self.held.len() {
+                    let (tag, old) = self.held[i];
+                    let copy = if self.pmr.map.get(tag.lpn.0) == Some(old.0) {
+                        self.pmr.program(flash, tag, Cause::Gc)
+                    } else {
+                        NO_COPY
+                    };
+                    self.copies.push(copy);
+                }
+            }
+            _ => {
+                for i in 0..self.held.len() {
+                    let ((tag, old), copy) = (self.held[i], self.copies[i]);
+                    if copy == NO_COPY {
+                        continue;
+                    }
+                    if self.pmr.map.get(tag.lpn.0) == Some(old.0) {
+                        self.pmr.map.insert(tag.lpn.0, copy.0);
+                        flash.invalidate(old);
+                        self.stats.gc_pages_copied += 1;
+                    } else {
+                        self.pmr.invalidate(flash, copy);
+                    }
+                }
+                flash.erase(victim, Cause::Gc);
+                self.record_erase(victim);
+                self.pmr.release(victim);
+                self.stats.gc_invocations += 1;
+                self.held.clear();
+                self.copies.clear();
+            }
+        }
+    }
+
+    fn pmr_gc_now(&mut self, flash: &mut Flash, victim: Pbn) {
+        self.pmr.take_victim(victim);
+        for phase in 0..PMR_PHASES {
+            self.pmr_phase(flash, victim, phase);
+        }
+    }
+
+    // ----- when GC runs -----
+
+    /// Synchronous GC (Function 3, lines 33-35): finish any pending job, then reclaim
+    /// until a group of `g` pages leaves more than the reserve free.
+    pub(super) fn sync_gc(&mut self, flash: &mut Flash, g: u32) {
+        self.finish_job(flash);
+        while self.pmr.free_pages(flash) <= self.sync_free_pages + g {
+            if let Some((victim, _)) = self.pmr.victim() {
+                self.pmr_gc_now(flash, victim);
+                self.x.pmr_gc_sync += 1;
+            } else {
+                let (lbn, _) = self
+                    .pmr
+                    .largest_group()
+                    .expect("CACH-FTL: PMR full without data to move (GC reserve broken)");
+                let mut img = std::mem::take(&mut self.fg_img);
+                img.clear();
+                self.bmr_update_now(flash, lbn, &mut img);
+                self.fg_img = img;
+                self.x.bmr_gc_sync += 1;
+            }
+        }
+    }
+
+    /// Runs the pending job's remaining phases in the foreground.
+    pub(super) fn finish_job(&mut self, flash: &mut Flash) {
+        if self.job.is_some() {
+            self.x.gc_finished_in_foreground += 1;
+            let done = self.advance_job(flash, None);
+            debug_assert!(done);
+        }
+    }
+
+    /// Runs phases of the pending job while they fit `budget` (all of them with none).
+    /// Returns whether the job finished.
+    fn advance_job(&mut self, flash: &mut Flash, mut budget: Option<&mut IdleBudget>) -> bool {
+        let Some(mut job) = self.job.take() else {
+            return true;
+        };
+        let mut img = std::mem::take(&mut self.job_img);
+        let done = loop {
+            let (cost, last) = match job {
+                Job::Pmr { victim, phase } => {
+                    (self.pmr_cost(flash, victim, phase), phase + 1 == PMR_PHASES)
+                }
+                Job::Bmr { lbn, phase, .. } => (
+                    self.bmr_cost(flash, lbn, phase, &img),
+                    phase + 1 == BMR_PHASES,
+                ),
+            };
+            if let Some(b) = budget.as_deref_mut() {
+                if !b.try_spend(cost.0, cost.1, cost.2) {
+                    self.x.gc_interruptions += 1;
+                    break false;
+                }
+            }
+            match &mut job {
+                Job::Pmr { victim, phase } => {
+                    self.pmr_phase(flash, *victim, *phase);
+                    *phase += 1;
+                }
+                Job::Bmr { lbn, phase, target } => {
+                    self.bmr_phase(flash, *lbn, *phase, &mut img, target);
+                    *phase += 1;
+                }
+            }
+            if last {
+                break true;
+            }
+        };
+        self.job_img = img;
+        if !done {
+            self.job = Some(job);
+        }
+        done
+    }
+
+    /// Function 4 in idle time: erase retired blocks, then run GC jobs while the PMR's
+    /// free space is at most the asynchronous threshold and the gap lasts.
+    pub(super) fn idle_gc(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {
+        loop {
+            if let Some(&b) = self.retired.front() {
+                if !budget.try_spend(0, 0, 1) {
+                    return;
+                }
+                self.retired.pop_front();
+                flash.erase(b, Cause::Merge);
+                self.record_erase(b);
+                self.spare.push_back(b);
+                continue;
+            }
+            if self.job.is_none() && !self.start_async_job(flash, budget) {
+                return;
+            }
+            if !self.advance_job(flash, Some(budget)) {
+                return;
+            }
+        }
+    }
+
+    /// Starts an idle-time job if the PMR needs one and its first phase fits.
+    fn start_async_job(&mut self, flash: &mut Flash, budget: &IdleBudget) -> bool {
+        if self.pmr.free_pages(flash) > self.async_free_pages {
+            return false;
+        }
+        let fits = |c: Cost| {
+            let mut b = *budget;
+            b.try_spend(c.0, c.1, c.2)
+        };
+        if let Some((victim, _)) = self.pmr.victim() {
+            if !fits(self.pmr_cost(flash, victim, 0)) {
+                return false;
+            }
+            self.pmr.take_victim(victim);
+            self.job = Some(Job::Pmr { victim, phase: 0 });
+            self.x.pmr_gc_async += 1;
+        } else if let Some((lbn, _)) = self.pmr.largest_group() {
+            self.job_img.clear();
+            if !fits(self.bmr_cost(flash, lbn, 0, &self.job_img)) {
+                return false;
+            }
+            self.job = Some(Job::Bmr {
+                lbn,
+                phase: 0,
+                target: None,
+            });
+            self.x.bmr_gc_async += 1;
+        } else {
+            return false;
+        }
+        true
+    }
+}

@@ -1,0 +1,173 @@
+//! The page-mapped region (PMR) of CACH-FTL (cach-ftl.txt §4.2.2, §4.3.1): its blocks
+//! (free, one active, sealed), the page table of the logical pages it holds, and, per
+//! logical block, how many of its pages it holds (the groups BMR-GC picks from).
+
+use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::u32map::U32Map;
+use ftlab_core::victim::GreedyIndex;
+use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
+use std::collections::VecDeque;
+
+/// The PMR. Sealed (full) blocks are indexed by valid count for greedy PMR-GC; the
+/// active block is not, and neither is a block a GC job has taken as its victim.
+pub(super) struct Pmr {
+    ppb: u32,
+    first: Pbn,
+    blocks: u32,
+    min_invalid: u32,
+    pub(super) free: VecDeque<Pbn>,
+    pub(super) active: Option<Pbn>,
+    sealed: GreedyIndex,
+    /// LPN -> PPN of every logical page whose live copy is in the PMR.
+    pub(super) map: U32Map,
+    count: Vec<u16>,
+    /// Logical blocks with pages in the PMR, keyed by `ppb - count` so the minimum is
+    /// the largest group. `GreedyIndex` is keyed by `Pbn`; here its numbers are LBNs
+    /// (converted only in [`Pmr::largest_group`] and [`Pmr::rekey`]).
+    groups: GreedyIndex,
+}
+
+impl Pmr {
+    /// A PMR of the `blocks` physical blocks starting at `first`, all erased, whose GC
+    /// victims must have at least `min_invalid` invalid pages.
+    pub(super) fn new(geo: &Geometry, first: Pbn, blocks: u32, min_invalid: u32) -> Pmr {
+        let ppb = geo.pages_per_block;
+        Pmr {
+            ppb,
+            first,
+            blocks,
+            min_invalid,
+            free: (first.0..first.0 + blocks).map(Pbn).collect(),
+            active: None,
+            sealed: GreedyIndex::new(geo.blocks, ppb),
+            map: U32Map::with_max_len(blocks * ppb),
+            count: vec![0; geo.logical_blocks() as usize],
+            groups: GreedyIndex::new(geo.logical_blocks(), ppb),
+        }
+    }
+
+    /// Blocks in the region.
+    pub(super) fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Whether a physical block belongs to the PMR.
+    pub(super) fn owns(&self, pbn: Pbn) -> bool {
+        (self.first.0..self.first.0 + self.blocks).contains(&pbn.0)
+    }
+
+    /// Free pages: erased blocks plus the unwritten tail of the active block.
+    pub(super) fn free_pages(&self, flash: &Flash) -> u32 {
+        let tail = self.active.map_or(0, |a| self.ppb - flash.write_ptr(a));
+        self.free.len() as u32 * self.ppb + tail
+    }
+
+    /// Programs `tag` at the write frontier; seals the active block when it fills.
+    /// Panics if the region has no free page (the GC reserve is broken).
+    pub(super) fn program(&mut self, flash: &mut Flash, tag: PageTag, cause: Cause) -> Ppn {
+        let active = match self.active {
+            Some(a) => a,
+            None => {
+                let a = self
+                    .free
+                    .pop_front()
+                    .expect("CACH-FTL: PMR has no free block (GC reserve broken)");
+                self.active = Some(a);
+                a
+            }
+        };
+        let ppn = flash.geometry().ppn(active, flash.write_ptr(active));
+        flash.program(ppn, tag, cause);
+        if flash.is_full(active) {
+            self.sealed.insert(active, flash.valid_count(active));
+            self.active = None;
+        }
+        ppn
+    }
+
+    /// Marks a PMR page invalid (it was superseded, trimmed or moved).
+    pub(super) fn invalidate(&mut self, flash: &mut Flash, ppn: Ppn) {
+        flash.invalidate(ppn);
+        self.sealed.decrement(flash.geometry().block_of(ppn));
+    }
+
+    /// Records that the live copy of `lpn` is at `ppn` (a new page of the region).
+    pub(super) fn add(&mut self, lpn: Lpn, ppn: Ppn) {
+        let old = self.map.insert(lpn.0, ppn.0);
+        debug_assert!(old.is_none(), "{lpn:?} added to the PMR twice");
+        let lbn = lpn.0 / self.ppb;
+        self.count[lbn as usize] += 1;
+        self.rekey(lbn);
+    }
+
+    /// Drops the live copy of `lpn` from the region (invalidating it); returns where it
+    /// was.
+    pub(super) fn remove(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<Ppn> {
+        let ppn = Ppn(self.map.remove(lpn.0)?);
+        self.invalidate(flash, ppn);
+        let lbn = lpn.0 / self.ppb;
+        self.count[lbn as usize] -= 1;
+        self.rekey(lbn);
+        Some(ppn)
+    }
+
+    fn rekey(&mut self, lbn: u32) {
+        let c = self.count[lbn as usize] as u32;
+        self.groups.remove(Pbn(lbn));
+        if c > 0 {
+            self.groups.insert(Pbn(lbn), self.ppb - c);
+        }
+    }
+
+    /// Pages of a logical block held in the region.
+    pub(super) fn count(&self, lbn: Lbn) -> u32 {
+        self.count[lbn.idx()] as u32
+    }
+
+    /// The logical block with the most pages in the region (lowest LBN on ties).
+    pub(super) fn largest_group(&self) -> Option<(Lbn, u32)> {
+        self.groups.min().map(|(b, key)| (Lbn(b.0), self.ppb - key))
+    }
+
+    /// The sealed block with the fewest valid pages, if it has at least `min_invalid`
+    /// invalid pages.
+    pub(super) fn victim(&self) -> Option<(Pbn, u32)> {
+        self.sealed
+            .min()
+            .filter(|&(_, valid)| valid + self.min_invalid <= self.ppb)
+    }
+
+    /// Takes a victim out of the index for the duration of its collection.
+    pub(super) fn take_victim(&mut self, pbn: Pbn) {
+        self.sealed.remove(pbn);
+    }
+
+    /// An erased victim returns to the free pool (erased blocks go to the back).
+    pub(super) fn release(&mut self, pbn: Pbn) {
+        self.free.push_back(pbn);
+    }
+
+    /// Whether a block is sealed and indexed.
+    pub(super) fn is_sealed(&self, pbn: Pbn) -> bool {
+        self.sealed.contains(pbn)
+    }
+
+    /// Deep check of the group counts against the page table.
+    pub(super) fn check_counts(&self) -> Result<(), String> {
+        let mut n = vec![0u32; self.count.len()];
+        for (lpn, _) in self.map.iter() {
+            n[(lpn / self.ppb) as usize] += 1;
+        }
+        for (lbn, (&c, &m)) in self.count.iter().zip(&n).enumerate() {
+            if c as u32 != m {
+                return Err(format!("PMR holds {m} pages of lbn{lbn} but counts {c}"));
+            }
+            let indexed = self.groups.contains(Pbn(lbn as u32));
+            if indexed != (m > 0) {
+                return Err(format!("PMR group index wrong for lbn{lbn} ({m} pages)"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,549 @@
+use super::*;
+use ftlab_core::buffer::Passthrough;
+use ftlab_core::engine::{Engine, EngineConfig, Verify};
+use ftlab_core::flash::FlashStats;
+use ftlab_core::geometry::GeometryBuilder;
+use ftlab_core::nand::{preset, Latencies};
+use ftlab_core::request::{Op, Request};
+use ftlab_core::timing::SerialTiming;
+use ftlab_core::Nanos;
+use std::collections::BTreeMap;
+
+/// 2 KiB pages, `ppb` pages per block, `logical` logical blocks and exactly `extra`
+/// blocks beyond them.
+fn geo(ppb: u32, logical: u32, extra: u32) -> Geometry {
+    GeometryBuilder {
+        page_size: 2048,
+        pages_per_block: ppb,
+        spare_bytes: 64,
+        logical_bytes: (logical * ppb) as u64 * 2048,
+        op_percent: 0.0,
+        channels: 1,
+        dies_per_channel: 1,
+        min_spare_blocks: extra,
+    }
+    .build()
+    .unwrap()
+}
+
+fn opts(kv: &[(&str, &str)]) -> SchemeOptions {
+    let given: BTreeMap<String, String> = kv
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    SchemeOptions::resolve("cach", OPTIONS, &given).unwrap()
+}
+
+fn lat() -> Latencies {
+    preset("slc-k9f1g16u0m").unwrap().latencies()
+}
+
+/// The FTL on its flash, with the last version written per LPN.
+struct Rig {
+    geo: Geometry,
+    flash: Flash,
+    ftl: CachFtl,
+    version: Vec<u32>,
+}
+
+impl Rig {
+    fn new(geo: Geometry, kv: &[(&str, &str)]) -> Rig {
+        Rig {
+            flash: Flash::new(&geo),
+            ftl: CachFtl::new(&geo, &opts(kv)).unwrap(),
+            version: vec![0; geo.logical_pages as usize],
+            geo,
+        }
+    }
+
+    fn write(&mut self, lbn: u32, offsets: &[u32]) {
+        let ppb = self.geo.pages_per_block;
+        let pages: Vec<PageWrite> = offsets
+            .iter()
+            .map(|o| {
+                let lpn = lbn * ppb + o;
+                self.version[lpn as usize] += 1;
+                PageTag {
+                    lpn: Lpn(lpn),
+                    version: self.version[lpn as usize],
+                }
+            })
+            .collect();
+        self.ftl.write(&mut self.flash, &pages);
+        self.flash.clear_log();
+    }
+
+    fn read(&mut self, lpn: u32) -> Option<PageTag> {
+        let r = self.ftl.read(&mut self.flash, Lpn(lpn));
+        self.flash.clear_log();
+        r
+    }
+
+    fn trim(&mut self, lpn: u32) {
+        self.ftl.trim(&mut self.flash, Lpn(lpn));
+        self.flash.clear_log();
+        self.version[lpn as usize] = 0;
+    }
+
+    /// Offers an idle gap of `us` microseconds.
+    fn idle(&mut self, us: f64) {
+        let mut budget = IdleBudget {
+            remaining: Nanos::from_us_f64(us),
+            latencies: lat(),
+        };
+        self.ftl.idle(&mut self.flash, &mut budget);
+        self.flash.clear_log();
+    }
+
+    fn check(&self) {
+        self.flash.check().unwrap();
+        self.ftl.check(&self.flash).unwrap();
+    }
+
+    /// Every LPN reads back its last version (or nothing), and the invariants hold.
+    fn verify(&mut self) {
+        self.check();
+        for lpn in 0..self.version.len() as u32 {
+            let v = self.version[lpn as usize];
+            let got = self.read(lpn).map(|t| (t.lpn.0, t.version));
+            assert_eq!(got, (v > 0).then_some((lpn, v)), "lpn{lpn}");
+        }
+    }
+
+    fn x(&self, key: &str) -> f64 {
+        self.ftl.stats().extra[key]
+    }
+
+    fn ops(&self) -> FlashStats {
+        *self.flash.stats()
+    }
+}
+
+fn by(counts: &[u64; ftlab_core::flash::CAUSES], cause: Cause) -> u64 {
+    counts[cause as usize]
+}
+
+#[test]
+fn a_group_of_threshold_pages_goes_to_the_pmr_and_one_more_to_the_bmr() {
+    for threshold in [4u32, 2] {
+        let t = threshold.to_string();
+        let mut r = Rig::new(geo(8, 8, 5), &[("threshold", &t)]);
+        let small: Vec<u32> = (0..threshold).collect();
+        let large: Vec<u32> = (0..threshold + 1).collect();
+        r.write(0, &small);
+        for &o in &small {
+            assert!(
+                r.ftl.pmr.map.get(o).is_some(),
+                "threshold {t}: lpn{o} in the PMR"
+            );
+            assert!(!r.ftl.in_bmr(Lpn(o)));
+        }
+        r.write(1, &large);
+        for &o in &large {
+            let lpn = Lpn(8 + o);
+            assert!(r.ftl.in_bmr(lpn), "threshold {t}: {lpn:?} in the BMR");
+            assert_eq!(r.ftl.bmr_ppn(lpn), r.geo.ppn(Pbn(1), o));
+            assert!(r.ftl.pmr.map.get(lpn.0).is_none());
+        }
+        assert_eq!((r.x("pmr_groups"), r.x("bmr_groups")), (1.0, 1.0));
+        assert_eq!(r.x("pmr_pages_written"), threshold as f64);
+        assert_eq!(r.x("bmr_pages_written"), threshold as f64 + 1.0);
+        r.verify();
+    }
+}
+
+#[test]
+fn a_bmr_write_merges_the_blocks_pmr_and_bmr_pages_in_place() {
+    // Function 2: offsets 3-7 arrive as a group of 5; offset 0 is read from the BMR,
+    // offsets 1-2 from the PMR, the block is erased and rewritten in place.
+    let mut r = Rig::new(geo(8, 8, 5), &[]);
+    r.write(0, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    r.write(0, &[1, 2]);
+    r.flash.reset_stats();
+    r.write(0, &[3, 4, 5, 6, 7]);
+    let s = r.ops();
+    assert_eq!(by(&s.page_reads, Cause::Merge), 3);
+    assert_eq!(by(&s.programs, Cause::Merge), 3);
+    assert_eq!(by(&s.programs, Cause::Host), 5);
+    assert_eq!(by(&s.erases, Cause::Merge), 1);
+    assert_eq!(FlashStats::total(&s.erases), 1);
+    assert!(r.ftl.pmr.map.is_empty());
+    assert!((0..8).all(|l| r.ftl.in_bmr(Lpn(l))));
+    assert_eq!(r.ftl.bmr[0], Pbn(0), "in place");
+    let st = r.ftl.stats();
+    assert_eq!((st.merges_full, st.merge_pages_copied), (1, 3));
+    r.verify();
+}
+
+#[test]
+fn holes_below_the_last_page_of_a_bmr_block_get_filler_pages() {
+    let mut r = Rig::new(geo(8, 8, 5), &[]);
+    r.write(2, &[0, 1, 2, 3, 7]);
+    let s = r.ops();
+    assert_eq!(by(&s.programs, Cause::Host), 5);
+    assert_eq!(by(&s.programs, Cause::Padding), 3);
+    assert_eq!(r.x("filler_programs"), 3.0);
+    assert_eq!(
+        FlashStats::total(&s.erases),
+        0,
+        "a fresh block needs no erase"
+    );
+    assert_eq!(r.read(16 + 5), None);
+    r.verify();
+}
+
+#[test]
+fn sync_gc_moves_the_largest_group_to_the_bmr_when_no_pmr_block_has_an_invalid_page() {
+    // PMR of 5 blocks of 4 pages, reserve 3 blocks: the 8th single page finds 13 free
+    // pages (<= 12 + 1). No sealed block has an invalid page, so BMR-GC moves the
+    // largest group (3 pages of lbn 3) to its BMR block; the first PMR block then holds
+    // 1 valid page and PMR-GC reclaims it.
+    let mut r = Rig::new(geo(4, 16, 5), &[]);
+    assert_eq!(r.x("sync_free_blocks"), 3.0);
+    for (lbn, off) in [(3, 0), (3, 1), (3, 2), (5, 0), (6, 0), (7, 0), (8, 0)] {
+        r.write(lbn, &[off]);
+    }
+    assert_eq!(r.ftl.pmr.free_pages(&r.flash), 13);
+    assert_eq!(r.x("bmr_gc_sync") + r.x("pmr_gc_sync"), 0.0);
+    r.write(9, &[0]);
+    assert_eq!(r.x("bmr_gc_sync"), 1.0);
+    assert_eq!(r.x("pmr_gc_sync"), 1.0);
+    assert_eq!(r.ftl.stats().gc_pages_copied, 1);
+    assert!((12..15).all(|l| r.ftl.in_bmr(Lpn(l))));
+    assert_eq!(r.ftl.pmr.free_pages(&r.flash), 15);
+    assert_eq!(FlashStats::total(&r.ops().erases), 1);
+    r.verify();
+}
+
+#[test]
+fn pmr_gc_min_invalid_sends_gc_to_the_bmr_until_a_block_has_enough_invalid_pages() {
+    let mut r = Rig::new(geo(4, 16, 5), &[("pmr_gc_min_invalid", "2")]);
+    for (lbn, off) in [(3, 0), (3, 1), (5, 0), (3, 2), (6, 0), (7, 0), (8, 0)] {
+        r.write(lbn, &[off]);
+    }
+    r.write(5, &[0]); // the first block now has 1 invalid page: not enough
+    assert_eq!(r.x("bmr_gc_sync"), 1.0);
+    assert_eq!(r.x("pmr_gc_sync"), 1.0);
+    r.verify();
+}
+
+/// Engine over a PMR of 10 blocks of 4 pages, async GC while free pages <= 60%.
+fn engine(kv: &[(&str, &str)]) -> Engine {
+    let g = geo(4, 16, 10);
+    let mut all = vec![("async_free_percent", "60")];
+    all.extend_from_slice(kv);
+    Engine::new(
+        &g,
+        lat(),
+        Box::new(CachFtl::new(&g, &opts(&all)).unwrap()),
+        Box::new(Passthrough::default()),
+        Box::new(SerialTiming::new(lat())),
+        EngineConfig {
+            verify: Verify::Deep { every: 25 },
+            rmw: false,
+            idle: true,
+        },
+    )
+}
+
+fn page_write(lpn: u64, at_us: f64) -> Request {
+    Request {
+        arrival: Nanos::from_us_f64(at_us),
+        op: Op::Write,
+        offset: lpn * 2048,
+        len: 2048,
+    }
+}
+
+/// A deterministic scatter of single-page writes over the first 32 logical pages.
+fn lpn_at(i: u64) -> u64 {
+    (i * 37 + i / 7) % 32
+}
+
+fn gc_counts(e: &Engine) -> (f64, f64, f64) {
+    let x = e.outcome().ftl.extra;
+    (
+        x["pmr_gc_async"] + x["bmr_gc_async"],
+        x["pmr_gc_sync"] + x["bmr_gc_sync"] + x["gc_finished_in_foreground"],
+        x["gc_interruptions"],
+    )
+}
+
+#[test]
+fn async_gc_never_runs_without_an_idle_gap() {
+    let mut e = engine(&[]);
+    for i in 0..300 {
+        e.submit(&page_write(lpn_at(i), 0.0)).unwrap();
+    }
+    let (asynchronous, synchronous, _) = gc_counts(&e);
+    assert_eq!(asynchronous, 0.0);
+    assert!(synchronous > 0.0);
+    e.check_deep().unwrap();
+    e.verify_readback().unwrap();
+}
+
+#[test]
+fn async_gc_in_long_gaps_keeps_every_write_at_one_program() {
+    let mut e = engine(&[]);
+    let n = 300;
+    for i in 0..n {
+        e.submit(&page_write(lpn_at(i), i as f64 * 100_000.0))
+            .unwrap();
+    }
+    let (asynchronous, synchronous, _) = gc_counts(&e);
+    assert!(asynchronous > 10.0, "{asynchronous}");
+    assert_eq!(synchronous, 0.0);
+    let host = e.outcome().host;
+    assert_eq!(host.response_sum_ns, n as u128 * lat().program.0 as u128);
+    e.verify_readback().unwrap();
+}
+
+#[test]
+fn interrupted_async_gc_never_delays_a_request_that_arrives_after_the_gap() {
+    // Gaps of 0.9 ms after three 0.3 ms writes in four fit a few reads or programs but
+    // not an erase, so jobs stop at phase boundaries; every fourth gap (20 ms) lets them
+    // finish. A request that arrives after the
+    // previous one completed and whose own service needed no GC must take exactly its
+    // one program: the idle-time work before it never overruns its gap.
+    let mut e = engine(&[]);
+    let mut now = 0.0;
+    let mut checked = 0;
+    for i in 0..600 {
+        let before = e.outcome();
+        let sync_before = gc_counts(&e).1;
+        let arrival = Nanos::from_us_f64(now);
+        e.submit(&page_write(lpn_at(i), now)).unwrap();
+        let after = e.outcome();
+        if gc_counts(&e).1 == sync_before && before.host.last_completion <= arrival {
+            let rt = after.host.response_sum_ns - before.host.response_sum_ns;
+            assert_eq!(rt, lat().program.0 as u128, "request {i}");
+            checked += 1;
+        }
+        now += if i % 4 == 3 { 20_000.0 } else { 1_200.0 };
+    }
+    let (asynchronous, _, interruptions) = gc_counts(&e);
+    assert!(asynchronous > 5.0, "{asynchronous}");
+    assert!(interruptions > 5.0, "{interruptions}");
+    assert!(checked > 300, "{checked}");
+    e.verify_readback().unwrap();
+}
+
+/// Threshold 3 on 4-page blocks: lbn 2 written whole to the BMR, then pages 1-2 to
+/// the PMR, so an idle-time BMR-GC of lbn 2 reads 2 PMR + 2 BMR pages, erases, and
+/// programs 4.
+fn rig_for_bmr_gc() -> Rig {
+    let mut r = Rig::new(
+        geo(4, 16, 10),
+        &[("threshold", "3"), ("async_free_percent", "100")],
+    );
+    r.write(2, &[0, 1, 2, 3]);
+    r.write(2, &[1, 2]);
+    r
+}
+
+#[test]
+fn a_bmr_gc_interrupted_after_invalidation_serves_reads_from_ram_until_flushed() {
+    let mut r = rig_for_bmr_gc();
+    let l = lat();
+    r.idle((4 * l.read.0 + l.erase.0) as f64 / 1000.0); // every phase but the program
+    assert_eq!(r.x("bmr_gc_async"), 1.0);
+    assert_eq!(r.x("gc_interruptions"), 1.0);
+    assert!(matches!(r.ftl.job, Some(Job::Bmr { phase: 4, .. })));
+    assert!((8..12).all(|l| !r.ftl.in_bmr(Lpn(l)) && r.ftl.pmr.map.get(l).is_none()));
+    r.flash.reset_stats();
+    for lpn in 8..12 {
+        let v = r.version[lpn as usize];
+        assert_eq!(r.read(lpn).map(|t| t.version), Some(v));
+    }
+    assert_eq!(FlashStats::total(&r.ops().page_reads), 0, "served from RAM");
+    r.check();
+    r.ftl.flush(&mut r.flash);
+    assert!(r.ftl.job.is_none());
+    assert!((8..12).all(|l| r.ftl.in_bmr(Lpn(l))));
+    assert_eq!(FlashStats::total(&r.ops().programs), 4);
+    r.verify();
+}
+
+#[test]
+fn a_host_write_finishes_a_bmr_gc_past_invalidation_and_aborts_one_before() {
+    let l = lat();
+    // Past invalidation: the write of the same block waits for the job to finish.
+    let mut r = rig_for_bmr_gc();
+    r.idle((4 * l.read.0 + l.erase.0) as f64 / 1000.0);
+    r.write(2, &[3]);
+    assert!(r.ftl.job.is_none());
+    assert_eq!(r.x("gc_finished_in_foreground"), 1.0);
+    r.verify();
+    // Before invalidation (only the PMR reads fit): the job is dropped.
+    let mut r = rig_for_bmr_gc();
+    r.idle((2 * l.read.0) as f64 / 1000.0);
+    assert!(matches!(r.ftl.job, Some(Job::Bmr { phase: 1, .. })));
+    r.check();
+    r.trim(8);
+    assert!(r.ftl.job.is_none());
+    assert_eq!(r.x("bmr_gc_aborted"), 1.0);
+    r.verify();
+}
+
+#[test]
+fn a_page_overwritten_during_an_interrupted_pmr_gc_is_not_switched_back() {
+    let mut r = Rig::new(geo(4, 16, 10), &[("async_free_percent", "100")]);
+    for lbn in [1, 2, 3, 4] {
+        r.write(lbn, &[0]);
+    }
+    r.write(1, &[0]); // the first PMR block (sealed) now has 1 invalid page
+    let l = lat();
+    r.idle((3 * l.read.0 + 3 * l.program.0) as f64 / 1000.0); // read + copy, no erase
+    assert!(matches!(r.ftl.job, Some(Job::Pmr { phase: 2, .. })));
+    r.check(); // the 3 copies are valid but not mapped yet
+    r.write(2, &[0]); // overwrites a copied page
+    r.check();
+    r.idle(l.erase.0 as f64 / 1000.0);
+    assert!(r.ftl.job.is_none());
+    assert_eq!(r.x("pmr_gc_async"), 1.0);
+    assert_eq!(
+        r.ftl.stats().gc_pages_copied,
+        2,
+        "the overwritten copy was dropped"
+    );
+    r.verify();
+}
+
+#[test]
+fn out_of_place_bmr_updates_erase_old_blocks_in_idle_time() {
+    let mut r = Rig::new(
+        geo(4, 16, 10),
+        &[("threshold", "3"), ("bmr_update", "out_of_place")],
+    );
+    assert_eq!(
+        r.x("pmr_blocks"),
+        9.0,
+        "one over-provisioned block is the BMR spare"
+    );
+    r.write(0, &[0, 1, 2, 3]);
+    assert_eq!(r.ftl.bmr[0], Pbn(25));
+    r.write(0, &[0, 1, 2, 3]);
+    assert_eq!(r.ftl.bmr[0], Pbn(0));
+    assert_eq!(
+        FlashStats::total(&r.ops().erases),
+        0,
+        "no erase in the foreground"
+    );
+    r.check();
+    r.idle(5_000.0);
+    assert_eq!(FlashStats::total(&r.ops().erases), 1);
+    assert_eq!(r.x("bmr_erases"), 1.0);
+    r.write(0, &[0, 1, 2, 3]);
+    r.write(0, &[0, 1, 2, 3]); // no idle: the retired block is erased on demand
+    assert_eq!(FlashStats::total(&r.ops().erases), 2);
+    r.verify();
+}
+
+#[test]
+fn impossible_options_and_geometries_are_errors_naming_the_fix() {
+    type Case<'a> = (&'a [(&'a str, &'a str)], u32, &'a str);
+    let cases: &[Case] = &[
+        (&[("pmr_percent", "50")], 5, "pmr_percent"),
+        (&[("sync_free_blocks", "4")], 5, "sync_free_blocks"),
+        (&[("sync_free_blocks", "0")], 5, "sync_free_blocks"),
+        (&[("bmr_update", "sideways")], 5, "bmr_update"),
+        (&[("pmr_gc_min_invalid", "0")], 5, "pmr_gc_min_invalid"),
+        (&[("async_free_percent", "120")], 5, "async_free_percent"),
+        (&[("threshold", "-1")], 5, "threshold"),
+        (&[], 2, "--op"),
+        (&[("bmr_update", "out_of_place")], 3, "--op"),
+    ];
+    for &(kv, extra, needle) in cases {
+        let e = CachFtl::new(&geo(4, 16, extra), &opts(kv))
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains(needle), "{kv:?}: {e}");
+    }
+}
+
+#[test]
+fn mapping_bytes_count_the_bmr_table_its_validity_bits_and_the_pmr_table() {
+    // 1 GiB of 4 KiB pages, 64 pages per block, PMR 10% of the flash (--op 11.12).
+    let g = GeometryBuilder {
+        page_size: 4096,
+        pages_per_block: 64,
+        spare_bytes: 128,
+        logical_bytes: 1 << 30,
+        op_percent: 11.12,
+        channels: 1,
+        dies_per_channel: 1,
+        min_spare_blocks: 0,
+    }
+    .build()
+    .unwrap();
+    assert_eq!((g.logical_blocks(), g.blocks), (4096, 4552));
+    let f = CachFtl::new(&g, &opts(&[])).unwrap();
+    let pmr_pages = 456 * 64;
+    let slots = pmr_pages + pmr_pages / 3 + 1;
+    assert_eq!(f.mapping_bytes(), 4096 * 4 + 262_144 / 8 + slots as u64 * 8);
+    assert_eq!(f.paper_map_bytes(), (4096 + pmr_pages as u64) * 4);
+}
+
+/// SplitMix64, for the randomized test.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n.max(1)
+    }
+}
+
+#[test]
+fn random_groups_trims_and_idle_gaps_keep_every_write() {
+    for (seed, ppb, kv) in [
+        (1u64, 4u32, vec![]),
+        (2, 8, vec![("async_free_percent", "70")]),
+        (
+            3,
+            4,
+            vec![("bmr_update", "out_of_place"), ("async_free_percent", "50")],
+        ),
+        (4, 8, vec![("threshold", "1"), ("pmr_gc_min_invalid", "3")]),
+        (5, 4, vec![("async_gc", "false"), ("threshold", "0")]),
+    ] {
+        let mut r = Rig::new(geo(ppb, 24, 6), &kv);
+        let mut rng = Rng(seed);
+        let pages = r.geo.logical_pages as u64;
+        for step in 0..6000 {
+            match rng.below(10) {
+                0..=5 => {
+                    let lbn = rng.below(pages / ppb as u64) as u32;
+                    let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
+                    if !offs.is_empty() {
+                        r.write(lbn, &offs);
+                    }
+                }
+                6 => r.trim(rng.below(pages) as u32),
+                7 => r.idle(rng.below(8000) as f64),
+                8 => {
+                    let lpn = rng.below(pages) as u32;
+                    let v = r.version[lpn as usize];
+                    let got = r.read(lpn).map(|t| t.version);
+                    assert_eq!(got, (v > 0).then_some(v), "seed {seed} step {step}");
+                }
+                _ => r.ftl.flush(&mut r.flash),
+            }
+            if step % 50 == 0 {
+                r.check();
+            }
+        }
+        r.verify();
+        let s = r.ftl.stats();
+        let pmr_used = r.x("pmr_groups") > 0.0;
+        assert!(
+            s.gc_invocations > 20 || !pmr_used,
+            "seed {seed}: {}",
+            s.gc_invocations
+        );
+        assert!(r.x("bmr_updates") > 20.0, "seed {seed}");
+    }
+}
