@@ -382,6 +382,22 @@ impl BlockPages {
         ))
     }
 
+    /// Appends every dirty page (its newest data is only here).
+    pub fn dirty_lpns(&self, out: &mut Vec<Lpn>) {
+        for (b, &d) in self.dirty.iter().enumerate() {
+            if d == 0 {
+                continue;
+            }
+            let first = b as u32 * self.ppb;
+            for o in 0..self.block_len(Lbn(b as u32)) {
+                let v = self.version[(first + o) as usize];
+                if v != 0 && v & CLEAN == 0 {
+                    out.push(Lpn(first + o));
+                }
+            }
+        }
+    }
+
     /// Offset of the first dirty page of a block.
     pub fn first_dirty_offset(&self, lbn: Lbn) -> Option<u32> {
         let first = lbn.0 * self.ppb;
@@ -742,6 +758,10 @@ impl<P: BlockPolicy> Buffer for BlockBuffer<P> {
         be.ftl.flush(be.flash);
     }
 
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        self.core.t.dirty_lpns(out);
+    }
+
     fn check(&self) -> Result<(), String> {
         self.core.check()?;
         self.policy.check(&self.core)
@@ -948,6 +968,9 @@ mod tests {
         assert_eq!(t.get(Lpn(8)), Some(tag(8, 2)));
         assert!(!t.put(tag(0, 1)));
         assert!(t.is_full());
+        let mut dirty = Vec::new();
+        t.dirty_lpns(&mut dirty);
+        assert_eq!(dirty, [Lpn(0), Lpn(8), Lpn(9)]);
         assert_eq!(t.remove(Lpn(9)), Some((tag(9, 1), true)));
         assert_eq!(t.remove(Lpn(9)), None);
         t.check().unwrap();

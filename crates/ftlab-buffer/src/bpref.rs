@@ -110,6 +110,10 @@ impl Buffer for Bpref {
         be.ftl.flush(be.flash);
     }
 
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        self.core.volatile_pages(out);
+    }
+
     fn check(&self) -> Result<(), String> {
         self.core.check()
     }

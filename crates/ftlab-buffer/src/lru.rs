@@ -184,6 +184,15 @@ impl PageCore {
         }
     }
 
+    /// Appends every buffered page (all are dirty: a write buffer).
+    pub fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        let mut s = self.lists.lru(0);
+        while let Some(slot) = s {
+            out.push(self.tags[slot as usize].lpn);
+            s = self.lists.newer(slot);
+        }
+    }
+
     /// Counters with the scheme-specific figures.
     pub fn stats(&self) -> BufferStats {
         let mut s = self.stats.clone();
@@ -271,6 +280,10 @@ impl Buffer for Lru {
         be.ftl.flush(be.flash);
     }
 
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        self.core.volatile_pages(out);
+    }
+
     fn check(&self) -> Result<(), String> {
         self.core.check()
     }
@@ -301,6 +314,9 @@ mod tests {
         assert_eq!(rig.ftl().groups, [vec![1], vec![5]]);
         let s = b.stats();
         assert_eq!((s.write_hits, s.write_misses, s.read_hits), (1, 5, 1));
+        let mut lost = Vec::new();
+        b.volatile_pages(&mut lost);
+        assert_eq!(lost, [Lpn(0), Lpn(8), Lpn(9)]);
         b.trim(&mut rig.be(), Lpn(0));
         b.flush(&mut rig.be());
         assert_eq!(rig.ftl().groups[2..], [vec![8], vec![9]]);

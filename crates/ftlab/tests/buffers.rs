@@ -40,13 +40,21 @@ fn small_buffers_keep_every_write_and_account_padding() {
                     let pad_reads = o.flash.page_reads[Cause::Padding as usize];
                     let pad_writes = o.flash.programs[Cause::Padding as usize];
                     assert_eq!(pad_reads, o.buffer.padding_reads, "{what}");
-                    let extra = o.buffer.extra.get("padding_writes").copied();
-                    assert_eq!(extra.unwrap_or(0.0) as u64, pad_writes, "{what}");
+                    // An FTL may program its own filler pages as padding too (cach).
+                    let buf_writes = o.buffer.extra.get("padding_writes").copied();
+                    let buf_writes = buf_writes.unwrap_or(0.0) as u64;
+                    assert!(
+                        buf_writes <= pad_writes,
+                        "{what}: {buf_writes} > {pad_writes}"
+                    );
+                    if ftl.id != "cach" {
+                        assert_eq!(buf_writes, pad_writes, "{what}");
+                    }
                     if buf.id == "bplru" {
                         assert!(pad_reads > 0, "{what}: bplru never padded");
                     }
                     if matches!(buf.id, "lru" | "fab" | "blru" | "bagc") {
-                        assert_eq!(pad_reads + pad_writes, 0, "{what}: padded");
+                        assert_eq!(pad_reads + buf_writes, 0, "{what}: padded");
                     }
                     ran += 1;
                 }

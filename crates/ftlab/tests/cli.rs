@@ -217,5 +217,6 @@ fn fuzz_runs_a_short_swarm() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("0 failed"), "{out}");
-    assert!(out.contains("| page | none |"), "{out}");
+    // Which buffer a run draws depends on how many are registered: look for the FTL.
+    assert!(out.contains("| page | "), "{out}");
 }
