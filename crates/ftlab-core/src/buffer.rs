@@ -11,7 +11,7 @@
 //! nothing.
 
 use crate::flash::Flash;
-use crate::ftl::{Answer, Ftl, IdleBudget, Query};
+use crate::ftl::{Answer, Ftl, GroupInfo, IdleBudget, Query};
 use crate::units::{Lpn, PageTag, PageWrite};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -29,6 +29,13 @@ impl Backend<'_> {
     #[inline]
     pub fn write(&mut self, pages: &[PageWrite]) {
         self.ftl.write(self.flash, pages);
+    }
+
+    /// Hands a group to the FTL with what the buffer knows about it (padding, a view
+    /// of the buffer for buffer-aware GC).
+    #[inline]
+    pub fn write_with(&mut self, pages: &[PageWrite], info: GroupInfo<'_>) {
+        self.ftl.write_with(self.flash, pages, info);
     }
 
     /// Reads a page through the FTL.

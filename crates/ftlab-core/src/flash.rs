@@ -481,6 +481,42 @@ impl Flash {
         self.log.clear();
     }
 
+    /// Moves the last `n` operations of `kind` counted under `from` to `to`, in the
+    /// counters and in the operation log. For a layer above the FTL that knows better
+    /// why the FTL's operations happened: a buffer's padding reads and writes go through
+    /// the FTL as host operations, and the buffer re-attributes them to
+    /// [`Cause::Padding`] right after the call.
+    ///
+    /// Panics if fewer than `n` such operations were counted (a caller bug).
+    pub fn reattribute(&mut self, kind: OpKind, from: Cause, to: Cause, n: u64) {
+        if n == 0 || from == to {
+            return;
+        }
+        let counts = match kind {
+            OpKind::Read => &mut self.stats.page_reads,
+            OpKind::SpareRead => &mut self.stats.spare_reads,
+            OpKind::Program => &mut self.stats.programs,
+            OpKind::Erase => &mut self.stats.erases,
+        };
+        assert!(
+            counts[from as usize] >= n,
+            "reattribute of {n} {kind:?} ops from {from:?}, which counted only {}",
+            counts[from as usize]
+        );
+        counts[from as usize] -= n;
+        counts[to as usize] += n;
+        let mut left = n;
+        for op in self.log.iter_mut().rev() {
+            if left == 0 {
+                break;
+            }
+            if op.kind == kind && op.cause == from {
+                op.cause = to;
+                left -= 1;
+            }
+        }
+    }
+
     /// Total valid pages on the device (O(blocks); for checks).
     pub fn total_valid(&self) -> u64 {
         self.valid_count.iter().map(|&c| c as u64).sum()
@@ -561,6 +597,30 @@ mod tests {
         assert_eq!(s.erases[Cause::Gc as usize], 1);
         assert_eq!(f.log_ops().len(), 4);
         f.check().unwrap();
+    }
+
+    #[test]
+    fn reattribute_moves_counts_and_log_entries() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.program(Ppn(1), tag(2), Cause::Host);
+        f.read(Ppn(0), Cause::Host);
+        f.reattribute(OpKind::Program, Cause::Host, Cause::Padding, 1);
+        f.reattribute(OpKind::Read, Cause::Host, Cause::Padding, 1);
+        let s = f.stats();
+        assert_eq!(s.programs[Cause::Host as usize], 1);
+        assert_eq!(s.programs[Cause::Padding as usize], 1);
+        assert_eq!(s.page_reads[Cause::Host as usize], 0);
+        assert_eq!(s.page_reads[Cause::Padding as usize], 1);
+        let causes: Vec<Cause> = f.log_ops().iter().map(|o| o.cause).collect();
+        assert_eq!(causes, [Cause::Host, Cause::Padding, Cause::Padding]);
+    }
+
+    #[test]
+    #[should_panic(expected = "counted only 0")]
+    fn reattribute_refuses_more_than_counted() {
+        let mut f = flash();
+        f.reattribute(OpKind::Erase, Cause::Host, Cause::Padding, 1);
     }
 
     #[test]

@@ -28,6 +28,16 @@ pub struct FtlStats {
     pub merges_full: u64,
     /// Pages copied by merges.
     pub merge_pages_copied: u64,
+    /// Switch merges of a block a buffer had padded to complete it (co-op-buffer-ftl.txt
+    /// §6.3: "PSMs artificially made by the unconditional or conditional block padding
+    /// technique"); not counted in `merges_switch`.
+    pub merges_padding_switch: u64,
+    /// Optimized switch merges (co-op-buffer-ftl.txt §5.1.2, §5.2.2); not counted in
+    /// `merges_switch`.
+    pub merges_osm: u64,
+    /// Full merges that took some valid pages from the write buffer (BA-BM,
+    /// co-op-buffer-ftl.txt §3); not counted in `merges_full`.
+    pub merges_ba_bm: u64,
     /// Mapping-cache hits.
     pub map_hits: u64,
     /// Mapping-cache misses.
@@ -98,6 +108,36 @@ pub enum Answer {
     Block(Option<Lbn>),
 }
 
+/// What a buffer-aware FTL may see of the write buffer above it: the buffer side of
+/// BA-GC (co-op-buffer-ftl.txt §3: "This scheme targets the environment where FTL can
+/// access and control the buffer cache").
+pub trait BufferView {
+    /// Dirty pages the buffer holds for a logical block.
+    fn dirty_pages(&self, lbn: Lbn) -> u32;
+
+    /// Dirty pages of a logical block the buffer considers cold (unlikely to be
+    /// updated soon).
+    fn cold_dirty_pages(&self, lbn: Lbn) -> u32;
+
+    /// The buffer's dirty copy of a page, if it holds one.
+    fn dirty_copy(&self, lpn: Lpn) -> Option<PageTag>;
+
+    /// The FTL has written the buffer's copy of `lpn` to flash: the buffer marks it
+    /// clean and will not flush it again. No-op if the page is not dirty.
+    fn mark_clean(&mut self, lpn: Lpn);
+}
+
+/// What a write buffer says about a group it hands to the FTL
+/// ([`Ftl::write_with`]).
+#[derive(Default)]
+pub struct GroupInfo<'a> {
+    /// Pages of the group the buffer read from flash to complete the block (padding);
+    /// their data did not change.
+    pub padded: u32,
+    /// The buffer, for buffer-aware FTLs (BA-GC); `None` when it offers no view.
+    pub buffer: Option<&'a mut dyn BufferView>,
+}
+
 /// Idle time offered to a buffer or FTL between requests, with the serial cost of each
 /// operation so the scheme can stop before it overruns.
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +168,12 @@ pub trait Ftl {
     /// duplicates (a buffer flush or one request's pages of that block). Group-aware
     /// schemes see the group's size; others may treat it page by page.
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]);
+
+    /// Writes a group handed over by a write buffer, with what the buffer knows about
+    /// it (padding, a view of the buffer). The default ignores the information.
+    fn write_with(&mut self, flash: &mut Flash, pages: &[PageWrite], _info: GroupInfo<'_>) {
+        self.write(flash, pages);
+    }
 
     /// Reads a logical page: returns the spare tag of the physical page read (via
     /// [`Flash::read`]), or `None` if the LPN is not mapped.

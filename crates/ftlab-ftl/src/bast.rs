@@ -44,21 +44,68 @@
 //! - `mapping_bytes`: the LBN -> data block table, the LBN -> log block table, the log
 //!   block descriptors, the per-log-block page map (2 bytes per log page: offset ->
 //!   slot), the LRU links and the free-descriptor stack, all 4-byte entries unless said.
+//!
+//! Options for the co-optimised buffers (issue 8; co-op-buffer-ftl.txt), off by
+//! default so that plain `bast` is the scheme above:
+//! - `osm`: Optimized Switch Merge (§5.1.2). "If FTL receives a complete-block flush
+//!   from BML to one of the pre-allocated log blocks, it writes the buffer flush to a
+//!   free block instead of the pre-allocated log block, and the fully-written free block
+//!   becomes the new data block. Thereafter, the corresponding data and the
+//!   pre-allocated log blocks are simply reclaimed by two erase operations." A complete
+//!   block is a group of every page of a logical block ("by checking the first-page
+//!   offset and length without an additional interface"), whoever sends it; a complete
+//!   group for a block with no log block takes the ordinary path ("original switch
+//!   merges take place"). Counted in `merges_osm`, and the log block in U_avg.
+//! - `ba_gc`: BA-GC's FTL side (§3), active when the buffer lends a view
+//!   ([`GroupInfo::buffer`], the `bagc` buffer): BA-VBS picks the log block to reclaim
+//!   when none is free by the most dirty cold buffer pages of its logical block, ties to
+//!   the least recently written, and, as §6 adapts BA-GC to BAST, "a log block that
+//!   reserves enough free pages for accommodating the dirty buffer pages to be flushed
+//!   is excepted from candidates" (read as: a block with dirty buffer pages that all fit
+//!   its log block's free pages; when every log block is excepted the LRU one goes);
+//!   BA-BM takes, in a full merge, every page the buffer holds dirty from the buffer
+//!   instead of flash (no read; the old flash copy is dropped) and marks it clean
+//!   there. Partial merges copy from flash as before (§6.2 speaks of "full merge-based
+//!   BA-BM"). A full merge that took a page from the buffer is counted in
+//!   `merges_ba_bm` instead of `merges_full`; its buffer pages are programmed (cause
+//!   merge) and counted as copied. While it writes a group from such a buffer the FTL
+//!   marks each page clean just before programming it, and skips pages a BA-BM merge
+//!   has already written.
+//! - A switch merge of a logical block whose group the buffer padded (the group being
+//!   written when the merge happens) is counted in `merges_padding_switch` (PSM,
+//!   §6.3) instead of `merges_switch`.
 
 use crate::logblock::{compose, count_or_auto, FreePool, LruList, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Answer, Ftl, FtlStats, Query};
+use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 
 /// Options of the `bast` FTL.
-pub const OPTIONS: &[OptionSpec] = &[OptionSpec {
-    name: "log_blocks",
-    default: "auto",
-    help: "log blocks allocatable at once; auto: every spare block but the merge \
-           reserve, so --op sets it (papers: 2.5-5% of capacity)",
-}];
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "log_blocks",
+        default: "auto",
+        help: "log blocks allocatable at once; auto: every spare block but the merge \
+               reserve, so --op sets it (papers: 2.5-5% of capacity)",
+    },
+    OptionSpec {
+        name: "osm",
+        default: "false",
+        help: "Optimized Switch Merge: a complete-block write to a block with a log block \
+               goes to a free block (co-op-buffer-ftl.txt §5.1.2)",
+    },
+    OptionSpec {
+        name: "ba_gc",
+        default: "false",
+        help: "BA-GC with a bagc buffer: BA-VBS victim choice and BA-BM full merges \
+               (co-op-buffer-ftl.txt §3, §6)",
+    },
+];
+
+/// The buffer view lent for one group (BA-GC), threaded through the write path.
+type Bv<'a> = Option<&'a mut dyn BufferView>;
 
 const SCHEME: &str = "bast";
 const NO_SLOT: u16 = u16::MAX;
@@ -88,6 +135,12 @@ pub struct Bast {
     srcs: Vec<Src>,
     counters: MergeCounters,
     stats: FtlStats,
+    osm: bool,
+    ba_gc: bool,
+    /// The group being written: its logical block and whether the buffer padded it.
+    group: Option<(Lbn, bool)>,
+    /// Offsets of the group's block a BA-BM merge has already written.
+    taken: Vec<bool>,
 }
 
 impl Bast {
@@ -109,6 +162,8 @@ impl Bast {
             return Err(opts.geometry_error("pages_per_block must be below 65535"));
         }
         let ppb = geo.pages_per_block;
+        let osm: bool = opts.get("osm")?;
+        let ba_gc: bool = opts.get("ba_gc")?;
         let idle = LogBlock {
             pbn: Pbn(NONE),
             lbn: Lbn(NONE),
@@ -128,6 +183,10 @@ impl Bast {
             srcs: vec![Src::Hole; ppb as usize],
             counters: MergeCounters::default(),
             stats: FtlStats::default(),
+            osm,
+            ba_gc,
+            group: None,
+            taken: vec![false; ppb as usize],
         })
     }
 
@@ -158,7 +217,7 @@ impl Bast {
         flash.is_valid(ppn).then_some(ppn)
     }
 
-    fn write_page(&mut self, flash: &mut Flash, tag: PageTag) {
+    fn write_page(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
         if let Some(old) = self.live(flash, tag.lpn) {
             flash.invalidate(old);
         }
@@ -177,7 +236,7 @@ impl Bast {
             return;
         }
         if desc == NONE {
-            desc = self.open_log(flash, lbn);
+            desc = self.open_log(flash, lbn, bv);
         }
         let log = &mut self.logs[desc as usize];
         let slot = log.written;
@@ -189,16 +248,19 @@ impl Bast {
         self.slot_of[i] = slot as u16;
         self.lru.touch(desc);
         if full {
-            self.merge(flash, desc);
+            self.merge(flash, desc, bv);
         }
     }
 
     /// Allocates a log block for `lbn`, reclaiming the least recently written one if
     /// none is left.
-    fn open_log(&mut self, flash: &mut Flash, lbn: Lbn) -> u32 {
+    fn open_log(&mut self, flash: &mut Flash, lbn: Lbn, bv: &mut Bv<'_>) -> u32 {
         if self.free_desc.is_empty() {
-            let victim = self.lru.lru().expect("every log block is in the LRU list");
-            self.merge(flash, victim);
+            let victim = match bv.as_deref() {
+                Some(v) if self.ba_gc => self.ba_vbs_victim(v),
+                _ => self.lru.lru().expect("every log block is in the LRU list"),
+            };
+            self.merge(flash, victim, bv);
         }
         let desc = self.free_desc.pop().expect("a log block was just freed");
         self.logs[desc as usize] = LogBlock {
@@ -213,7 +275,7 @@ impl Bast {
 
     /// Merges log block `desc` with its data block (switch, partial or full) and frees
     /// it.
-    fn merge(&mut self, flash: &mut Flash, desc: u32) {
+    fn merge(&mut self, flash: &mut Flash, desc: u32, bv: &mut Bv<'_>) {
         let log = self.logs[desc as usize];
         self.counters.reclaimed(log.written, self.ppb);
         let d = self.dmap[log.lbn.idx()];
@@ -221,9 +283,15 @@ impl Bast {
         if log.seq {
             self.merge_in_order(flash, &log, data);
         } else {
-            self.merge_full(flash, desc, &log, data);
+            self.merge_full(flash, desc, &log, data, bv);
         }
-        self.log_of[log.lbn.idx()] = NONE;
+        self.release_log(desc);
+    }
+
+    /// Frees log descriptor `desc` (its block was merged or erased).
+    fn release_log(&mut self, desc: u32) {
+        let lbn = self.logs[desc as usize].lbn;
+        self.log_of[lbn.idx()] = NONE;
         let row = self.slot_idx(desc, 0);
         self.slot_of[row..row + self.ppb as usize].fill(NO_SLOT);
         self.lru.remove(desc);
@@ -261,6 +329,7 @@ impl Bast {
                 self.stats.merges_partial += 1;
                 self.stats.merge_pages_copied += done.copied;
             }
+            _ if self.group == Some((log.lbn, true)) => self.stats.merges_padding_switch += 1,
             _ => self.stats.merges_switch += 1,
         }
         if let Some(d) = data {
@@ -271,8 +340,16 @@ impl Bast {
     }
 
     /// Full merge: every live page of the pair into a free block.
-    fn merge_full(&mut self, flash: &mut Flash, desc: u32, log: &LogBlock, data: Option<Pbn>) {
+    fn merge_full(
+        &mut self,
+        flash: &mut Flash,
+        desc: u32,
+        log: &LogBlock,
+        data: Option<Pbn>,
+        bv: &mut Bv<'_>,
+    ) {
         let mut any = false;
+        let mut from_buffer = false;
         for o in 0..self.ppb {
             let slot = self.slot_of[self.slot_idx(desc, o)];
             let in_log = (slot != NO_SLOT)
@@ -288,6 +365,21 @@ impl Bast {
                 }
                 None => Src::Hole,
             };
+            if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
+                let lpn = Lpn(log.lbn.0 * self.ppb + o);
+                if let Some(tag) = v.dirty_copy(lpn) {
+                    if let Src::Copy(p) = self.srcs[o as usize] {
+                        flash.invalidate(p);
+                    }
+                    self.srcs[o as usize] = Src::Ram(tag);
+                    v.mark_clean(lpn);
+                    if self.group.is_some_and(|(g, _)| g == log.lbn) {
+                        self.taken[o as usize] = true;
+                    }
+                    any = true;
+                    from_buffer = true;
+                }
+            }
         }
         self.dmap[log.lbn.idx()] = NONE;
         if any {
@@ -310,7 +402,61 @@ impl Bast {
         }
         flash.erase(log.pbn, Cause::Merge);
         self.pool.put(flash, log.pbn);
-        self.stats.merges_full += 1;
+        if from_buffer {
+            self.stats.merges_ba_bm += 1;
+        } else {
+            self.stats.merges_full += 1;
+        }
+    }
+
+    // --- CO-OP options (issue 8): OSM and BA-VBS -------------------------------------
+
+    /// BA-VBS: the allocated log block whose logical block has the most dirty cold
+    /// pages in the buffer, ties to the least recently written; log blocks whose free
+    /// pages hold all their block's dirty buffer pages are excepted (§6).
+    fn ba_vbs_victim(&self, v: &dyn BufferView) -> u32 {
+        let mut best: Option<(u32, u32)> = None;
+        for desc in self.lru.iter_lru() {
+            let log = &self.logs[desc as usize];
+            let dirty = v.dirty_pages(log.lbn);
+            if dirty > 0 && self.ppb - log.written >= dirty {
+                continue;
+            }
+            let cold = v.cold_dirty_pages(log.lbn);
+            if best.is_none_or(|(_, c)| cold > c) {
+                best = Some((desc, cold));
+            }
+        }
+        best.map_or_else(
+            || self.lru.lru().expect("every log block is in the LRU list"),
+            |(d, _)| d,
+        )
+    }
+
+    /// OSM: a complete group for a block with log block `desc` goes to a free block,
+    /// which becomes the data block; the old data and log blocks are erased.
+    fn osm_write(&mut self, flash: &mut Flash, desc: u32, pages: &[PageWrite]) {
+        let log = self.logs[desc as usize];
+        for p in pages {
+            if let Some(old) = self.live(flash, p.lpn) {
+                flash.invalidate(old);
+            }
+        }
+        let dst = self.pool.take(SCHEME);
+        for (o, &p) in pages.iter().enumerate() {
+            flash.program(self.geo.ppn(dst, o as u32), p, Cause::Host);
+        }
+        self.counters.reclaimed(log.written, self.ppb);
+        let d = self.dmap[log.lbn.idx()];
+        if d != NONE {
+            flash.erase(Pbn(d), Cause::Merge);
+            self.pool.put(flash, Pbn(d));
+        }
+        flash.erase(log.pbn, Cause::Merge);
+        self.pool.put(flash, log.pbn);
+        self.dmap[log.lbn.idx()] = dst.0;
+        self.release_log(desc);
+        self.stats.merges_osm += 1;
     }
 
     fn log_block(&self, lbn: Lbn) -> Option<Option<&LogBlock>> {
@@ -362,9 +508,33 @@ impl Bast {
 
 impl Ftl for Bast {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
-        for &p in pages {
-            self.write_page(flash, p);
+        self.write_with(flash, pages, GroupInfo::default());
+    }
+
+    fn write_with(&mut self, flash: &mut Flash, pages: &[PageWrite], info: GroupInfo<'_>) {
+        let Some(first) = pages.first() else {
+            return;
+        };
+        let lbn = self.geo.lbn_of(first.lpn);
+        let desc = self.log_of[lbn.idx()];
+        if self.osm && pages.len() as u32 == self.ppb && desc != NONE {
+            self.osm_write(flash, desc, pages);
+            return;
         }
+        self.group = Some((lbn, info.padded > 0));
+        self.taken.fill(false);
+        let mut bv = if self.ba_gc { info.buffer } else { None };
+        for &p in pages {
+            if self.taken[self.geo.lpn_offset(p.lpn) as usize] {
+                continue;
+            }
+            // The page is on its way to flash: a merge it triggers copies it from there.
+            if let Some(v) = bv.as_deref_mut() {
+                v.mark_clean(p.lpn);
+            }
+            self.write_page(flash, p, &mut bv);
+        }
+        self.group = None;
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {

@@ -61,10 +61,39 @@
 //! - `mapping_bytes`: the LBN -> data block table, the RW log descriptors and their page
 //!   map (4 bytes per RW log page: its LPN), the round-robin ring, the LPN -> log page
 //!   index (open addressing, twice the RW log pages) and the SW log descriptors.
+//!
+//! Options for the co-optimised buffers (issue 8; co-op-buffer-ftl.txt), `osm` and
+//! `ba_gc` off by default so that plain `fast` is the scheme above:
+//! - `osm`: Optimized Switch Merge (§5.2.2): "writes a complete-block flush, which
+//!   denotes sequential writes, to the SW log block, which is simply reclaimed by a
+//!   switch merge. In the other cases, buffer flushes are redirected to RW log blocks".
+//!   A complete block is a group of every page of a logical block that has a data
+//!   block (a block never written is written in place, no log needed). Other pages
+//!   still go in place when the data block's next free page is theirs (rule 1), and to
+//!   the RW logs otherwise: rules 2 and 3 (the SW log) are off. The switch is counted
+//!   in `merges_osm` when the buffer padded the group, else in `merges_switch`. Needs
+//!   `sw_logs` of at least 1.
+//! - `rw_adapt` (default true): the RW threshold answered to Get_Thres_RW "is
+//!   dynamically adjusted considering the FM hit ratio" (§5.2.2), without a rule.
+//!   Ours, decided before measuring: after each RW victim reclaim, of the logical
+//!   blocks with pages in the victim, those whose pages were all invalid need no full
+//!   merge (FM hits). If at least half were hits the threshold rises by one page (the
+//!   RW logs absorb random flushes: keep more of them unpadded), else it falls by one
+//!   (pad more flushes into switch merges); it stays within 1..=pages per block.
+//!   `ftl.extra` reports `fm_hits`, `fm_hit_ratio` and the final `rw_threshold`.
+//! - `ba_gc`: BA-GC's FTL side (§3), active when the buffer lends a view (the `bagc`
+//!   buffer): BA-VBS reclaims the RW log with the most valid pages whose buffer copy is
+//!   dirty and cold, ties to the oldest (round robin otherwise); BA-BM takes, in a full
+//!   merge, every page the buffer holds dirty from the buffer instead of flash and
+//!   marks it clean there (counted in `merges_ba_bm`, not `merges_full`). While it
+//!   writes such a buffer's group the FTL marks each page clean just before
+//!   programming it, and skips pages a BA-BM merge has already written.
+//! - A SW switch merge of a group the buffer padded, without `osm`, is counted in
+//!   `merges_padding_switch` (PSM, §6.3) instead of `merges_switch`.
 
 use crate::logblock::{compose, count_or_auto, FreePool, LpnIndex, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Answer, Ftl, FtlStats, Query};
+use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -90,7 +119,28 @@ pub const OPTIONS: &[OptionSpec] = &[
         help: "RW threshold in pages answered to CO-OP buffers; auto: 70 per 128 pages \
                (co-op-buffer-ftl.txt §5.2.2) scaled to the block",
     },
+    OptionSpec {
+        name: "rw_adapt",
+        default: "true",
+        help: "adapt the RW threshold by one page per RW reclaim from its full-merge hit \
+               ratio (co-op-buffer-ftl.txt §5.2.2)",
+    },
+    OptionSpec {
+        name: "osm",
+        default: "false",
+        help: "Optimized Switch Merge: complete-block writes to the SW log, all else to \
+               RW logs (co-op-buffer-ftl.txt §5.2.2)",
+    },
+    OptionSpec {
+        name: "ba_gc",
+        default: "false",
+        help: "BA-GC with a bagc buffer: BA-VBS RW victim choice and BA-BM full merges \
+               (co-op-buffer-ftl.txt §3)",
+    },
 ];
+
+/// The buffer view lent for one group (BA-GC), threaded through the write path.
+type Bv<'a> = Option<&'a mut dyn BufferView>;
 
 const SCHEME: &str = "fast";
 
@@ -124,6 +174,18 @@ pub struct Fast {
     lbns: Vec<u32>,
     counters: MergeCounters,
     stats: FtlStats,
+    rw_adapt: bool,
+    osm: bool,
+    ba_gc: bool,
+    /// The group being written: its logical block and whether the buffer padded it.
+    group: Option<(Lbn, bool)>,
+    /// Offsets of the group's block a BA-BM merge has already written.
+    taken: Vec<bool>,
+    /// Logical blocks with any page in a RW victim (scratch).
+    assoc: Vec<u32>,
+    /// Full-merge hits and associated blocks over RW reclaims.
+    fm_hits: u64,
+    fm_assoc: u64,
 }
 
 impl Fast {
@@ -141,6 +203,15 @@ impl Fast {
         let rw_threshold = count_or_auto(opts, "rw_threshold", auto_threshold)?;
         if rw_threshold == 0 || rw_threshold > ppb {
             return Err(opts.bad("rw_threshold", format!("must be 1 to {ppb} pages")));
+        }
+        let rw_adapt: bool = opts.get("rw_adapt")?;
+        let osm: bool = opts.get("osm")?;
+        let ba_gc: bool = opts.get("ba_gc")?;
+        if osm && sw_logs == 0 {
+            return Err(opts.bad(
+                "osm",
+                "needs sw_logs of at least 1 (OSM writes to the SW log)",
+            ));
         }
         let needed = sw_logs as u64 + rw_logs as u64 + 1;
         if rw_logs == 0 || needed > spare as u64 {
@@ -177,6 +248,14 @@ impl Fast {
             lbns: Vec::with_capacity(ppb as usize),
             counters: MergeCounters::default(),
             stats: FtlStats::default(),
+            rw_adapt,
+            osm,
+            ba_gc,
+            group: None,
+            taken: vec![false; ppb as usize],
+            assoc: Vec::with_capacity(ppb as usize),
+            fm_hits: 0,
+            fm_assoc: 0,
         })
     }
 
@@ -222,7 +301,7 @@ impl Fast {
         }
     }
 
-    fn write_page(&mut self, flash: &mut Flash, tag: PageTag) {
+    fn write_page(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
         self.drop_live(flash, tag.lpn);
         let lbn = self.geo.lbn_of(tag.lpn);
         let o = self.geo.lpn_offset(tag.lpn);
@@ -234,13 +313,13 @@ impl Fast {
             let pbn = self.pool.take(SCHEME);
             self.dmap[lbn.idx()] = pbn.0;
             flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
-        } else if let Some(s) = sw.filter(|&s| self.sw[s].written == o) {
+        } else if let Some(s) = sw.filter(|&s| !self.osm && self.sw[s].written == o) {
             self.sw_append(flash, s, tag);
-        } else if o == 0 && !self.sw.is_empty() {
+        } else if o == 0 && !self.sw.is_empty() && !self.osm {
             let s = self.open_sw(flash, lbn);
             self.sw_append(flash, s, tag);
         } else {
-            self.rw_append(flash, tag);
+            self.rw_append(flash, tag, bv);
         }
     }
 
@@ -316,6 +395,12 @@ impl Fast {
         self.stats.merge_pages_copied += done.copied;
         if done.copied > 0 {
             self.stats.merges_partial += 1;
+        } else if sw.written == self.ppb && self.group == Some((sw.lbn, true)) {
+            if self.osm {
+                self.stats.merges_osm += 1;
+            } else {
+                self.stats.merges_padding_switch += 1;
+            }
         } else {
             self.stats.merges_switch += 1;
         }
@@ -327,10 +412,10 @@ impl Fast {
         self.sw[s].lbn = Lbn(NONE);
     }
 
-    fn rw_append(&mut self, flash: &mut Flash, tag: PageTag) {
+    fn rw_append(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
         let desc = match self.rw_ring.back() {
             Some(&d) if self.rw_written[d as usize] < self.ppb => d,
-            _ => self.next_rw(flash),
+            _ => self.next_rw(flash, bv),
         };
         let slot = self.rw_written[desc as usize];
         let g = desc * self.ppb + slot;
@@ -341,10 +426,14 @@ impl Fast {
     }
 
     /// Allocates the next RW log block, reclaiming the oldest when all are in use.
-    fn next_rw(&mut self, flash: &mut Flash) -> u32 {
+    fn next_rw(&mut self, flash: &mut Flash, bv: &mut Bv<'_>) -> u32 {
         if self.rw_free.is_empty() {
-            let victim = self.rw_ring.pop_front().expect("RW logs exist");
-            self.reclaim_rw(flash, victim);
+            let at = match bv.as_deref() {
+                Some(v) if self.ba_gc => self.ba_vbs_victim(flash, v),
+                _ => 0,
+            };
+            let victim = self.rw_ring.remove(at).expect("RW logs exist");
+            self.reclaim_rw(flash, victim, bv);
         }
         let desc = self.rw_free.pop().expect("a RW log is free");
         self.rw_pbn[desc as usize] = self.pool.take(SCHEME).0;
@@ -355,21 +444,27 @@ impl Fast {
 
     /// Full-merges every logical block with a live page in RW log `victim`, then
     /// erases it.
-    fn reclaim_rw(&mut self, flash: &mut Flash, victim: u32) {
+    fn reclaim_rw(&mut self, flash: &mut Flash, victim: u32, bv: &mut Bv<'_>) {
         let written = self.rw_written[victim as usize];
         self.counters.reclaimed(written, self.ppb);
         let mut lbns = std::mem::take(&mut self.lbns);
         lbns.clear();
+        self.assoc.clear();
         for slot in 0..written {
             let g = victim * self.ppb + slot;
+            let l = self.rw_lpn[g as usize] / self.ppb;
+            self.assoc.push(l);
             if flash.is_valid(self.rw_ppn(g)) {
-                lbns.push(self.rw_lpn[g as usize] / self.ppb);
+                lbns.push(l);
             }
         }
         lbns.sort_unstable();
         lbns.dedup();
+        self.assoc.sort_unstable();
+        self.assoc.dedup();
+        self.adapt_threshold(self.assoc.len() as u32, lbns.len() as u32);
         for &l in &lbns {
-            self.full_merge(flash, Lbn(l));
+            self.full_merge(flash, Lbn(l), bv);
         }
         self.lbns = lbns;
         let pbn = Pbn(self.rw_pbn[victim as usize]);
@@ -382,11 +477,12 @@ impl Fast {
 
     /// Copies every live page of `lbn` (data block, SW log, any RW log) into a free
     /// block, which becomes the data block; erases the old data block and the SW log.
-    fn full_merge(&mut self, flash: &mut Flash, lbn: Lbn) {
+    fn full_merge(&mut self, flash: &mut Flash, lbn: Lbn, bv: &mut Bv<'_>) {
         let d = self.dmap[lbn.idx()];
         let sw = self.sw_of(lbn);
         let first_lpn = lbn.0 * self.ppb;
         let mut any = false;
+        let mut from_buffer = false;
         for o in 0..self.ppb {
             let lpn = first_lpn + o;
             let src = if let Some(g) = self.index.remove(lpn) {
@@ -396,6 +492,20 @@ impl Fast {
             };
             any |= src.is_some();
             self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
+            if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
+                if let Some(tag) = v.dirty_copy(Lpn(lpn)) {
+                    if let Some(p) = src {
+                        flash.invalidate(p);
+                    }
+                    self.srcs[o as usize] = Src::Ram(tag);
+                    v.mark_clean(Lpn(lpn));
+                    if self.group.is_some_and(|(g, _)| g == lbn) {
+                        self.taken[o as usize] = true;
+                    }
+                    any = true;
+                    from_buffer = true;
+                }
+            }
         }
         self.dmap[lbn.idx()] = NONE;
         if any {
@@ -416,7 +526,67 @@ impl Fast {
             self.pool.put(flash, log.pbn);
             self.sw[s].lbn = Lbn(NONE);
         }
-        self.stats.merges_full += 1;
+        if from_buffer {
+            self.stats.merges_ba_bm += 1;
+        } else {
+            self.stats.merges_full += 1;
+        }
+    }
+
+    // --- CO-OP options (issue 8): RW threshold, OSM, BA-VBS ---------------------------
+
+    /// Moves the RW threshold by one page after a RW reclaim that touched `assoc`
+    /// logical blocks, `merged` of which needed a full merge (see `rw_adapt`).
+    fn adapt_threshold(&mut self, assoc: u32, merged: u32) {
+        let hits = assoc - merged;
+        self.fm_hits += hits as u64;
+        self.fm_assoc += assoc as u64;
+        if !self.rw_adapt || assoc == 0 {
+            return;
+        }
+        if 2 * hits >= assoc {
+            self.rw_threshold = (self.rw_threshold + 1).min(self.ppb);
+        } else {
+            self.rw_threshold = self.rw_threshold.saturating_sub(1).max(1);
+        }
+    }
+
+    /// BA-VBS: the position in the round-robin ring of the RW log with the most valid
+    /// pages whose buffer copy is dirty and cold (the oldest on ties).
+    fn ba_vbs_victim(&self, flash: &Flash, v: &dyn BufferView) -> usize {
+        let mut best = (0, 0);
+        for (at, &desc) in self.rw_ring.iter().enumerate() {
+            let mut score = 0;
+            for slot in 0..self.rw_written[desc as usize] {
+                let g = desc * self.ppb + slot;
+                let lpn = Lpn(self.rw_lpn[g as usize]);
+                if flash.is_valid(self.rw_ppn(g))
+                    && v.cold_dirty_pages(self.geo.lbn_of(lpn)) > 0
+                    && v.dirty_copy(lpn).is_some()
+                {
+                    score += 1;
+                }
+            }
+            if score > best.1 {
+                best = (at, score);
+            }
+        }
+        best.0
+    }
+
+    /// OSM: a complete group goes to a SW log, which is switched at once.
+    fn osm_write(&mut self, flash: &mut Flash, lbn: Lbn, pages: &[PageWrite]) {
+        for p in pages {
+            self.drop_live(flash, p.lpn);
+        }
+        let s = self.open_sw(flash, lbn);
+        for &p in pages {
+            self.sw_append(flash, s, p);
+        }
+        debug_assert!(
+            self.sw_of(lbn).is_none(),
+            "the complete SW log was switched"
+        );
     }
 
     fn check_rw(&self, flash: &Flash, in_use: &mut [bool]) -> Result<(), String> {
@@ -485,9 +655,33 @@ impl Fast {
 
 impl Ftl for Fast {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
-        for &p in pages {
-            self.write_page(flash, p);
+        self.write_with(flash, pages, GroupInfo::default());
+    }
+
+    fn write_with(&mut self, flash: &mut Flash, pages: &[PageWrite], info: GroupInfo<'_>) {
+        let Some(first) = pages.first() else {
+            return;
+        };
+        let lbn = self.geo.lbn_of(first.lpn);
+        self.group = Some((lbn, info.padded > 0));
+        if self.osm && pages.len() as u32 == self.ppb && self.dmap[lbn.idx()] != NONE {
+            self.osm_write(flash, lbn, pages);
+            self.group = None;
+            return;
         }
+        self.taken.fill(false);
+        let mut bv = if self.ba_gc { info.buffer } else { None };
+        for &p in pages {
+            if self.taken[self.geo.lpn_offset(p.lpn) as usize] {
+                continue;
+            }
+            // The page is on its way to flash: a merge it triggers copies it from there.
+            if let Some(v) = bv.as_deref_mut() {
+                v.mark_clean(p.lpn);
+            }
+            self.write_page(flash, p, &mut bv);
+        }
+        self.group = None;
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
@@ -539,12 +733,20 @@ impl Ftl for Fast {
         self.counters.report(&mut s);
         s.extra.insert("rw_logs", self.rw_pbn.len() as f64);
         s.extra.insert("sw_logs", self.sw.len() as f64);
+        s.extra.insert("rw_threshold", self.rw_threshold as f64);
+        s.extra.insert("fm_hits", self.fm_hits as f64);
+        if self.fm_assoc > 0 {
+            let r = self.fm_hits as f64 / self.fm_assoc as f64;
+            s.extra.insert("fm_hit_ratio", (r * 1e6).round() / 1e6);
+        }
         s
     }
 
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.counters = MergeCounters::default();
+        self.fm_hits = 0;
+        self.fm_assoc = 0;
     }
 
     fn mapping_bytes(&self) -> u64 {

@@ -262,6 +262,14 @@ impl LruList {
         (self.tail != NONE).then_some(self.tail)
     }
 
+    /// The entries from the least to the most recently used (BA-VBS scans them).
+    pub(crate) fn iter_lru(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((self.tail != NONE).then_some(self.tail), move |&i| {
+            let p = self.prev[i as usize];
+            (p != NONE).then_some(p)
+        })
+    }
+
     /// Entries in the list.
     pub(crate) fn len(&self) -> u32 {
         self.len
@@ -455,6 +463,7 @@ pub(crate) mod tests {
         assert_eq!(l.lru(), Some(2));
         l.touch(2);
         assert_eq!(l.lru(), Some(0));
+        assert_eq!(l.iter_lru().collect::<Vec<_>>(), [0, 3, 2]);
         l.remove(0);
         assert_eq!(l.lru(), Some(3));
         assert_eq!(l.len(), 2);

@@ -54,6 +54,13 @@ pub struct HostReport {
     pub throughput_kib_s: f64,
     /// First arrival to last completion.
     pub sim_time_ns: u64,
+    /// Flash operation time: every operation of the run (all causes) at its serial
+    /// latency, idle gaps excluded.
+    pub busy_ns: u64,
+    /// Host bytes (read + written) per second of flash operation time, in KiB/s: the
+    /// throughput of co-op-buffer-ftl.txt §6.2 ("the rate of the total amount of read
+    /// and written data to the overall operation time"); null with no operations.
+    pub throughput_busy_kib_s: Option<f64>,
 }
 
 /// Per-cause operation counts.
@@ -117,6 +124,12 @@ pub struct MergeReport {
     pub partial: u64,
     /// Full merges.
     pub full: u64,
+    /// Switch merges of blocks a buffer padded (not in `switch`).
+    pub padding_switch: u64,
+    /// Optimized switch merges (not in `switch`).
+    pub osm: u64,
+    /// Buffer-aware full merges, BA-BM (not in `full`).
+    pub ba_bm: u64,
     /// Pages copied by merges.
     pub pages_copied: u64,
     /// Merge cost: time of merge copies and erases under serial costs.
@@ -380,6 +393,12 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
         })
         .collect();
     let programs = total(&f.programs);
+    let busy: u64 = Cause::ALL
+        .iter()
+        .map(|&c| cost_ns(f, c, &labels.latencies))
+        .sum();
+    let busy_throughput =
+        (busy > 0).then(|| (bytes as f64 / 1024.0 / (busy as f64 / 1e9) * 1000.0).round() / 1000.0);
     let b = &o.buffer;
     let hits = b.read_hits + b.write_hits;
     Report {
@@ -401,6 +420,8 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             },
             throughput_kib_s: (throughput * 1000.0).round() / 1000.0,
             sim_time_ns: sim,
+            busy_ns: busy,
+            throughput_busy_kib_s: busy_throughput,
         },
         flash: FlashReport {
             page_reads: total(&f.page_reads),
@@ -426,6 +447,9 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
                 switch: o.ftl.merges_switch,
                 partial: o.ftl.merges_partial,
                 full: o.ftl.merges_full,
+                padding_switch: o.ftl.merges_padding_switch,
+                osm: o.ftl.merges_osm,
+                ba_bm: o.ftl.merges_ba_bm,
                 pages_copied: o.ftl.merge_pages_copied,
                 cost_ns: cost_ns(f, Cause::Merge, &labels.latencies),
             },
@@ -492,6 +516,13 @@ pub fn summary(r: &Report) -> String {
         h.throughput_kib_s
     );
     let rt = &h.response_ns;
+    if let Some(t) = h.throughput_busy_kib_s {
+        let _ = writeln!(
+            s,
+            "            {:.3} s of flash operations, {t:.1} KiB/s over operation time",
+            h.busy_ns as f64 / 1e9
+        );
+    }
     let _ = writeln!(
         s,
         "  response  mean {}  p50 {}  p99 {}  p99.9 {}  max {}",
@@ -525,6 +556,13 @@ pub fn summary(r: &Report) -> String {
         t.merges.full,
         t.merges.pages_copied
     );
+    if t.merges.padding_switch + t.merges.osm + t.merges.ba_bm > 0 {
+        let _ = writeln!(
+            s,
+            "            merges {} padding switch / {} OSM / {} BA-BM",
+            t.merges.padding_switch, t.merges.osm, t.merges.ba_bm
+        );
+    }
     let _ = writeln!(
         s,
         "            map cache hit ratio {}; translation {} reads / {} writes; mapping RAM {} B",
@@ -536,10 +574,11 @@ pub fn summary(r: &Report) -> String {
     let b = &r.buffer;
     let _ = writeln!(
         s,
-        "  buffer    hit ratio {}; {} flushes, {} padding reads",
+        "  buffer    hit ratio {}; {} flushes, {} padding reads, {} padding writes",
         opt(b.hit_ratio, 4),
         b.flushes,
-        b.padding_reads
+        b.padding_reads,
+        f.by_cause.get("padding").map_or(0, |c| c.page_programs)
     );
     let p = &r.power_loss;
     if p.events > 0 {

@@ -133,12 +133,61 @@ pub const BUFFERS: &[BufferEntry] = &[
         build: |_| Ok(Box::new(Passthrough::default())),
     },
     BufferEntry {
+        id: "lru",
+        description: "page LRU write buffer, evicts single pages",
+        source: "superblock-ftl.txt §5.3; co-op-buffer-ftl.txt §3",
+        options: ftlab_buffer::lru::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::lru::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
         id: "clash",
         description: "C-lash: p-space of pages + b-space of blocks; largest group to the \
                       b-space (free block, switch, or LRU block flushed with a late merge)",
         source: "c-lash.txt §3",
         options: ftlab_buffer::clash::OPTIONS,
         build: |c| Ok(Box::new(ftlab_buffer::clash::Clash::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "fab",
+        description: "FAB: block-level, victim = block with most pages (LRU on ties), no padding",
+        source: "co-op-buffer-ftl.txt §3 (Jo et al. 2006)",
+        options: ftlab_buffer::fab::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::fab::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "bplru",
+        description: "BPLRU: block LRU + LRU compensation, victims padded into complete blocks",
+        source: "co-op-buffer-ftl.txt §3 (Kim and Ahn 2008)",
+        options: ftlab_buffer::bplru::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bplru::new_bplru(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "blru",
+        description: "BLRU: BPLRU without padding",
+        source: "co-op-buffer-ftl.txt §6",
+        options: ftlab_buffer::bplru::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bplru::new_blru(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "bpref",
+        description: "BP-REF: page LRU, victim window, pads dense victim blocks",
+        source: "co-op-buffer-ftl.txt §3 (Seo and Shin 2008)",
+        options: ftlab_buffer::bpref::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bpref::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "bagc",
+        description: "BA-GC buffer side: 3-region (hot/warm/cold) block LRU, no padding",
+        source: "co-op-buffer-ftl.txt §3 (Lee, Shin and Kim 2008)",
+        options: ftlab_buffer::bagc::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::bagc::new(c.geo, c.opts)?)),
+    },
+    BufferEntry {
+        id: "coop",
+        description: "CO-OP: block LRU + LRU compensation, pads only when the FTL says a full merge would follow",
+        source: "co-op-buffer-ftl.txt §5 (Algorithms 1 and 2)",
+        options: ftlab_buffer::coop::OPTIONS,
+        build: |c| Ok(Box::new(ftlab_buffer::coop::new(c.geo, c.opts)?)),
     },
 ];
 
