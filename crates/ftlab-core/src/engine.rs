@@ -385,7 +385,8 @@ impl Engine {
     }
 
     /// Power loss between two requests: all RAM state is dropped, including data only
-    /// in the write buffer (reported as lost, never silently). `ftl` and `buffer` are
+    /// in the write buffer or in the FTL's RAM ([`Ftl::volatile_pages`]; reported as
+    /// lost, never silently). `ftl` and `buffer` are
     /// fresh instances (built as at the start of the run); the FTL rebuilds its state
     /// from flash ([`Ftl::recover`]) and the run continues. Recovery operations are
     /// timed as background work that later requests wait for.
@@ -396,6 +397,7 @@ impl Engine {
     ) -> Result<&Recovery, RecoverError> {
         let mut lost = Vec::new();
         self.buffer.volatile_pages(&mut lost);
+        self.ftl.volatile_pages(&mut lost);
         lost.sort_unstable();
         lost.dedup();
         self.carried.0.add_counters(&self.ftl.stats());
