@@ -105,7 +105,8 @@
 //!   pages do not fit the free pages is passed over for BMR-GC, which can only happen in
 //!   such a recovered state.
 //! - Trims are RAM-only: a trimmed page still on flash comes back after recovery.
-//! - Cost: one spare read per programmed page, plus the rare merge above.
+//! - Cost: one spare read per programmed page, plus the merges above when a retired
+//!   block makes them necessary (out of place only).
 //!
 //! Report keys (`ftl.extra`): `pmr_groups` / `pmr_pages_written` and `bmr_groups` /
 //! `bmr_pages_written` (host groups by region); `bmr_updates` (block rewrites, host and

@@ -134,16 +134,18 @@ fn block_and_cach_recover_at_many_points_on_every_profile() {
 
 /// Drives the engine directly: after each power loss the deep checks run at once, the
 /// recovery read every programmed spare area exactly once, and took their serial time.
+/// In-place `cach` with the paper's interruptible BMR-GC does lose pages (the oracle
+/// accepts them only because the FTL reports them); no other variant loses any.
 #[test]
 fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
-    for &(ftl, opts, _) in VARIANTS {
+    for &(ftl, opts, may_lose) in VARIANTS {
+        let mut lost = 0;
         for profile in 0..2 {
             let c = cfg(ftl, opts, profile, 5);
             let prepared = prepare(&c).unwrap();
             let (geo, lat) = (prepared.geo.clone(), prepared.latencies);
             let mut e = prepared.engine;
             let mix = c.mix.clone().unwrap();
-            let mut lost = 0;
             for (i, r) in
                 Mix::new(&mix, 5, geo.logical_pages as u64, geo.page_size as u64).enumerate()
             {
@@ -171,7 +173,14 @@ fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
             }
             e.check_deep().unwrap();
             e.verify_readback().unwrap();
-            eprintln!("{ftl} {opts:?} profile {profile}: {lost} pages lost");
+        }
+        if !may_lose {
+            assert_eq!(lost, 0, "{ftl} {opts:?}");
+        } else if opts == [("async_free_percent", "100")] {
+            assert!(
+                lost > 0,
+                "the BMR-GC window of cach-ftl.txt §4.3.3 was reached"
+            );
         }
     }
 }
