@@ -127,7 +127,7 @@ pub struct Outcome {
 pub struct Recovery {
     /// Requests submitted before the power loss struck.
     pub after_request: u64,
-    /// LPNs whose newest data lived only in the volatile buffer.
+    /// LPNs whose newest data lived only in volatile RAM (the buffer, or the FTL's).
     pub lost_lpns: Vec<Lpn>,
     /// Flash operations the recovery performed.
     pub flash: FlashStats,
@@ -385,9 +385,10 @@ impl Engine {
     }
 
     /// Power loss between two requests: all RAM state is dropped, including data only
-    /// in the write buffer (reported as lost, never silently). `ftl` and `buffer` are
-    /// fresh instances (built as at the start of the run); the FTL rebuilds its state
-    /// from flash ([`Ftl::recover`]) and the run continues. Recovery operations are
+    /// in the write buffer or in the FTL's RAM ([`Ftl::volatile_pages`]; reported as
+    /// lost, never silently). `ftl` and `buffer` are fresh instances (built as at the
+    /// start of the run); the FTL rebuilds its state from flash ([`Ftl::recover`]) and
+    /// the run continues. Recovery operations are
     /// timed as background work that later requests wait for.
     pub fn power_loss(
         &mut self,
@@ -396,6 +397,7 @@ impl Engine {
     ) -> Result<&Recovery, RecoverError> {
         let mut lost = Vec::new();
         self.buffer.volatile_pages(&mut lost);
+        self.ftl.volatile_pages(&mut lost);
         lost.sort_unstable();
         lost.dedup();
         self.carried.0.add_counters(&self.ftl.stats());

@@ -212,6 +212,13 @@ pub trait Ftl {
         Err(RecoverError::Unsupported)
     }
 
+    /// Appends the LPNs whose newest data this FTL holds only in controller RAM (say, a
+    /// block image between the erase and the program of an interruptible GC). A power
+    /// loss loses them; the engine reports them as lost, as it does a buffer's
+    /// [`Buffer::volatile_pages`](crate::buffer::Buffer::volatile_pages). An FTL that
+    /// keeps no data only in RAM between requests leaves this empty.
+    fn volatile_pages(&self, _out: &mut Vec<Lpn>) {}
+
     /// Answers a buffer's question (co-op-buffer-ftl.txt Table 3).
     fn query(&self, _q: Query) -> Answer {
         Answer::NotApplicable

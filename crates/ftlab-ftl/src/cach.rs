@@ -72,6 +72,42 @@
 //!   The GC indexes (greedy victim and largest group) are bookkeeping, not counted, as
 //!   for `page`.
 //!
+//! - `power_safe_bmr_gc` (false): §4.3.3 lets an idle-time BMR-GC stop after "Line 41,
+//!   the block is erased" and program the block in a later gap (Line 42). In place, the
+//!   block's BMR pages then live only in the "dedicated cache block" in RAM, so a power
+//!   loss there loses them: [`Ftl::volatile_pages`] reports them and the engine counts
+//!   them as lost (`power_loss.lost_pages`). `true` starts that erase only when the
+//!   program after it fits the same gap, which closes the window; out of place there is
+//!   no window (the old block stays mapped until the new one is programmed).
+//!
+//! Power-loss recovery ([`Ftl::recover`], not in the paper):
+//! - Nothing is checkpointed and no role is stored: the PMR is a fixed range of blocks
+//!   (right after the BMR), so a block's region follows from its number. Recovery reads
+//!   the spare area of every programmed page once (`Cause::Recovery`) and takes, per
+//!   LPN, the newest version on flash; a BMR copy wins a tie with a PMR copy (BMR-GC and
+//!   BMR updates copy PMR pages into the BMR and leave the sources until PMR-GC erases
+//!   them), and among PMR copies of one version (a PMR-GC interrupted between its copy
+//!   and its switch) the first in block order wins. Filler pages (version 0) are never
+//!   mapped. A block outside the PMR must hold only its logical block's pages at their
+//!   own offsets, which names its logical block; anything else is
+//!   [`RecoverError::Failed`].
+//! - In place, logical block `l` is block `l`, as before. Out of place, a logical block
+//!   may also have retired blocks not yet erased: its BMR block is the first one that
+//!   holds every newest BMR copy of the block; the others are retired again. If none
+//!   does, a retired block kept a page that was trimmed when the newer image was made,
+//!   and no tag tells which block came last, so recovery merges the newest copies into
+//!   one block (page reads, an erase and programs, all `Cause::Recovery`). Empty logical
+//!   blocks get erased blocks, the rest are spares.
+//! - PMR blocks: erased ones are free (in block order), full ones sealed, the one
+//!   partly written block is active. Pending GC jobs were RAM state and are gone; the
+//!   flash they left (copies not yet switched, pages invalidated only in RAM) is
+//!   consistent, so `check()` holds right after recovery. A PMR-GC victim whose valid
+//!   pages do not fit the free pages is passed over for BMR-GC, which can only happen in
+//!   such a recovered state.
+//! - Trims are RAM-only: a trimmed page still on flash comes back after recovery.
+//! - Cost: one spare read per programmed page, plus the merges above when a retired
+//!   block makes them necessary (out of place only).
+//!
 //! Report keys (`ftl.extra`): `pmr_groups` / `pmr_pages_written` and `bmr_groups` /
 //! `bmr_pages_written` (host groups by region); `bmr_updates` (block rewrites, host and
 //! GC); `pmr_gc_sync`, `bmr_gc_sync` (runs started in the foreground), `pmr_gc_async`,
@@ -84,15 +120,19 @@
 //! an old page, switch if not) and the pages they copied.
 //!
 //! [`IdleBudget`]: ftlab_core::ftl::IdleBudget
+//! [`Ftl::volatile_pages`]: ftlab_core::ftl::Ftl::volatile_pages
+//! [`Ftl::recover`]: ftlab_core::ftl::Ftl::recover
+//! [`RecoverError::Failed`]: ftlab_core::ftl::RecoverError::Failed
 //! [`U32Map`]: ftlab_core::u32map::U32Map
 
 mod gc;
 mod pmr;
+mod recover;
 #[cfg(test)]
 mod tests;
 
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget};
+use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -142,6 +182,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         help: "in_place (cach-ftl.txt §4.2.3) or out_of_place (new image to a spare \
                block, old block erased later)",
     },
+    OptionSpec {
+        name: "power_safe_bmr_gc",
+        default: "false",
+        help: "in idle time, start an in-place BMR-GC's erase only together with its \
+               program, so no block's data lives only in RAM between requests; false: \
+               the five interruption points of cach-ftl.txt §4.3.3",
+    },
 ];
 
 /// Tag of the filler pages programmed below data in a BMR block (never read).
@@ -185,6 +232,9 @@ const NEW: u8 = 2;
 struct Image {
     tag: Vec<PageTag>,
     kind: Vec<u8>,
+    /// The page was read from the block's BMR copy (gone from flash once the block is
+    /// erased in place).
+    from_bmr: Vec<bool>,
 }
 
 impl Image {
@@ -192,11 +242,13 @@ impl Image {
         Image {
             tag: vec![PageTag::default(); ppb as usize],
             kind: vec![NO_PAGE; ppb as usize],
+            from_bmr: vec![false; ppb as usize],
         }
     }
 
     fn clear(&mut self) {
         self.kind.fill(NO_PAGE);
+        self.from_bmr.fill(false);
     }
 
     fn set(&mut self, off: u32, tag: PageTag, kind: u8) {
@@ -251,6 +303,7 @@ pub struct CachFtl {
     threshold: u32,
     async_gc: bool,
     out_of_place: bool,
+    power_safe_bmr_gc: bool,
     sync_free_blocks: u32,
     sync_free_pages: u32,
     async_free_pages: u32,
@@ -375,6 +428,7 @@ impl CachFtl {
             threshold,
             async_gc: opts.get("async_gc")?,
             out_of_place,
+            power_safe_bmr_gc: opts.get("power_safe_bmr_gc")?,
             sync_free_blocks,
             sync_free_pages: sync_free_blocks * ppb,
             async_free_pages: (async_pct / 100.0 * pmr_pages as f64).floor() as u32,
@@ -538,7 +592,25 @@ impl Ftl for CachFtl {
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         self.check_maps(flash)?;
-        self.check_blocks(flash)
+        self.check_blocks(flash)?;
+        self.check_bmr_blocks(flash)
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        self.rebuild(flash)
+    }
+
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        // In place, BMR-GC's erase leaves the block's BMR pages only in the RAM image
+        // until its program phase runs.
+        if let (Some(Job::Bmr { phase: 4, .. }), false) = (self.job, self.out_of_place) {
+            let img = &self.job_img;
+            for off in 0..self.ppb as usize {
+                if img.kind[off] != NO_PAGE && img.from_bmr[off] {
+                    out.push(img.tag[off].lpn);
+                }
+            }
+        }
     }
 
     fn stats(&self) -> FtlStats {
@@ -679,6 +751,49 @@ impl CachFtl {
         for &b in &self.retired {
             if flash.valid_count(b) != 0 || self.bmr.contains(&b) {
                 return Err(format!("retired {b:?} holds valid pages or is mapped"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every block outside the PMR is, exactly once, a logical block's BMR block, a
+    /// spare, retired, or the target of a pending BMR-GC job (in place: logical block
+    /// `l` is block `l` and the blocks beyond both regions stay erased); a BMR block
+    /// holds only fillers and pages of its logical block at their own offsets.
+    fn check_bmr_blocks(&self, flash: &Flash) -> Result<(), String> {
+        let mut seen = vec![0u32; self.geo.blocks as usize];
+        for (l, &b) in self.bmr.iter().enumerate() {
+            if self.pmr.owns(b) || (!self.out_of_place && b.0 != l as u32) {
+                return Err(format!("lbn{l} is mapped to {b:?}"));
+            }
+            seen[b.idx()] += 1;
+            for off in 0..flash.write_ptr(b) {
+                let ppn = self.geo.ppn(b, off);
+                match flash.peek_tag(ppn) {
+                    Some(t) if t.version == 0 || t.lpn.0 == l as u32 * self.ppb + off => {}
+                    other => return Err(format!("BMR {ppn:?} of lbn{l} holds {other:?}")),
+                }
+            }
+        }
+        let target = match self.job {
+            // In place, the target is the logical block's own block.
+            Some(Job::Bmr { target, .. }) if self.out_of_place => target,
+            _ => None,
+        };
+        for b in self
+            .spare
+            .iter()
+            .chain(&self.retired)
+            .chain(target.as_ref())
+        {
+            seen[b.idx()] += 1;
+        }
+        for b in (0..self.geo.blocks).map(Pbn).filter(|&b| !self.pmr.owns(b)) {
+            let unused = !self.out_of_place && b.0 >= self.geo.logical_blocks();
+            match seen[b.idx()] {
+                0 if unused && flash.is_erased(b) => {}
+                1 if !unused => {}
+                n => return Err(format!("{b:?} outside the PMR has {n} roles")),
             }
         }
         Ok(())

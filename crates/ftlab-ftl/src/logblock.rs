@@ -60,6 +60,13 @@ impl FreePool {
         FreePool { blocks }
     }
 
+    /// An empty pool with room for every block of the device (recovery fills it).
+    pub(crate) fn empty(geo: &Geometry) -> FreePool {
+        FreePool {
+            blocks: VecDeque::with_capacity(geo.blocks as usize),
+        }
+    }
+
     /// Takes the oldest erased block. Panics if none is left: each scheme sizes its
     /// reserve so that this cannot happen.
     pub(crate) fn take(&mut self, scheme: &str) -> Pbn {

@@ -229,7 +229,7 @@ pub struct RecoveryReport {
 pub struct PowerLossEvent {
     /// Requests submitted before it struck.
     pub after_request: u64,
-    /// Pages whose newest data was only in the volatile buffer.
+    /// Pages whose newest data was only in volatile RAM (the buffer, or the FTL's).
     pub lost_pages: u64,
     /// What the recovery cost.
     pub recovery: RecoveryReport,
@@ -240,7 +240,7 @@ pub struct PowerLossEvent {
 pub struct PowerLossReport {
     /// Power losses in the measured phase.
     pub events: u64,
-    /// Pages lost from the volatile buffer, all events.
+    /// Pages lost from volatile RAM (buffer or FTL), all events.
     pub lost_pages: u64,
     /// The first 64 lost LPNs, ascending within each event.
     pub lost_lpns: Vec<u32>,

@@ -500,6 +500,13 @@ pub fn run(cfg: &Config, progress: &mut dyn FnMut(u64)) -> Result<RunOutput, Run
                     ftl: cfg.ftl.clone(),
                     why,
                 })?;
+            // Under deep verification the rebuilt state must be consistent at once.
+            if cfg.verify == "deep" {
+                if let Err(e) = engine.check_deep() {
+                    failure = Some(e);
+                    break;
+                }
+            }
         }
         match engine.submit(&rec.req) {
             Ok(()) => {}

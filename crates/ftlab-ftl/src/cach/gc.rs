@@ -72,6 +72,7 @@ impl CachFtl {
                     };
                     if let Some(src) = src {
                         img.set(off, flash.read(src, Cause::Merge), MOVED);
+                        img.from_bmr[off as usize] = phase == 1;
                     }
                 }
             }
@@ -248,6 +249,19 @@ impl CachFtl {
         }
     }
 
+    /// The PMR-GC victim, if its valid pages fit the PMR's free pages. Between requests
+    /// they always do (the synchronous reserve is at least a block); only a state
+    /// recovered from a power loss that struck a PMR-GC between its copy and its erase
+    /// (both copies on flash, one of them mapped) can hold fewer free pages, and then
+    /// BMR-GC, which frees PMR pages without programming any, runs instead.
+    fn fitting_victim(&self, flash: &Flash) -> Option<Pbn> {
+        let free = self.pmr.free_pages(flash);
+        self.pmr
+            .victim()
+            .filter(|&(_, valid)| valid <= free)
+            .map(|(victim, _)| victim)
+    }
+
     fn pmr_gc_now(&mut self, flash: &mut Flash, victim: Pbn) {
         self.pmr.take_victim(victim);
         for phase in 0..PMR_PHASES {
@@ -262,7 +276,7 @@ impl CachFtl {
     pub(super) fn sync_gc(&mut self, flash: &mut Flash, g: u32) {
         self.finish_job(flash);
         while self.pmr.free_pages(flash) <= self.sync_free_pages + g {
-            if let Some((victim, _)) = self.pmr.victim() {
+            if let Some(victim) = self.fitting_victim(flash) {
                 self.pmr_gc_now(flash, victim);
                 self.x.pmr_gc_sync += 1;
             } else {
@@ -306,10 +320,23 @@ impl CachFtl {
                 ),
             };
             if let Some(b) = budget.as_deref_mut() {
-                if !b.try_spend(cost.0, cost.1, cost.2) {
+                // With `power_safe_bmr_gc`, an in-place erase starts only if the program
+                // that follows it fits the gap too.
+                let ahead = match job {
+                    Job::Bmr { lbn, phase: 3, .. }
+                        if self.power_safe_bmr_gc && !self.out_of_place =>
+                    {
+                        self.bmr_cost(flash, lbn, 4, &img)
+                    }
+                    _ => (0, 0, 0),
+                };
+                let mut probe = *b;
+                if !probe.try_spend(cost.0 + ahead.0, cost.1 + ahead.1, cost.2 + ahead.2) {
                     self.x.gc_interruptions += 1;
                     break false;
                 }
+                let spent = b.try_spend(cost.0, cost.1, cost.2);
+                debug_assert!(spent);
             }
             match &mut job {
                 Job::Pmr { victim, phase } => {
@@ -364,7 +391,7 @@ impl CachFtl {
             let mut b = *budget;
             b.try_spend(c.0, c.1, c.2)
         };
-        if let Some((victim, _)) = self.pmr.victim() {
+        if let Some(victim) = self.fitting_victim(flash) {
             if !fits(self.pmr_cost(flash, victim, 0)) {
                 return false;
             }

@@ -153,6 +153,29 @@ impl Pmr {
         self.sealed.contains(pbn)
     }
 
+    /// Recovery: after the live pages were marked valid and [`Pmr::add`]ed, sorts the
+    /// region's blocks by their write pointers: erased ones are free (in block order),
+    /// full ones sealed, and the one partly written block is the active block.
+    pub(super) fn rebuild_blocks(&mut self, flash: &Flash) -> Result<(), String> {
+        self.free.clear();
+        self.active = None;
+        for pbn in (self.first.0..self.first.0 + self.blocks).map(Pbn) {
+            self.sealed.remove(pbn);
+            if flash.is_erased(pbn) {
+                self.free.push_back(pbn);
+            } else if flash.is_full(pbn) {
+                self.sealed.insert(pbn, flash.valid_count(pbn));
+            } else if let Some(a) = self.active {
+                return Err(format!(
+                    "PMR blocks {a:?} and {pbn:?} are both partly written"
+                ));
+            } else {
+                self.active = Some(pbn);
+            }
+        }
+        Ok(())
+    }
+
     /// Deep check of the group counts against the page table.
     pub(super) fn check_counts(&self) -> Result<(), String> {
         let mut n = vec![0u32; self.count.len()];

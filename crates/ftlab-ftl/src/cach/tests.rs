@@ -38,12 +38,19 @@ fn lat() -> Latencies {
     preset("slc-k9f1g16u0m").unwrap().latencies()
 }
 
-/// The FTL on its flash, with the last version written per LPN.
+/// The FTL on its flash, with the last version written per LPN (versions keep growing
+/// across trims, as the engine's oracle does, so an older copy never looks newer).
 struct Rig {
     geo: Geometry,
     flash: Flash,
     ftl: CachFtl,
+    opts: Vec<(String, String)>,
     version: Vec<u32>,
+    /// Per LPN: the last write is live (not trimmed since).
+    live: Vec<bool>,
+    /// Per LPN: a power loss made it uncertain (a trim undone, or its newest data lost):
+    /// a read may return nothing or any version up to `version`.
+    loose: Vec<bool>,
 }
 
 impl Rig {
@@ -51,9 +58,71 @@ impl Rig {
         Rig {
             flash: Flash::new(&geo),
             ftl: CachFtl::new(&geo, &opts(kv)).unwrap(),
+            opts: kv
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             version: vec![0; geo.logical_pages as usize],
+            live: vec![false; geo.logical_pages as usize],
+            loose: vec![false; geo.logical_pages as usize],
             geo,
         }
+    }
+
+    /// What a read of `lpn` must return, if it is certain.
+    fn expected(&self, lpn: u32) -> Option<u32> {
+        let l = lpn as usize;
+        self.live[l].then_some(self.version[l])
+    }
+
+    /// Whether a read of `lpn` returned an acceptable version.
+    fn acceptable(&self, lpn: u32, got: Option<u32>) -> bool {
+        let l = lpn as usize;
+        if self.loose[l] {
+            got.is_none_or(|v| v <= self.version[l])
+        } else {
+            got == self.expected(lpn)
+        }
+    }
+
+    /// A power loss: the FTL's RAM is gone; a fresh instance recovers from the flash,
+    /// and the invariants hold at once. Returns the LPNs the FTL reported lost.
+    fn power_loss(&mut self) -> Vec<Lpn> {
+        let mut lost = Vec::new();
+        self.ftl.volatile_pages(&mut lost);
+        for l in 0..self.version.len() {
+            if !self.live[l] && self.version[l] > 0 {
+                self.loose[l] = true;
+            }
+        }
+        for lpn in &lost {
+            self.loose[lpn.idx()] = true;
+        }
+        let kv: Vec<(&str, &str)> = self
+            .opts
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.flash.power_cycle();
+        self.flash.reset_stats();
+        self.ftl = CachFtl::new(&self.geo, &opts(&kv)).unwrap();
+        self.ftl.recover(&mut self.flash).unwrap();
+        self.check();
+        lost
+    }
+
+    /// Spare reads, programs and erases of the last recovery (after `power_loss`).
+    fn recovery_ops(&self) -> (u64, u64, u64) {
+        let s = self.flash.stats();
+        let r = Cause::Recovery as usize;
+        (s.spare_reads[r], s.programs[r], s.erases[r])
+    }
+
+    /// Programmed pages on the device.
+    fn programmed(&self) -> u64 {
+        (0..self.geo.blocks)
+            .map(|b| self.flash.write_ptr(Pbn(b)) as u64)
+            .sum()
     }
 
     fn write(&mut self, lbn: u32, offsets: &[u32]) {
@@ -63,6 +132,8 @@ impl Rig {
             .map(|o| {
                 let lpn = lbn * ppb + o;
                 self.version[lpn as usize] += 1;
+                self.live[lpn as usize] = true;
+                self.loose[lpn as usize] = false;
                 PageTag {
                     lpn: Lpn(lpn),
                     version: self.version[lpn as usize],
@@ -82,7 +153,7 @@ impl Rig {
     fn trim(&mut self, lpn: u32) {
         self.ftl.trim(&mut self.flash, Lpn(lpn));
         self.flash.clear_log();
-        self.version[lpn as usize] = 0;
+        self.live[lpn as usize] = false;
     }
 
     /// Offers an idle gap of `us` microseconds.
@@ -104,9 +175,19 @@ impl Rig {
     fn verify(&mut self) {
         self.check();
         for lpn in 0..self.version.len() as u32 {
-            let v = self.version[lpn as usize];
-            let got = self.read(lpn).map(|t| (t.lpn.0, t.version));
-            assert_eq!(got, (v > 0).then_some((lpn, v)), "lpn{lpn}");
+            let got = self.read(lpn);
+            assert!(got.is_none_or(|t| t.lpn.0 == lpn), "lpn{lpn}: {got:?}");
+            let got = got.map(|t| t.version);
+            assert!(
+                self.acceptable(lpn, got),
+                "lpn{lpn}: read {got:?}, expected {:?}{}",
+                self.expected(lpn),
+                if self.loose[lpn as usize] {
+                    " or older"
+                } else {
+                    ""
+                }
+            );
         }
     }
 
@@ -526,9 +607,8 @@ fn random_groups_trims_and_idle_gaps_keep_every_write() {
                 7 => r.idle(rng.below(8000) as f64),
                 8 => {
                     let lpn = rng.below(pages) as u32;
-                    let v = r.version[lpn as usize];
                     let got = r.read(lpn).map(|t| t.version);
-                    assert_eq!(got, (v > 0).then_some(v), "seed {seed} step {step}");
+                    assert_eq!(got, r.expected(lpn), "seed {seed} step {step}");
                 }
                 _ => r.ftl.flush(&mut r.flash),
             }
@@ -545,5 +625,323 @@ fn random_groups_trims_and_idle_gaps_keep_every_write() {
             s.gc_invocations
         );
         assert!(r.x("bmr_updates") > 20.0, "seed {seed}");
+    }
+}
+
+// ----- power-loss recovery -----
+
+#[test]
+fn recovery_maps_bmr_and_pmr_copies_by_newest_version_and_never_a_filler() {
+    for kv in [
+        &[("threshold", "1")][..],
+        &[("threshold", "1"), ("bmr_update", "out_of_place")],
+    ] {
+        let mut r = Rig::new(geo(4, 16, 10), kv);
+        r.write(2, &[0, 1, 2, 3]); // BMR
+        r.write(2, &[1]); // PMR, newer than the BMR copy
+        r.write(4, &[2, 3]); // BMR, fillers at offsets 0 and 1
+        r.write(6, &[0]);
+        r.write(6, &[0]); // PMR twice: the newer copy wins
+        r.write(2, &[2, 3]); // BMR update: rewrites the block with the PMR copy of lpn 9
+        r.write(7, &[3]);
+        let programmed = r.programmed();
+        assert!(r.power_loss().is_empty());
+        assert_eq!(r.recovery_ops(), (programmed, 0, 0), "{kv:?}");
+        assert_eq!(FlashStats::total(&r.ops().page_reads), 0);
+        r.verify();
+        assert!(
+            r.ftl.in_bmr(Lpn(9)),
+            "the BMR copy wins the tie with its PMR source"
+        );
+        assert!(r.ftl.pmr.map.get(24).is_some() && !r.ftl.in_bmr(Lpn(24)));
+        for lpn in [16, 17] {
+            assert_eq!(r.read(lpn), None, "{kv:?}: filler of lpn{lpn} mapped");
+        }
+        // The recovered FTL goes on: BMR updates, PMR writes, GC.
+        for round in 0..40 {
+            r.write(round % 16, &[round % 4]);
+            r.write((round * 7) % 16, &[0, 1, 2]);
+        }
+        r.verify();
+    }
+}
+
+/// An idle gap of the serial cost of `reads`, `programs` and `erases`, in µs.
+fn gap(reads: u64, programs: u64, erases: u64) -> f64 {
+    let l = lat();
+    (reads * l.read.0 + programs * l.program.0 + erases * l.erase.0) as f64 / 1000.0
+}
+
+/// rig_for_bmr_gc with extra options.
+fn rig_for_bmr_gc_with(kv: &[(&str, &str)]) -> Rig {
+    let mut all = vec![("threshold", "3"), ("async_free_percent", "100")];
+    all.extend_from_slice(kv);
+    let mut r = Rig::new(geo(4, 16, 10), &all);
+    r.write(2, &[0, 1, 2, 3]);
+    r.write(2, &[1, 2]);
+    r
+}
+
+#[test]
+fn a_power_loss_after_an_in_place_bmr_gc_erase_loses_the_blocks_bmr_pages_and_says_so() {
+    // lbn 2's offsets 1 and 2 are in the PMR, 0 and 3 only in the BMR. The gaps stop
+    // the idle-time BMR-GC after its PMR reads, after its invalidation (phase 2 costs
+    // nothing) and after its erase.
+    type Case<'a> = (&'a [(&'a str, &'a str)], [Option<u8>; 3]);
+    let cases: [Case; 3] = [
+        (&[], [Some(1), Some(3), Some(4)]),
+        // Out of place, phase 3 takes the erased spare (no erase), so the last gap
+        // fits the program too and the job ends.
+        (&[("bmr_update", "out_of_place")], [Some(1), Some(4), None]),
+        // The erase waits for a gap that also fits the program.
+        (
+            &[("power_safe_bmr_gc", "true")],
+            [Some(1), Some(3), Some(3)],
+        ),
+    ];
+    let gaps = [gap(2, 0, 0), gap(4, 0, 0), gap(4, 0, 1)];
+    for (kv, phases) in cases {
+        for (&budget, &want) in gaps.iter().zip(&phases) {
+            let mut r = rig_for_bmr_gc_with(kv);
+            r.idle(budget);
+            let phase = match r.ftl.job {
+                Some(Job::Bmr { phase, .. }) => Some(phase),
+                None => None,
+                other => panic!("{kv:?}: {other:?}"),
+            };
+            assert_eq!(phase, want, "{kv:?}");
+            let lost = r.power_loss();
+            if phase == Some(4) && kv.is_empty() {
+                assert_eq!(lost, vec![Lpn(8), Lpn(11)], "the BMR copies were erased");
+                assert_eq!(r.read(8), None);
+                assert_eq!(r.read(11), None);
+            } else {
+                assert!(lost.is_empty(), "{kv:?} phase {phase:?}: {lost:?}");
+            }
+            assert!(r.ftl.job.is_none(), "pending jobs are RAM state");
+            r.verify();
+            r.write(2, &[0, 1, 2, 3]);
+            r.write(3, &[1]);
+            r.idle(100_000.0);
+            r.verify();
+        }
+    }
+}
+
+/// Regression: after a power loss between a PMR-GC's copy and its switch, both copies
+/// are on flash, recovery maps the first (the victim's), and the free pages no longer
+/// cover the victim's valid pages: the next synchronous GC must not pick it (it ran
+/// out of PMR blocks mid-copy) but move a group to the BMR.
+#[test]
+fn a_power_loss_between_a_pmr_gc_copy_and_its_switch_leaves_gc_room_to_work() {
+    // A PMR of 3 blocks (16, 17, 18) and a reserve of 1 block.
+    let mut r = Rig::new(geo(4, 16, 3), &[("async_free_percent", "100")]);
+    for lbn in 1..=4 {
+        r.write(lbn, &[0]); // block 16 full
+    }
+    r.write(1, &[0]); // block 16 has an invalid page
+    r.write(5, &[0]);
+    r.write(6, &[0]); // block 17 holds 3 pages: 5 free pages left
+    r.idle(gap(3, 3, 0)); // read and copy block 16's 3 valid pages, no erase
+    assert!(matches!(r.ftl.job, Some(Job::Pmr { phase: 2, .. })));
+    assert!(r.power_loss().is_empty());
+    assert_eq!(r.ftl.pmr.free_pages(&r.flash), 2);
+    assert_eq!(r.flash.valid_count(Pbn(16)), 3, "the sources won the tie");
+    r.verify();
+    r.write(7, &[0]);
+    assert_eq!(
+        r.x("bmr_gc_sync"),
+        1.0,
+        "the victim did not fit: BMR-GC ran"
+    );
+    r.verify();
+    for round in 0..60 {
+        r.write(round % 16, &[round % 4]);
+    }
+    r.verify();
+}
+
+#[test]
+fn a_power_loss_in_each_phase_of_an_idle_pmr_gc_keeps_every_write() {
+    // Block 16 is sealed with 3 valid pages: the gaps stop before its reads, after
+    // them, after the copies, and after the switch and erase.
+    let cases = [
+        (gap(1, 0, 0), None),
+        (gap(3, 0, 0), Some(1)),
+        (gap(3, 3, 0), Some(2)),
+        (gap(3, 3, 1), None),
+    ];
+    for (budget, pending) in cases {
+        let mut r = Rig::new(geo(4, 16, 10), &[("async_free_percent", "100")]);
+        for lbn in [1, 2, 3, 4] {
+            r.write(lbn, &[0]);
+        }
+        r.write(1, &[0]);
+        r.idle(budget);
+        let phase = match r.ftl.job {
+            Some(Job::Pmr { phase, .. }) => Some(phase),
+            None => None,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(phase, pending);
+        assert!(r.power_loss().is_empty());
+        assert!(r.ftl.job.is_none());
+        r.verify();
+        r.write(2, &[0]);
+        r.idle(100_000.0);
+        r.verify();
+    }
+}
+
+/// Regression for an ambiguity of out-of-place recovery: a retired block kept lpn 0,
+/// trimmed before the update that made the current block; the current block holds
+/// lpn 1. Neither block holds every newest copy and no tag orders them, so recovery
+/// merges both into one block.
+#[test]
+fn out_of_place_recovery_merges_blocks_when_none_holds_every_newest_copy() {
+    let kv = [("threshold", "0"), ("bmr_update", "out_of_place")];
+    let mut r = Rig::new(geo(4, 16, 10), &kv);
+    r.write(0, &[0]);
+    r.trim(0);
+    r.write(0, &[1]); // the new image: a filler at offset 0, lpn 1 at offset 1
+    assert_eq!(r.ftl.retired.len(), 1, "no idle gap: the old block waits");
+    assert!(r.power_loss().is_empty());
+    let (spare_reads, programs, erases) = r.recovery_ops();
+    assert_eq!(spare_reads, 3);
+    assert_eq!(
+        (programs, erases),
+        (2, 1),
+        "lpn 0 and lpn 1 merged into one block"
+    );
+    assert_eq!(r.flash.stats().page_reads[Cause::Recovery as usize], 2);
+    assert_eq!(r.read(1).map(|t| t.version), Some(1));
+    assert_eq!(r.read(0).map(|t| t.version), Some(1), "the trim is undone");
+    r.verify();
+    // When the current block holds every newest copy, it is simply adopted.
+    let mut r = Rig::new(geo(4, 16, 10), &kv);
+    r.write(0, &[0, 1]);
+    r.write(0, &[0]);
+    let retired = r.ftl.retired[0];
+    let current = r.ftl.bmr[0];
+    assert!(r.power_loss().is_empty());
+    assert_eq!(r.recovery_ops(), (4, 0, 0));
+    assert_eq!(r.ftl.bmr[0], current);
+    assert_eq!(
+        r.ftl.retired.iter().copied().collect::<Vec<_>>(),
+        vec![retired]
+    );
+    r.verify();
+    r.write(0, &[2]); // takes the spare, erasing nothing
+    r.write(0, &[3]); // erases the retired block on demand
+    r.verify();
+}
+
+#[test]
+fn recovery_refuses_flash_the_scheme_cannot_have_written() {
+    let g = geo(4, 16, 10);
+    let tag = |lpn, version| PageTag {
+        lpn: Lpn(lpn),
+        version,
+    };
+    let cases: [&[(u32, PageTag)]; 4] = [
+        &[(0, tag(1, 1))],                   // BMR block 0 holds lpn 1 at offset 0
+        &[(8, tag(0, 1))],                   // BMR block 2 holds lbn 0's page
+        &[(64, tag(9999, 1))],               // beyond the capacity
+        &[(64, tag(5, 1)), (68, tag(6, 1))], // two partly written PMR blocks
+    ];
+    for case in cases {
+        let mut f = Flash::new(&g);
+        for &(ppn, t) in case {
+            f.program(Ppn(ppn), t, Cause::Host);
+        }
+        f.power_cycle();
+        let e = CachFtl::new(&g, &opts(&[]))
+            .unwrap()
+            .recover(&mut f)
+            .unwrap_err();
+        assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
+    }
+}
+
+#[test]
+fn random_power_losses_keep_every_write() {
+    for (seed, ppb, kv) in [
+        (11u64, 4u32, vec![]),
+        (12, 8, vec![("async_free_percent", "70")]),
+        (
+            13,
+            4,
+            vec![("bmr_update", "out_of_place"), ("async_free_percent", "50")],
+        ),
+        (14, 8, vec![("threshold", "1"), ("pmr_gc_min_invalid", "3")]),
+        (
+            15,
+            4,
+            vec![("power_safe_bmr_gc", "true"), ("async_free_percent", "100")],
+        ),
+        (
+            16,
+            4,
+            vec![
+                ("threshold", "0"),
+                ("bmr_update", "out_of_place"),
+                ("async_gc", "false"),
+            ],
+        ),
+    ] {
+        let mut r = Rig::new(geo(ppb, 24, 6), &kv);
+        let mut rng = Rng(seed);
+        let pages = r.geo.logical_pages as u64;
+        let (mut losses, mut lost, mut merges) = (0, 0, 0);
+        for step in 0..8000 {
+            match rng.below(12) {
+                0..=5 => {
+                    let lbn = rng.below(pages / ppb as u64) as u32;
+                    let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
+                    if !offs.is_empty() {
+                        r.write(lbn, &offs);
+                    }
+                }
+                6 => r.trim(rng.below(pages) as u32),
+                7 | 8 => r.idle(rng.below(8000) as f64),
+                9 => {
+                    let lpn = rng.below(pages) as u32;
+                    let got = r.read(lpn).map(|t| t.version);
+                    assert!(
+                        r.acceptable(lpn, got),
+                        "seed {seed} step {step}: lpn{lpn} {got:?}"
+                    );
+                }
+                10 => r.ftl.flush(&mut r.flash),
+                _ if rng.below(8) == 0 => {
+                    let programmed = r.programmed();
+                    lost += r.power_loss().len();
+                    losses += 1;
+                    let (spare_reads, _, erases) = r.recovery_ops();
+                    assert_eq!(spare_reads, programmed, "seed {seed}");
+                    merges += erases;
+                    r.verify();
+                }
+                _ => {}
+            }
+            if step % 50 == 0 {
+                r.check();
+            }
+        }
+        r.verify();
+        assert!(losses > 50, "seed {seed}: {losses} power losses");
+        let paper_window = !kv
+            .iter()
+            .any(|&(k, _)| k == "bmr_update" || k == "power_safe_bmr_gc");
+        if !paper_window {
+            assert_eq!(lost, 0, "seed {seed}: no data only in RAM");
+        }
+        eprintln!("seed {seed}: {losses} power losses, {lost} pages lost, {merges} merges");
+        if seed == 16 {
+            assert!(
+                merges > 0,
+                "out of place without idle GC: retired blocks are merged"
+            );
+        }
     }
 }
