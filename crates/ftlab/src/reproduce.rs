@@ -7,7 +7,10 @@
 //! and series; they run in parallel over the machine's cores. Results are written as
 //! CSV, SVG and PNG per experiment plus a markdown summary per paper. `--quick` applies
 //! each file's `[quick]` overrides (smaller workloads) so CI can run everything in
-//! minutes. See `experiments/README.md` for the file format.
+//! minutes. A series point may stand for the best of several configurations (`best`:
+//! every combination of some keys runs, and the point shows the one with the lowest or
+//! highest metric), as in figures that plot each scheme at its best setting. See
+//! `experiments/README.md` for the file format.
 
 use crate::config::{set_key, Config};
 use crate::run::{run, RunError};
@@ -74,6 +77,61 @@ pub struct Point {
     /// Dotted config keys and their values.
     #[serde(default)]
     pub set: toml::Table,
+    /// Series points only: the point is the best of several configurations.
+    #[serde(default)]
+    pub best: Option<Best>,
+}
+
+/// The best of several configurations: every combination of the values in `of` runs
+/// (on top of the point's `set`), and the point shows the run whose `by` metric is the
+/// lowest (`pick = "min"`) or highest (`"max"`); ties go to the first combination.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Best {
+    /// Dotted config keys, each with the list of values it takes.
+    pub of: toml::Table,
+    /// Report path(s) the choice is made on (default: the experiment's `y`).
+    #[serde(default)]
+    pub by: Option<String>,
+    /// `min` (default) or `max`.
+    #[serde(default = "default_pick")]
+    pub pick: String,
+}
+
+fn default_pick() -> String {
+    "min".into()
+}
+
+impl Best {
+    /// Every combination of the values, each as a label (`key=value, ...`) and the keys
+    /// it sets, in the order the keys and values are written.
+    fn variants(&self) -> Result<Vec<(String, toml::Table)>, String> {
+        if !matches!(self.pick.as_str(), "min" | "max") {
+            return Err(format!("best.pick = `{}`: must be min or max", self.pick));
+        }
+        let mut out = vec![(String::new(), toml::Table::new())];
+        for (key, values) in &self.of {
+            let values = match values {
+                toml::Value::Array(v) if !v.is_empty() => v,
+                _ => return Err(format!("best.of.{key}: must be a non-empty list of values")),
+            };
+            let mut next = Vec::with_capacity(out.len() * values.len());
+            for (label, set) in &out {
+                for v in values {
+                    let shown = match v {
+                        toml::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    let sep = if label.is_empty() { "" } else { ", " };
+                    let mut set = set.clone();
+                    set.insert(key.clone(), v.clone());
+                    next.push((format!("{label}{sep}{key}={shown}"), set));
+                }
+            }
+            out = next;
+        }
+        Ok(out)
+    }
 }
 
 /// An axis: either `key` + `values` (+ optional `labels`), or explicit `points`.
@@ -107,13 +165,18 @@ impl Axis {
                 });
                 let mut set = toml::Table::new();
                 set.insert(key.clone(), v.clone());
-                out.push(Point { name, set });
+                out.push(Point {
+                    name,
+                    set,
+                    best: None,
+                });
             }
         }
         if out.is_empty() {
             out.push(Point {
                 name: String::new(),
                 set: toml::Table::new(),
+                best: None,
             });
         }
         Ok(out)
@@ -220,13 +283,21 @@ impl Experiment {
         })
     }
 
-    /// The configuration of run (x point, series point); relative trace paths are taken
-    /// from `root`.
-    fn config(&self, x: &Point, s: &Point, quick: bool, root: &Path) -> Result<Config, String> {
+    /// The configuration of run (x point, series point, variant keys of a `best`
+    /// series); relative trace paths are taken from `root`.
+    fn config(
+        &self,
+        x: &Point,
+        s: &Point,
+        variant: &toml::Table,
+        quick: bool,
+        root: &Path,
+    ) -> Result<Config, String> {
         let mut t = toml::Table::new();
         flatten_into(&mut t, &self.base)?;
         flatten_into(&mut t, &x.set)?;
         flatten_into(&mut t, &s.set)?;
+        flatten_into(&mut t, variant)?;
         if quick {
             flatten_into(&mut t, &self.quick)?;
         }
@@ -256,6 +327,8 @@ pub struct Produced {
     pub series: Vec<String>,
     /// y per (series, x).
     pub y: Vec<Vec<Option<f64>>>,
+    /// Per (series, x): the chosen combination of a `best` series (None for others).
+    pub best: Vec<Vec<Option<String>>>,
 }
 
 /// Options of a reproduce run.
@@ -304,10 +377,28 @@ pub fn experiment_files(dir: &Path, paper: &str) -> Result<Vec<PathBuf>, ReproEr
     Ok(v)
 }
 
-type Job = (usize, usize, usize, Config);
+/// (experiment, series, x, variant of a `best` series, configuration).
+type Job = (usize, usize, usize, usize, Config);
 
-/// Reports (or errors) by (experiment, series, x).
-type Results = BTreeMap<(usize, usize, usize), Result<serde_json::Value, ReproError>>;
+/// Reports (or errors) by (experiment, series, x, variant).
+type Results = BTreeMap<(usize, usize, usize, usize), Result<serde_json::Value, ReproError>>;
+
+/// The variants of each series point: one unnamed variant for a plain point.
+type Variants = Vec<Vec<(String, toml::Table)>>;
+
+fn series_variants(ss: &[Point], xs: &[Point]) -> Result<Variants, String> {
+    if let Some(x) = xs.iter().find(|x| x.best.is_some()) {
+        return Err(format!("x point `{}`: `best` is for series points", x.name));
+    }
+    ss.iter()
+        .map(|s| match &s.best {
+            None => Ok(vec![(String::new(), toml::Table::new())]),
+            Some(b) => b
+                .variants()
+                .map_err(|e| format!("series `{}`: {e}", s.name)),
+        })
+        .collect()
+}
 
 /// Runs every experiment of `paper`, writing CSV, SVG, PNG and `summary.md` under
 /// `opts.out/<paper>/`. `progress(done, total)` is called as runs finish.
@@ -332,13 +423,16 @@ pub fn reproduce_paper(
         };
         let xs = exp.x.expand().map_err(spec_err)?;
         let ss = exp.series.expand().map_err(spec_err)?;
+        let vs = series_variants(&ss, &xs).map_err(spec_err)?;
         for (si, s) in ss.iter().enumerate() {
             for (xi, x) in xs.iter().enumerate() {
-                let cfg = exp.config(x, s, opts.quick, &root).map_err(spec_err)?;
-                jobs.push((ei, si, xi, cfg));
+                for (vi, (_, set)) in vs[si].iter().enumerate() {
+                    let cfg = exp.config(x, s, set, opts.quick, &root).map_err(spec_err)?;
+                    jobs.push((ei, si, xi, vi, cfg));
+                }
             }
         }
-        exps.push((f.clone(), exp, xs, ss));
+        exps.push((f.clone(), exp, xs, ss, vs));
     }
     let total = jobs.len();
     let results: Mutex<Results> = Mutex::new(BTreeMap::new());
@@ -348,10 +442,10 @@ pub fn reproduce_paper(
         for _ in 0..opts.jobs.max(1) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((ei, si, xi, cfg)) = jobs.get(i) else {
+                let Some((ei, si, xi, vi, cfg)) = jobs.get(i) else {
                     break;
                 };
-                let (path, _, xs, ss) = &exps[*ei];
+                let (path, _, xs, ss, _) = &exps[*ei];
                 let ctx = |e: RunError| ReproError::Run {
                     path: path.display().to_string(),
                     x: xs[*xi].name.clone(),
@@ -373,7 +467,7 @@ pub fn reproduce_paper(
                 results
                     .lock()
                     .expect("no worker panicked")
-                    .insert((*ei, *si, *xi), r);
+                    .insert((*ei, *si, *xi, *vi), r);
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             });
         }
@@ -385,26 +479,47 @@ pub fn reproduce_paper(
         why: e.to_string(),
     })?;
     let mut produced = Vec::new();
-    for (ei, (path, exp, xs, ss)) in exps.into_iter().enumerate() {
+    for (ei, (path, exp, xs, ss, vs)) in exps.into_iter().enumerate() {
         let name = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let any_best = ss.iter().any(|s| s.best.is_some());
         let mut csv = String::from("x,series,y");
         for c in &exp.columns {
             let _ = write!(csv, ",{c}");
         }
+        if any_best {
+            csv.push_str(",best");
+        }
         csv.push('\n');
         let mut y = vec![vec![None; xs.len()]; ss.len()];
+        let mut best = vec![vec![None; xs.len()]; ss.len()];
         for (si, s) in ss.iter().enumerate() {
             for (xi, x) in xs.iter().enumerate() {
-                let report = results
-                    .remove(&(ei, si, xi))
-                    .expect("every job has a result")?;
                 let metric_err = |why: String| ReproError::Spec {
                     path: path.display().to_string(),
                     why,
                 };
+                let mut reports = Vec::with_capacity(vs[si].len());
+                for vi in 0..vs[si].len() {
+                    reports.push(
+                        results
+                            .remove(&(ei, si, xi, vi))
+                            .expect("every job has a result")?,
+                    );
+                }
+                let chosen = match &s.best {
+                    None => 0,
+                    Some(b) => {
+                        let by = b.by.as_deref().unwrap_or(&exp.y);
+                        pick_best(&reports, by, b.pick == "max").map_err(metric_err)?
+                    }
+                };
+                if s.best.is_some() {
+                    best[si][xi] = Some(vs[si][chosen].0.clone());
+                }
+                let report = reports.swap_remove(chosen);
                 let cell = Cell {
                     y: metric(&report, &exp.y)
                         .map_err(metric_err)?
@@ -426,6 +541,13 @@ pub fn reproduce_paper(
                 );
                 for c in &cell.columns {
                     let _ = write!(csv, ",{}", fmt(*c));
+                }
+                if any_best {
+                    let _ = write!(
+                        csv,
+                        ",{}",
+                        csv_field(best[si][xi].as_deref().unwrap_or_default())
+                    );
                 }
                 csv.push('\n');
                 y[si][xi] = cell.y;
@@ -472,6 +594,7 @@ pub fn reproduce_paper(
             xs: xs.iter().map(|p| p.name.clone()).collect(),
             series: ss.iter().map(|p| p.name.clone()).collect(),
             y,
+            best,
         });
     }
     let summary = summary(paper, &produced, opts.quick);
@@ -481,6 +604,26 @@ pub fn reproduce_paper(
         why: e.to_string(),
     })?;
     Ok(produced)
+}
+
+/// Index of the report with the lowest (or, with `max`, highest) `by` metric; reports
+/// without it lose; ties go to the first.
+fn pick_best(reports: &[serde_json::Value], by: &str, max: bool) -> Result<usize, String> {
+    let mut chosen: Option<(usize, f64)> = None;
+    for (i, r) in reports.iter().enumerate() {
+        let Some(v) = metric(r, by)? else {
+            continue;
+        };
+        let better = match chosen {
+            None => true,
+            Some((_, c)) if max => v > c,
+            Some((_, c)) => v < c,
+        };
+        if better {
+            chosen = Some((i, v));
+        }
+    }
+    Ok(chosen.map_or(0, |(i, _)| i))
 }
 
 fn csv_field(s: &str) -> String {
@@ -541,6 +684,19 @@ pub fn summary(paper: &str, produced: &[Produced], quick: bool) -> String {
             s.push('\n');
         }
         let _ = writeln!(s, "\n({}; raw numbers in `{}.csv`.)", p.exp.y_label, p.name);
+        let chosen: Vec<String> = p
+            .series
+            .iter()
+            .zip(&p.best)
+            .flat_map(|(name, row)| {
+                p.xs.iter()
+                    .zip(row)
+                    .filter_map(move |(x, b)| b.as_ref().map(|b| format!("- {name}, {x}: {b}")))
+            })
+            .collect();
+        if !chosen.is_empty() {
+            let _ = writeln!(s, "\nBest configurations:\n\n{}", chosen.join("\n"));
+        }
     }
     s
 }
@@ -570,5 +726,49 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p[1].name, "25");
         assert_eq!(Axis::default().expand().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn best_expands_every_combination_in_order() {
+        let b: Best = toml::from_str(
+            r#"
+            of = { "ftl_options.threshold" = [1, 32], op = [5.27, 11.12, 17.65] }
+            "#,
+        )
+        .unwrap();
+        let v = b.variants().unwrap();
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0].0, "ftl_options.threshold=1, op=5.27");
+        assert_eq!(v[5].0, "ftl_options.threshold=32, op=17.65");
+        assert_eq!(v[5].1["op"], toml::Value::Float(17.65));
+        let bad: Best = toml::from_str("of = { op = 5 }").unwrap();
+        assert!(bad.variants().unwrap_err().contains("best.of.op"));
+        let bad: Best = toml::from_str("of = { op = [5] }\npick = \"median\"").unwrap();
+        assert!(bad.variants().unwrap_err().contains("min or max"));
+    }
+
+    #[test]
+    fn pick_best_takes_the_lowest_or_highest_first_on_ties() {
+        let r = |v: Option<f64>| serde_json::json!({ "m": v });
+        let reports = [
+            r(Some(3.0)),
+            r(None),
+            r(Some(1.0)),
+            r(Some(1.0)),
+            r(Some(7.0)),
+        ];
+        assert_eq!(pick_best(&reports, "m", false).unwrap(), 2);
+        assert_eq!(pick_best(&reports, "m", true).unwrap(), 4);
+        assert_eq!(pick_best(&[r(None)], "m", false).unwrap(), 0);
+        assert!(pick_best(&reports, "nope", false).is_err());
+    }
+
+    #[test]
+    fn best_belongs_to_series_points() {
+        let p: Point = toml::from_str("name = \"a\"\nbest = { of = { op = [1] } }").unwrap();
+        let e = series_variants(&[], std::slice::from_ref(&p)).unwrap_err();
+        assert!(e.contains("x point `a`"), "{e}");
+        let v = series_variants(std::slice::from_ref(&p), &[]).unwrap();
+        assert_eq!(v[0].len(), 1);
     }
 }

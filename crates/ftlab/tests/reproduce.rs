@@ -92,3 +92,85 @@ fn a_bad_experiment_names_the_file() {
         .to_string();
     assert!(e.contains("known papers: bad"), "{e}");
 }
+
+const BEST: &str = r#"
+title = "best of"
+source = "test"
+x_label = "OP (%)"
+y_label = "write amplification"
+y = "waf"
+columns = ["flash.block_erases"]
+[base]
+capacity = "8MiB"
+precondition = "fill"
+synthetic.count = 3000
+synthetic.read_ratio = 0.0
+[quick]
+"synthetic.count" = 2000
+[x]
+key = "op"
+values = [15, 50]
+[[series.points]]
+name = "gc 3"
+set = { ftl = "page", "ftl_options.gc_threshold" = 3 }
+[[series.points]]
+name = "gc 8"
+set = { ftl = "page", "ftl_options.gc_threshold" = 8 }
+[[series.points]]
+name = "lowest"
+set = { ftl = "page" }
+best = { of = { "ftl_options.gc_threshold" = [3, 8] }, by = "flash.block_erases" }
+[[series.points]]
+name = "highest"
+set = { ftl = "page" }
+best = { of = { "ftl_options.gc_threshold" = [3, 8] }, pick = "max" }
+"#;
+
+#[test]
+fn a_best_series_shows_the_chosen_configuration() {
+    let root = std::env::temp_dir().join(format!("ftlab-repro-best-{}", std::process::id()));
+    let exps = root.join("experiments");
+    std::fs::create_dir_all(exps.join("demo")).unwrap();
+    std::fs::write(exps.join("demo/best.toml"), BEST).unwrap();
+    let opts = Options {
+        experiments: exps,
+        out: root.join("out"),
+        quick: true,
+        jobs: 2,
+    };
+    let p = &reproduce_paper("demo", &opts, &|_, _| {}).unwrap()[0];
+    let csv = std::fs::read_to_string(root.join("out/demo/best.csv")).unwrap();
+    assert!(
+        csv.starts_with("x,series,y,flash.block_erases,best\n"),
+        "{csv}"
+    );
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let erases = |series: &str, x: &str| -> f64 {
+        rows.iter().find(|r| r[1] == series && r[0] == x).unwrap()[3]
+            .parse()
+            .unwrap()
+    };
+    for (xi, x) in ["15", "50"].iter().enumerate() {
+        let (wa3, wa8) = (p.y[0][xi].unwrap(), p.y[1][xi].unwrap());
+        let (e3, e8) = (erases("gc 3", x), erases("gc 8", x));
+        // `lowest` picks by erases (first on ties), `highest` by the plotted WA.
+        let low = if e8 < e3 { (8, wa8) } else { (3, wa3) };
+        let high = if wa8 > wa3 { (8, wa8) } else { (3, wa3) };
+        assert_eq!(p.y[2][xi], Some(low.1), "{csv}");
+        assert_eq!(p.y[3][xi], Some(high.1), "{csv}");
+        let label = |t: i32| Some(format!("ftl_options.gc_threshold={t}"));
+        assert_eq!(p.best[2][xi], label(low.0));
+        assert_eq!(p.best[3][xi], label(high.0));
+        assert_eq!(p.best[0][xi], None);
+    }
+    let md = std::fs::read_to_string(root.join("out/demo/summary.md")).unwrap();
+    assert!(md.contains("Best configurations:"), "{md}");
+    assert!(
+        md.contains("- lowest, 15: ftl_options.gc_threshold="),
+        "{md}"
+    );
+}
