@@ -209,6 +209,11 @@ pub struct Experiment {
     /// Factor applied to `y` (e.g. 1e-3 for ns to µs).
     #[serde(default = "one")]
     pub y_scale: f64,
+    /// Name of a series to normalise to: every series' `y` is divided by that series'
+    /// `y` at the same x point (the papers' "normalized number of ..." figures); no
+    /// value where the reference is 0 or missing.
+    #[serde(default)]
+    pub normalize: Option<String>,
     /// Extra report paths written to the CSV.
     #[serde(default)]
     pub columns: Vec<String>,
@@ -234,22 +239,56 @@ fn one() -> f64 {
     1.0
 }
 
-/// Reads a value at a dotted path of the JSON report; `a + b` sums paths.
+/// Evaluates a metric expression over the JSON report: a sum of terms (`a + b`), each a
+/// dotted report path optionally multiplied by a number (`30500 * a.b`, to turn an
+/// operation count into time), and optionally one ratio of two such sums (`a + b / c`,
+/// for averages such as merge cost per merge). A null term, or a ratio whose
+/// denominator is 0, gives `None` (no value: a gap in the plot, `-` in the summary).
 pub fn metric(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, String> {
+    let mut parts = expr.split('/');
+    let num = parts.next().unwrap_or_default();
+    let den = parts.next();
+    if parts.next().is_some() {
+        return Err(format!("`{expr}`: at most one `/`"));
+    }
+    let Some(n) = metric_sum(report, num)? else {
+        return Ok(None);
+    };
+    match den {
+        None => Ok(Some(n)),
+        Some(den) => Ok(metric_sum(report, den)?
+            .filter(|d| *d != 0.0)
+            .map(|d| n / d)),
+    }
+}
+
+/// A sum of `[k *] path` terms (see [`metric`]).
+fn metric_sum(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, String> {
     let mut sum = 0.0;
     for term in expr.split('+') {
+        let (factor, path) = match term.split_once('*') {
+            None => (1.0, term.trim()),
+            Some((k, path)) => {
+                let k = k.trim();
+                let k: f64 = k
+                    .parse()
+                    .map_err(|_| format!("`{}`: `{k}` is not a number", term.trim()))?;
+                (k, path.trim())
+            }
+        };
         let mut v = report;
-        for part in term.trim().split('.') {
+        for part in path.split('.') {
             v = v
                 .get(part)
-                .ok_or_else(|| format!("the report has no `{}`", term.trim()))?;
+                .ok_or_else(|| format!("the report has no `{path}`"))?;
         }
         match v {
             serde_json::Value::Null => return Ok(None),
             other => {
-                sum += other
-                    .as_f64()
-                    .ok_or_else(|| format!("`{}` is not a number", term.trim()))?
+                sum += factor
+                    * other
+                        .as_f64()
+                        .ok_or_else(|| format!("`{path}` is not a number"))?
             }
         }
     }
@@ -424,6 +463,17 @@ pub fn reproduce_paper(
         let xs = exp.x.expand().map_err(spec_err)?;
         let ss = exp.series.expand().map_err(spec_err)?;
         let vs = series_variants(&ss, &xs).map_err(spec_err)?;
+        if let Some(reference) = &exp.normalize {
+            if !ss.iter().any(|s| &s.name == reference) {
+                return Err(spec_err(format!(
+                    "normalize = `{reference}` names no series (series: {})",
+                    ss.iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
         for (si, s) in ss.iter().enumerate() {
             for (xi, x) in xs.iter().enumerate() {
                 for (vi, (_, set)) in vs[si].iter().enumerate() {
@@ -485,22 +535,15 @@ pub fn reproduce_paper(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let any_best = ss.iter().any(|s| s.best.is_some());
-        let mut csv = String::from("x,series,y");
-        for c in &exp.columns {
-            let _ = write!(csv, ",{c}");
-        }
-        if any_best {
-            csv.push_str(",best");
-        }
-        csv.push('\n');
-        let mut y = vec![vec![None; xs.len()]; ss.len()];
+        let metric_err = |why: String| ReproError::Spec {
+            path: path.display().to_string(),
+            why,
+        };
         let mut best = vec![vec![None; xs.len()]; ss.len()];
+        let mut cells: Vec<Vec<Cell>> = Vec::with_capacity(ss.len());
         for (si, s) in ss.iter().enumerate() {
-            for (xi, x) in xs.iter().enumerate() {
-                let metric_err = |why: String| ReproError::Spec {
-                    path: path.display().to_string(),
-                    why,
-                };
+            let mut row = Vec::with_capacity(xs.len());
+            for xi in 0..xs.len() {
                 let mut reports = Vec::with_capacity(vs[si].len());
                 for vi in 0..vs[si].len() {
                     reports.push(
@@ -520,7 +563,7 @@ pub fn reproduce_paper(
                     best[si][xi] = Some(vs[si][chosen].0.clone());
                 }
                 let report = reports.swap_remove(chosen);
-                let cell = Cell {
+                row.push(Cell {
                     y: metric(&report, &exp.y)
                         .map_err(metric_err)?
                         .map(|v| v * exp.y_scale),
@@ -530,8 +573,36 @@ pub fn reproduce_paper(
                         .map(|c| metric(&report, c))
                         .collect::<Result<_, _>>()
                         .map_err(metric_err)?,
-                };
-                let fmt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+                });
+            }
+            cells.push(row);
+        }
+        if let Some(reference) = &exp.normalize {
+            let r = ss
+                .iter()
+                .position(|s| &s.name == reference)
+                .expect("checked when the experiment was loaded");
+            let base: Vec<Option<f64>> = cells[r].iter().map(|c| c.y).collect();
+            for row in &mut cells {
+                for (c, b) in row.iter_mut().zip(&base) {
+                    c.y = match (c.y, *b) {
+                        (Some(v), Some(b)) if b != 0.0 => Some(v / b),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        let mut csv = String::from("x,series,y");
+        for c in &exp.columns {
+            let _ = write!(csv, ",{c}");
+        }
+        if any_best {
+            csv.push_str(",best");
+        }
+        csv.push('\n');
+        let fmt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+        for (si, (s, row)) in ss.iter().zip(&cells).enumerate() {
+            for (xi, (x, cell)) in xs.iter().zip(row).enumerate() {
                 let _ = write!(
                     csv,
                     "{},{},{}",
@@ -550,9 +621,12 @@ pub fn reproduce_paper(
                     );
                 }
                 csv.push('\n');
-                y[si][xi] = cell.y;
             }
         }
+        let y: Vec<Vec<Option<f64>>> = cells
+            .iter()
+            .map(|row| row.iter().map(|c| c.y).collect())
+            .collect();
         let chart = Chart {
             title: exp.title.clone(),
             x_label: exp.x_label.clone(),
@@ -683,7 +757,18 @@ pub fn summary(paper: &str, produced: &[Produced], quick: bool) -> String {
             }
             s.push('\n');
         }
-        let _ = writeln!(s, "\n({}; raw numbers in `{}.csv`.)", p.exp.y_label, p.name);
+        match &p.exp.normalize {
+            Some(r) => {
+                let _ = writeln!(
+                    s,
+                    "\n({}, normalised to {r} at each point; raw numbers in `{}.csv`.)",
+                    p.exp.y_label, p.name
+                );
+            }
+            None => {
+                let _ = writeln!(s, "\n({}; raw numbers in `{}.csv`.)", p.exp.y_label, p.name);
+            }
+        }
         let chosen: Vec<String> = p
             .series
             .iter()
@@ -704,6 +789,24 @@ pub fn summary(paper: &str, produced: &[Produced], quick: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metric_factors_and_ratios() {
+        let r = serde_json::json!({"a": {"b": 2, "c": 3.5, "z": 0}, "n": null});
+        assert_eq!(metric(&r, "10 * a.b + a.c").unwrap(), Some(23.5));
+        assert_eq!(metric(&r, "0.5*a.b").unwrap(), Some(1.0));
+        assert_eq!(metric(&r, "a.c + a.b / a.b").unwrap(), Some(2.75));
+        assert_eq!(metric(&r, "a.c / 2 * a.b").unwrap(), Some(0.875));
+        // Nothing to divide by, or a null numerator: no value rather than inf or 0.
+        assert_eq!(metric(&r, "a.b / a.z").unwrap(), None);
+        assert_eq!(metric(&r, "n / a.b").unwrap(), None);
+        assert!(metric(&r, "a.b / a.c / a.b")
+            .unwrap_err()
+            .contains("at most one"));
+        assert!(metric(&r, "x * a.b")
+            .unwrap_err()
+            .contains("`x` is not a number"));
+    }
 
     #[test]
     fn metric_paths_and_sums() {

@@ -174,3 +174,52 @@ fn a_best_series_shows_the_chosen_configuration() {
         "{md}"
     );
 }
+
+#[test]
+fn normalises_to_a_series() {
+    let root = std::env::temp_dir().join(format!("ftlab-repro-norm-{}", std::process::id()));
+    let exps = root.join("experiments");
+    std::fs::create_dir_all(exps.join("norm")).unwrap();
+    // Erases relative to page mapping with GC threshold 3, plus a ratio with a factor.
+    let exp = EXP
+        .replace(
+            "y = \"waf\"",
+            "y = \"flash.block_erases\"\nnormalize = \"page\"",
+        )
+        .replace(
+            "columns = [",
+            "columns = [\"2 * flash.page_programs / host.pages_written\", ",
+        );
+    std::fs::write(exps.join("norm/erases.toml"), exp).unwrap();
+    let opts = Options {
+        experiments: exps.clone(),
+        out: root.join("out"),
+        quick: true,
+        jobs: 2,
+    };
+    let produced = reproduce_paper("norm", &opts, &|_, _| {}).unwrap();
+    let p = &produced[0];
+    assert!(p.y[0].iter().all(|v| *v == Some(1.0)), "{:?}", p.y);
+    // A higher GC threshold keeps more blocks free, so it erases at least as much.
+    assert!(p.y[1].iter().all(|v| v.unwrap() >= 1.0), "{:?}", p.y);
+    let csv = std::fs::read_to_string(root.join("out/norm/erases.csv")).unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    // x, series, y, 2 * WA, ...: twice the write amplification is above 2.
+    assert_eq!(row[..3], ["15", "page", "1"]);
+    assert!(row[3].parse::<f64>().unwrap() > 2.0, "{csv}");
+    let md = std::fs::read_to_string(root.join("out/norm/summary.md")).unwrap();
+    assert!(md.contains("normalised to page"), "{md}");
+
+    std::fs::write(
+        exps.join("norm/erases.toml"),
+        EXP.replace("y = \"waf\"", "y = \"waf\"\nnormalize = \"dftl\""),
+    )
+    .unwrap();
+    let e = reproduce_paper("norm", &opts, &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("erases.toml") && e.contains("names no series"),
+        "{e}"
+    );
+}
