@@ -541,9 +541,9 @@ pub fn reproduce_paper(
         };
         let mut best = vec![vec![None; xs.len()]; ss.len()];
         let mut cells: Vec<Vec<Cell>> = Vec::with_capacity(ss.len());
-        for (si, s) in ss.iter().enumerate() {
+        for (si, (s, best_row)) in ss.iter().zip(best.iter_mut()).enumerate() {
             let mut row = Vec::with_capacity(xs.len());
-            for xi in 0..xs.len() {
+            for (xi, best_cell) in best_row.iter_mut().enumerate() {
                 let mut reports = Vec::with_capacity(vs[si].len());
                 for vi in 0..vs[si].len() {
                     reports.push(
@@ -560,7 +560,7 @@ pub fn reproduce_paper(
                     }
                 };
                 if s.best.is_some() {
-                    best[si][xi] = Some(vs[si][chosen].0.clone());
+                    *best_cell = Some(vs[si][chosen].0.clone());
                 }
                 let report = reports.swap_remove(chosen);
                 row.push(Cell {
