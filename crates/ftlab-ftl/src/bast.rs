@@ -74,10 +74,38 @@
 //! - A switch merge of a logical block whose group the buffer padded (the group being
 //!   written when the merge happens) is counted in `merges_padding_switch` (PSM,
 //!   §6.3) instead of `merges_switch`.
+//!
+//! Power-loss recovery ([`Ftl::recover`], not in the papers):
+//! - Nothing is checkpointed. Recovery reads the spare area of every programmed page
+//!   once (`Cause::Recovery`; [`Scan`]) and derives every role from the tags. Between
+//!   two requests every programmed block is the data block or the log block of one
+//!   logical block (merges erase what they empty before the request ends; a full log
+//!   is merged at once), so a block holding pages of two logical blocks, or a third
+//!   block for one, is [`RecoverError::Failed`].
+//! - A block whose pages all sit at their own offsets is a data block, or a log
+//!   written in order: a logical block with two such blocks has a data block and an
+//!   in-order log, told apart by [`Scan::data_and_log`] (the one with fillers is the
+//!   data block, else the shorter, else the newer). A block with a page away from its
+//!   offset is a log written out of order; its logical block may have one data block
+//!   beside it. A logical block with one in-place block and no other has no log: a log
+//!   opened without a data block starts past offset 0, so it is never in place.
+//! - Live copies: per LPN, the newest version on flash; a log copy wins a tie with the
+//!   data block's (a buffer's padding rewrites a page with its version; the log's
+//!   in-order pages must stay the valid ones), and in a log the last slot holding the
+//!   offset wins. Fillers are never mapped; trims are RAM-only, so a trimmed page still
+//!   on flash comes back.
+//! - LRU order is lost (no tag records time): log blocks are ranked by block number,
+//!   the lowest least recently written, and take descriptors in that order. The free
+//!   pool is the erased blocks in block-number order. More log blocks than `log_blocks`
+//!   is [`RecoverError::Failed`].
+//! - `osm` and `ba_gc` keep no state between requests, so they work on after recovery.
+//! - Cost: one spare read per programmed page, no page read, program or erase.
 
-use crate::logblock::{compose, count_or_auto, FreePool, LruList, MergeCounters, Src, NONE};
+use crate::logblock::{
+    compose, count_or_auto, erased_pool, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
+};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query};
+use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -459,6 +487,69 @@ impl Bast {
         self.stats.merges_osm += 1;
     }
 
+    // --- Power-loss recovery --------------------------------------------------------
+
+    /// Each logical block's data block and log block from the block shapes.
+    fn recover_roles(&self, flash: &Flash, scan: &Scan) -> Result<Vec<(u32, u32)>, RecoverError> {
+        let fail = |why: String| Err(RecoverError::Failed(why));
+        let logical = self.geo.logical_blocks();
+        let mut roles = vec![(NONE, NONE); logical as usize];
+        for (b, shape) in scan.shapes.iter().enumerate() {
+            if shape.lbn == MIXED {
+                return fail(format!("pbn{b} holds pages of several logical blocks"));
+            }
+            if shape.lbn != NONE && !shape.in_place {
+                let log = &mut roles[shape.lbn as usize].1;
+                if *log != NONE {
+                    return fail(format!("lbn{} has two logs out of order", shape.lbn));
+                }
+                *log = b as u32;
+            }
+        }
+        for (l, blocks) in scan.in_place_by_lbn(logical).into_iter().enumerate() {
+            let (data, log) = &mut roles[l];
+            match (&blocks[..], *log) {
+                (&[], _) => {}
+                (&[d], _) => *data = d.0,
+                (&[a, b], NONE) => {
+                    let (d, g) = scan.data_and_log(flash, a, b)?;
+                    (*data, *log) = (d.0, g.0);
+                }
+                _ => return fail(format!("lbn{l} has more than a data and a log block")),
+            }
+            if *log != NONE && flash.is_full(Pbn(*log)) {
+                return fail(format!("the log pbn{log} of lbn{l} is full but not merged"));
+            }
+        }
+        Ok(roles)
+    }
+
+    /// Installs the log block `pbn` of `lbn` as descriptor `desc` and claims its live
+    /// pages (the last slot of each offset first).
+    fn recover_log(&mut self, flash: &mut Flash, scan: &mut Scan, desc: u32, lbn: Lbn, pbn: Pbn) {
+        let written = flash.write_ptr(pbn);
+        let mut seq = true;
+        for slot in (0..written).rev() {
+            let ppn = self.geo.ppn(pbn, slot);
+            let tag = flash.peek_tag(ppn).expect("programmed");
+            let o = self.geo.lpn_offset(tag.lpn);
+            seq &= o == slot;
+            let i = self.slot_idx(desc, o);
+            if self.slot_of[i] == NO_SLOT {
+                self.slot_of[i] = slot as u16;
+            }
+            scan.claim(flash, ppn);
+        }
+        self.logs[desc as usize] = LogBlock {
+            pbn,
+            lbn,
+            written,
+            seq,
+        };
+        self.log_of[lbn.idx()] = desc;
+        self.lru.touch(desc);
+    }
+
     fn log_block(&self, lbn: Lbn) -> Option<Option<&LogBlock>> {
         let desc = *self.log_of.get(lbn.idx())?;
         Some((desc != NONE).then(|| &self.logs[desc as usize]))
@@ -546,6 +637,39 @@ impl Ftl for Bast {
         if let Some(ppn) = self.live(flash, lpn) {
             flash.invalidate(ppn);
         }
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let mut scan = Scan::read(flash)?;
+        let roles = self.recover_roles(flash, &scan)?;
+        let logs = roles.iter().filter(|r| r.1 != NONE).count();
+        if logs > self.logs.len() {
+            return Err(RecoverError::Failed(format!(
+                "{logs} log blocks on flash but log_blocks = {}",
+                self.logs.len()
+            )));
+        }
+        // Descriptors and LRU rank by block number: recency is not on flash.
+        let mut by_block: Vec<(u32, Lbn)> = (0..roles.len())
+            .filter(|&l| roles[l].1 != NONE)
+            .map(|l| (roles[l].1, Lbn(l as u32)))
+            .collect();
+        by_block.sort_unstable();
+        for (desc, &(pbn, lbn)) in by_block.iter().enumerate() {
+            self.recover_log(flash, &mut scan, desc as u32, lbn, Pbn(pbn));
+        }
+        self.free_desc = (logs as u32..self.logs.len() as u32).rev().collect();
+        for (l, &(data, _)) in roles.iter().enumerate() {
+            if data == NONE {
+                continue;
+            }
+            self.dmap[l] = data;
+            for o in 0..flash.write_ptr(Pbn(data)) {
+                scan.claim(flash, self.geo.ppn(Pbn(data), o));
+            }
+        }
+        self.pool = erased_pool(flash);
+        Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {

@@ -20,9 +20,16 @@
 //!   later write of the next offset can still be appended in place.
 //! - Which blocks are free: first in, first out (erased blocks go to the back), which
 //!   spreads wear without a wear-leveling policy, as in the `page` FTL.
+//! - Power-loss recovery of `bast` and `fast` starts from [`Scan`]: one spare read per
+//!   programmed page (`Cause::Recovery`), the newest version of every LPN, and the
+//!   *shape* of every block (which logical blocks its pages belong to, whether every
+//!   page sits at its own offset, whether it holds fillers). Nothing else is on flash:
+//!   no roles, no sequence numbers, so each scheme derives its roles from the shapes
+//!   (see their module headers). Fillers are never mapped. The free pool is rebuilt in
+//!   block-number order, since the FIFO order of erasures is lost.
 
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::FtlStats;
+use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{SchemeError, SchemeOptions};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
@@ -30,6 +37,9 @@ use std::collections::VecDeque;
 
 /// "No entry" in the `u32` tables of this family.
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// [`Shape::lbn`] of a block holding pages of several logical blocks.
+pub(crate) const MIXED: u32 = u32::MAX - 1;
 
 /// Reads a count option that may be `auto` (then `auto` is returned).
 pub(crate) fn count_or_auto(
@@ -88,6 +98,155 @@ impl FreePool {
     pub(crate) fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
         self.blocks.iter().copied()
     }
+}
+
+/// What the spare tags of one block say about it (power-loss recovery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The logical block its pages belong to: [`NONE`] if erased, [`MIXED`] if several.
+    pub lbn: u32,
+    /// Every programmed page at offset `o` holds logical page `o` of `lbn`: a data
+    /// block, or a log written in order from offset 0 (BAST's sequential log, FAST's SW
+    /// log, or a FAST RW log that happened to receive one block's pages in order).
+    pub in_place: bool,
+    /// It holds a filler (version 0), which only a composed data block does.
+    pub fillers: bool,
+}
+
+/// The spare scan every block-mapped recovery starts from.
+pub(crate) struct Scan {
+    /// The shape of every block.
+    pub shapes: Vec<Shape>,
+    /// Newest version on flash per LPN (0: no data).
+    pub newest: Vec<u32>,
+    /// LPNs whose live copy has been chosen ([`Scan::claim`]).
+    claimed: Vec<bool>,
+}
+
+impl Scan {
+    /// Reads the spare area of every programmed page once (`Cause::Recovery`) and
+    /// refuses flash no block-mapped scheme can have written: an LPN beyond the
+    /// capacity, or a filler away from its own offset.
+    pub(crate) fn read(flash: &mut Flash) -> Result<Scan, RecoverError> {
+        let geo = flash.geometry().clone();
+        let mut newest = vec![0u32; geo.logical_pages as usize];
+        let mut shapes = Vec::with_capacity(geo.blocks as usize);
+        for pbn in (0..geo.blocks).map(Pbn) {
+            let mut shape = Shape {
+                lbn: NONE,
+                in_place: true,
+                fillers: false,
+            };
+            for off in 0..flash.write_ptr(pbn) {
+                let ppn = geo.ppn(pbn, off);
+                let tag = flash.read_spare(ppn, Cause::Recovery);
+                let Some(v) = newest.get_mut(tag.lpn.idx()) else {
+                    return Err(RecoverError::Failed(format!(
+                        "{ppn:?} holds {tag:?}, beyond the logical capacity"
+                    )));
+                };
+                *v = (*v).max(tag.version);
+                let lbn = geo.lbn_of(tag.lpn).0;
+                shape.lbn = match shape.lbn {
+                    NONE => lbn,
+                    l if l == lbn => l,
+                    _ => MIXED,
+                };
+                shape.in_place &= geo.lpn_offset(tag.lpn) == off;
+                shape.fillers |= tag.version == 0;
+            }
+            if shape.fillers && !shape.in_place {
+                return Err(RecoverError::Failed(format!(
+                    "{pbn:?} holds a filler but is not a data block"
+                )));
+            }
+            shapes.push(shape);
+        }
+        Ok(Scan {
+            shapes,
+            newest,
+            claimed: vec![false; geo.logical_pages as usize],
+        })
+    }
+
+    /// The programmed blocks whose pages all sit at their own offsets, by logical
+    /// block, in block-number order.
+    pub(crate) fn in_place_by_lbn(&self, logical_blocks: u32) -> Vec<Vec<Pbn>> {
+        let mut by = vec![Vec::new(); logical_blocks as usize];
+        for (b, s) in self.shapes.iter().enumerate() {
+            if s.lbn != NONE && s.lbn != MIXED && s.in_place {
+                by[s.lbn as usize].push(Pbn(b as u32));
+            }
+        }
+        by
+    }
+
+    /// If the page at `ppn` holds the newest version of its LPN and no copy of it was
+    /// claimed yet, marks it valid and returns its tag. Fillers are never claimed. Uses
+    /// the tag [`Scan::read`] already read (no flash operation).
+    pub(crate) fn claim(&mut self, flash: &mut Flash, ppn: Ppn) -> Option<PageTag> {
+        let tag = flash.peek_tag(ppn)?;
+        let l = tag.lpn.idx();
+        if tag.version == 0 || tag.version != self.newest[l] || self.claimed[l] {
+            return None;
+        }
+        self.claimed[l] = true;
+        flash.mark_valid(ppn);
+        Some(tag)
+    }
+
+    /// Of two in-place blocks of one logical block, which is the data block and which
+    /// the log written in order after it: `(data, log)`. The data block is the one with
+    /// fillers; else the log is the shorter one (a page goes to the log only when the
+    /// data block's write pointer is past its offset, so the data block is at least as
+    /// long); at equal length, the one holding the newer version at the first offset
+    /// where they differ (the log's copies were written after the data block's). If
+    /// every version is equal the two hold the same data and either choice is right;
+    /// `b` is taken as the log.
+    pub(crate) fn data_and_log(
+        &self,
+        flash: &Flash,
+        a: Pbn,
+        b: Pbn,
+    ) -> Result<(Pbn, Pbn), RecoverError> {
+        let (sa, sb) = (self.shapes[a.idx()], self.shapes[b.idx()]);
+        match (sa.fillers, sb.fillers) {
+            (true, true) => {
+                return Err(RecoverError::Failed(format!(
+                    "{a:?} and {b:?} both hold fillers of lbn{}",
+                    sa.lbn
+                )))
+            }
+            (true, false) => return Ok((a, b)),
+            (false, true) => return Ok((b, a)),
+            _ => {}
+        }
+        let (wa, wb) = (flash.write_ptr(a), flash.write_ptr(b));
+        if wa != wb {
+            return Ok(if wa < wb { (b, a) } else { (a, b) });
+        }
+        let geo = flash.geometry();
+        for off in 0..wa {
+            let va = flash.peek_tag(geo.ppn(a, off)).map(|t| t.version);
+            let vb = flash.peek_tag(geo.ppn(b, off)).map(|t| t.version);
+            if va != vb {
+                return Ok(if va > vb { (b, a) } else { (a, b) });
+            }
+        }
+        Ok((a, b))
+    }
+}
+
+/// The erased blocks, in block-number order (recovery).
+pub(crate) fn erased_pool(flash: &Flash) -> FreePool {
+    let geo = flash.geometry();
+    let mut pool = FreePool::empty(geo);
+    for pbn in (0..geo.blocks).map(Pbn) {
+        if flash.is_erased(pbn) {
+            pool.put(flash, pbn);
+        }
+    }
+    pool
 }
 
 /// Where the page at one offset of a block being composed comes from.
