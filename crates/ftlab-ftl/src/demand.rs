@@ -55,9 +55,43 @@
 //!   of GC victims use `Cause::Gc`. The split by reason (miss, eviction, GC) is in
 //!   `FtlStats::extra`.
 //! - Free blocks are reused first-in first-out, as in `page`.
+//!
+//! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
+//! `recover` of each scheme):
+//! - The choice: a full spare scan, not "trust the translation pages and fix them up".
+//!   Mapping updates that lived only in dirty CMT entries are missing from the
+//!   translation pages, and so are the moves of GC that updated a cached entry; only
+//!   the data pages' tags (LPN and version) say where the newest copy of each LPN is,
+//!   and nothing on flash orders a data page against a translation page (no sequence
+//!   numbers), so every data page's tag must be read anyway. Recovery therefore reads
+//!   the spare area of every programmed page once (`Cause::Recovery`): per LPN the
+//!   newest version wins (a GC copy and its source, or a buffer's padding rewrite,
+//!   carry the same version and the same data: the first in block order wins); per
+//!   translation page the copy with the highest write counter becomes the GTD entry.
+//!   Versions of trimmed pages are not durable: a trimmed page still on flash comes
+//!   back.
+//! - The translation pages on flash are then out of date, and their contents cannot be
+//!   read back (the simulator keeps translation page contents in `content`, in RAM), so
+//!   recovery writes every translation page that is on flash or maps a page anew from
+//!   the scanned mapping (`Cause::Recovery`, reported as
+//!   `ftl.extra.translation_writes_recovery`, not in `translation_writes`). The old copies
+//!   become invalid. If the active translation block fills, GC runs as it does for a
+//!   dirty eviction (its operations count under `gc` and `map`, as the `page` FTL's
+//!   post-recovery GC does); a translation page GC writes on the way is not written
+//!   twice. The CMT starts empty.
+//! - Blocks: erased ones form the free pool (block-number order); a block holds only
+//!   data or only translation pages, else [`RecoverError::Failed`]; full blocks are
+//!   sealed GC candidates; the partly written translation block is the active one. The
+//!   partly written data blocks are handed to the scheme (DFTL's current data block,
+//!   TPM's write pointers).
+//! - Cost: one spare read per programmed page, plus one program per translation page
+//!   in use (the whole table, `logical pages / entries_per_page` pages at most), plus
+//!   any GC those programs need. The RAM it needs while it runs (a version and a PPN
+//!   per logical page) is the page-level table DFTL avoids keeping; a controller would
+//!   need it, or several passes, during recovery only.
 
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::FtlStats;
+use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{SchemeError, SchemeOptions};
 use ftlab_core::units::parse_size;
@@ -91,6 +125,8 @@ pub(crate) enum Why {
     Evict,
     /// Updating the mappings of pages moved by data-block GC.
     Gc,
+    /// Rewriting a translation page from the mapping a power-loss recovery scanned.
+    Recovery,
 }
 
 /// Counters of the demand-paged schemes. Plain data.
@@ -103,6 +139,8 @@ pub(crate) struct Counters {
     pub reads_gc: u64,
     pub writes_evict: u64,
     pub writes_gc: u64,
+    /// Translation pages written by power-loss recovery.
+    pub writes_recovery: u64,
     /// Translation pages copied by translation-block GC (one read and one write each).
     pub tpages_moved: u64,
     pub evictions: u64,
@@ -136,6 +174,7 @@ impl Counters {
         );
         e.insert("translation_writes_data_gc", self.writes_gc as f64);
         e.insert("translation_pages_moved_gc", self.tpages_moved as f64);
+        e.insert("translation_writes_recovery", self.writes_recovery as f64);
         e.insert("cmt_evictions", self.evictions as f64);
         e.insert("cmt_dirty_evictions", self.dirty_evictions as f64);
         e.insert("gc_data_blocks", self.data_victims as f64);
@@ -358,6 +397,9 @@ pub(crate) struct Space {
     pub c: Counters,
     /// Name for assertion messages.
     pub scheme: &'static str,
+    /// A power-loss recovery is rewriting the translation pages: a translation page may
+    /// map pages without being on flash yet.
+    pub recovering: bool,
 }
 
 impl Space {
@@ -380,6 +422,7 @@ impl Space {
             content: vec![NONE; lay.tpages as usize * lay.epp as usize],
             c: Counters::default(),
             scheme,
+            recovering: false,
         }
     }
 
@@ -464,6 +507,7 @@ impl Space {
             Why::Miss => self.c.reads_miss += 1,
             Why::Evict => self.c.reads_evict += 1,
             Why::Gc => self.c.reads_gc += 1,
+            Why::Recovery => unreachable!("recovery reads no translation page"),
         }
         true
     }
@@ -497,7 +541,11 @@ impl Space {
             lpn: Lpn(TRANS_MARK | t),
             version: self.tp_version[t as usize],
         };
-        flash.program(dst, tag, Cause::Map);
+        let cause = match why {
+            Why::Recovery => Cause::Recovery,
+            _ => Cause::Map,
+        };
+        flash.program(dst, tag, cause);
         let old = self.gtd[t as usize];
         if old != NONE {
             self.invalidate(flash, Ppn(old));
@@ -507,6 +555,7 @@ impl Space {
             Why::Miss => unreachable!("a miss never writes a translation page"),
             Why::Evict => self.c.writes_evict += 1,
             Why::Gc => self.c.writes_gc += 1,
+            Why::Recovery => self.c.writes_recovery += 1,
         }
         self.after_trans_program(flash, dst);
     }
@@ -604,6 +653,89 @@ impl Space {
         };
         self.index.remove(victim);
         victim
+    }
+
+    /// Power-loss recovery, the part both schemes share (see the module header): reads
+    /// every programmed spare area once, rebuilds the pool, the block kinds, the GC
+    /// index, the active translation block, the GTD and `content` (the scanned mapping),
+    /// and re-marks the live pages. Returns the partly written data blocks, for the
+    /// scheme to reopen.
+    pub(crate) fn recover_scan(&mut self, flash: &mut Flash) -> Result<Vec<Pbn>, RecoverError> {
+        let geo = self.geo.clone();
+        let fail = |why: String| Err(RecoverError::Failed(why));
+        let mut newest = vec![0u32; geo.logical_pages as usize];
+        let mut l2p = vec![NONE; geo.logical_pages as usize];
+        self.free.clear();
+        for pbn in (0..geo.blocks).map(Pbn) {
+            if flash.is_erased(pbn) {
+                self.free.push_back(pbn);
+                continue;
+            }
+            let mut trans = None;
+            for off in 0..flash.write_ptr(pbn) {
+                let ppn = geo.ppn(pbn, off);
+                let tag = flash.read_spare(ppn, Cause::Recovery);
+                let is_trans = tag.lpn.0 & TRANS_MARK != 0;
+                if *trans.get_or_insert(is_trans) != is_trans {
+                    return fail(format!("{pbn:?} holds data and translation pages"));
+                }
+                let (id, best, map) = if is_trans {
+                    let t = (tag.lpn.0 & !TRANS_MARK) as usize;
+                    (t, self.tp_version.get_mut(t), &mut self.gtd)
+                } else {
+                    (tag.lpn.idx(), newest.get_mut(tag.lpn.idx()), &mut l2p)
+                };
+                let Some(best) = best else {
+                    return fail(format!("{ppn:?} holds {tag:?}, beyond the table"));
+                };
+                if tag.version > *best {
+                    *best = tag.version;
+                    map[id] = ppn.0;
+                }
+            }
+            self.kind[pbn.idx()] = if trans == Some(true) {
+                Kind::Trans
+            } else {
+                Kind::Data
+            };
+        }
+        for &p in l2p.iter().chain(self.gtd.iter()) {
+            if p != NONE {
+                flash.mark_valid(Ppn(p));
+            }
+        }
+        // Entry `lpn % epp` of translation page `lpn / epp` is `content[lpn]`.
+        self.content[..l2p.len()].copy_from_slice(&l2p);
+        let mut open = Vec::new();
+        for pbn in (0..geo.blocks).map(Pbn) {
+            match self.kind[pbn.idx()] {
+                Kind::Free => {}
+                _ if flash.is_full(pbn) => self.index.insert(pbn, flash.valid_count(pbn)),
+                Kind::Data => open.push(pbn),
+                Kind::Trans if self.trans_active.is_none() => self.trans_active = Some(pbn),
+                Kind::Trans => return fail(format!("{pbn:?} is a second open translation block")),
+            }
+        }
+        Ok(open)
+    }
+
+    /// The translation pages a recovery must rewrite (on flash, or mapping a page),
+    /// each with its write counter now: if it has changed when its turn comes, GC has
+    /// already written the page.
+    pub(crate) fn recovery_rewrites(&self) -> Vec<(u32, u32)> {
+        let epp = self.lay.epp as usize;
+        (0..self.lay.tpages)
+            .filter(|&t| {
+                let i = t as usize * epp;
+                self.gtd[t as usize] != NONE || self.content[i..i + epp].iter().any(|&e| e != NONE)
+            })
+            .map(|t| (t, self.tp_version[t as usize]))
+            .collect()
+    }
+
+    /// Whether translation page `t` was written since its write counter was `version`.
+    pub(crate) fn written_since(&self, t: u32, version: u32) -> bool {
+        self.tp_version[t as usize] != version
     }
 
     /// Deep checks of the pool, the block kinds and the translation pages. `is_open(b)`

@@ -36,10 +36,14 @@
 //! - Pages moved by GC go to the same current data block as host writes (the "CDB" of
 //!   tpm.txt §III-C); there is no hot/cold separation.
 //! - `mapping_bytes` = GTD (4 bytes per translation page) + CMT (8 bytes per entry).
+//! - Power-loss recovery (not in the papers): a full spare scan that rebuilds the GTD
+//!   and the mapping, then rewrites the translation pages, with an empty CMT; see
+//!   `demand.rs` for the choice and its cost. The partly written data block, at most
+//!   one, becomes the current data block again.
 
 use crate::demand::{self, Kind, Lru, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -247,7 +251,7 @@ impl Dftl {
             let t = self.batch[i].0;
             let on_flash = self.s.read_tpage(flash, t, Why::Gc);
             assert!(
-                on_flash,
+                on_flash || self.s.recovering,
                 "dftl: uncached mapping of translation page {t} is not on flash"
             );
             while i < self.batch.len() && self.batch[i].0 == t {
@@ -258,6 +262,21 @@ impl Dftl {
             }
             self.s.write_tpage(flash, t, Why::Gc);
         }
+    }
+
+    /// Recovery: writes the translation pages from the scanned mapping (GC first when
+    /// the translation block is full, as for a dirty eviction).
+    fn rewrite_tpages(&mut self, flash: &mut Flash) {
+        self.s.recovering = true;
+        for (t, version) in self.s.recovery_rewrites() {
+            if self.s.trans_room(flash) == 0 {
+                self.collect(flash);
+            }
+            if !self.s.written_since(t, version) {
+                self.s.write_tpage(flash, t, Why::Recovery);
+            }
+        }
+        self.s.recovering = false;
     }
 
     /// Unmaps the current copy of the LPN in `slot`, leaving the entry unmapped.
@@ -294,6 +313,22 @@ impl Ftl for Dftl {
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         let slot = self.lookup(flash, lpn);
         self.drop_old(flash, slot);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let open = self.s.recover_scan(flash)?;
+        self.active = match open[..] {
+            [] => None,
+            [b] => Some(b),
+            _ => {
+                return Err(RecoverError::Failed(format!(
+                    "{} partly written data blocks; dftl writes one at a time",
+                    open.len()
+                )))
+            }
+        };
+        self.rewrite_tpages(flash);
+        Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {

@@ -44,6 +44,14 @@
 //!   early stop nearly doubled the stalled runs).
 //! - A host update of a cached page counts as an update (the page becomes dirty); so does
 //!   a GC move of one of its pages, since the flash copy is then stale.
+//! - Power-loss recovery (not in the paper): a full spare scan that rebuilds the GTD
+//!   and the mapping, then rewrites the translation pages, with an empty CMT; see
+//!   `demand.rs` for the choice and its cost. Algorithm III.1's invariant survives it
+//!   unrelaxed: every data block's pages belong to one write-pointer group, which names
+//!   the block's owner (a block mixing groups is [`RecoverError::Failed`]), and a partly
+//!   written data block is its group's write pointer again (two for one group is
+//!   `Failed`). GC during the rewrite copies with the victim's own write pointer, as
+//!   always.
 //! - `mapping_bytes` = GTD (a 4-byte translation PPN and a 4-byte cache index per
 //!   translation page) + CMT (cached pages) + write pointers (4 bytes each). tpm.txt
 //!   §IV-C quotes 96 KB of GTD for 32 GB, which no entry size we can derive reproduces
@@ -51,7 +59,7 @@
 
 use crate::demand::{self, Kind, Lru, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -338,7 +346,7 @@ impl Tpm {
             let t = self.batch[i].0;
             let on_flash = self.s.read_tpage(flash, t, Why::Gc);
             assert!(
-                on_flash,
+                on_flash || self.s.recovering,
                 "tpm: uncached mapping of translation page {t} is not on flash"
             );
             while i < self.batch.len() && self.batch[i].0 == t {
@@ -351,6 +359,57 @@ impl Tpm {
             written += 1;
         }
         self.gc_tpages_max = self.gc_tpages_max.max(written);
+    }
+
+    /// Recovery: the owner group of every data block and the write pointers of the
+    /// partly written ones.
+    fn recover_groups(&mut self, flash: &Flash, open: &[Pbn]) -> Result<(), RecoverError> {
+        let geo = self.s.geo.clone();
+        for b in (0..geo.blocks).map(Pbn) {
+            if self.s.kind[b.idx()] != Kind::Data {
+                continue;
+            }
+            for off in 0..flash.write_ptr(b) {
+                let tag = flash.peek_tag(geo.ppn(b, off)).expect("programmed");
+                let g = self.s.tpage_of(tag.lpn).0 / self.per_wp;
+                let owner = &mut self.owner[b.idx()];
+                if *owner != NONE && *owner != g {
+                    return Err(RecoverError::Failed(format!(
+                        "{b:?} holds pages of write pointers {} and {g} (Algorithm III.1)",
+                        *owner
+                    )));
+                }
+                *owner = g;
+            }
+        }
+        for &b in open {
+            let g = self.owner[b.idx()] as usize;
+            if self.wp[g] != NONE {
+                return Err(RecoverError::Failed(format!(
+                    "write pointer {g} has two partly written blocks, pbn{} and {b:?}",
+                    self.wp[g]
+                )));
+            }
+            self.wp[g] = b.0;
+            self.open_free += (geo.pages_per_block - flash.write_ptr(b)) as u64;
+        }
+        self.open_free_max = self.open_free;
+        Ok(())
+    }
+
+    /// Recovery: writes the translation pages from the scanned mapping (GC first when
+    /// the translation block is full, as for a dirty eviction).
+    fn rewrite_tpages(&mut self, flash: &mut Flash) {
+        self.s.recovering = true;
+        for (t, version) in self.s.recovery_rewrites() {
+            if self.s.trans_room(flash) == 0 {
+                self.collect(flash);
+            }
+            if !self.s.written_since(t, version) {
+                self.s.write_tpage(flash, t, Why::Recovery);
+            }
+        }
+        self.s.recovering = false;
     }
 
     /// Unmaps entry `e` of cached `slot`.
@@ -474,6 +533,13 @@ impl Ftl for Tpm {
         let (t, e) = self.s.tpage_of(lpn);
         let slot = self.lookup(flash, t);
         self.drop_old(flash, slot, e);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let open = self.s.recover_scan(flash)?;
+        self.recover_groups(flash, &open)?;
+        self.rewrite_tpages(flash);
+        Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
