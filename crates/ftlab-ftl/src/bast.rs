@@ -936,6 +936,125 @@ mod tests {
         assert!(e.contains("--op"), "{e}");
     }
 
+    fn recovered(geo: &Geometry, log_blocks: &str, f: &mut Flash) -> Bast {
+        crate::logblock::tests::power_cycle(f, bast(geo, log_blocks))
+    }
+
+    #[test]
+    fn recovery_tells_data_blocks_from_logs_in_and_out_of_order() {
+        let geo = geometry(4, 4, 8);
+        let (mut b, mut f) = filled(&geo, "auto", 2);
+        b.write(&mut f, &[w(0, 2), w(1, 2)]); // in-order log of LBN 0
+        b.write(&mut f, &[w(6, 2)]);
+        b.write(&mut f, &[w(4, 2)]); // out-of-order log of LBN 1
+        b.write(&mut f, &[w(9, 1)]); // LBN 2: a log and no data block
+        b.write(&mut f, &[w(12, 1), w(13, 1)]); // LBN 3: a half data block
+        let mut b = recovered(&geo, "auto", &mut f);
+        let q = |b: &Bast, q| b.query(q);
+        assert_eq!(q(&b, Query::LogIsSequential(Lbn(0))), Answer::Bool(true));
+        assert_eq!(q(&b, Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(q(&b, Query::LogIsSequential(Lbn(1))), Answer::Bool(false));
+        assert_eq!(q(&b, Query::LogFreePages(Lbn(2))), Answer::Count(3));
+        assert_eq!(q(&b, Query::LogFreePages(Lbn(3))), Answer::NoLogBlock);
+        assert_eq!(q(&b, Query::FreeLogBlocks), Answer::Count(0));
+        for (l, v) in [
+            (0, 2),
+            (1, 2),
+            (2, 1),
+            (4, 2),
+            (5, 1),
+            (6, 2),
+            (9, 1),
+            (13, 1),
+        ] {
+            assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)), "lpn{l}");
+        }
+        assert_eq!(b.read(&mut f, Lpn(8)), None);
+        // The in-order log goes on in order and switches; LBN 3 goes on in place.
+        b.write(&mut f, &[w(2, 2), w(3, 2)]);
+        b.write(&mut f, &[w(14, 1)]);
+        let s = b.stats();
+        assert_eq!(
+            (s.merges_switch, s.merges_partial, s.merges_full),
+            (1, 0, 0)
+        );
+        assert_eq!(erases(&f), 1);
+        assert_eq!(b.read(&mut f, Lpn(14)), Some(w(14, 1)));
+        b.check(&f).unwrap();
+    }
+
+    /// A buffer's padding rewrites a page with the version it has on flash: the copy in
+    /// the log must be the live one, or the in-order log's merge would find a valid
+    /// page of the data block under it.
+    #[test]
+    fn recovery_takes_the_log_copy_of_a_padded_page() {
+        let geo = geometry(4, 2, 4);
+        let mut b = bast(&geo, "auto");
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1)]);
+        b.write(&mut f, &[w(0, 1), w(1, 1)]); // padded rewrite: an in-order log
+        let mut b = recovered(&geo, "auto", &mut f);
+        assert_eq!(b.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        b.write(&mut f, &[w(2, 1)]); // in place in the data block
+        b.write(&mut f, &[w(5, 1)]); // LBN 1 takes the only log: LBN 0's is merged
+        let s = b.stats();
+        assert_eq!((s.merges_partial, s.merge_pages_copied), (1, 1));
+        for (l, v) in [(0, 1), (1, 1), (2, 1), (5, 1)] {
+            assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn recovery_ranks_log_blocks_by_block_number_and_brings_trims_back() {
+        let geo = geometry(4, 4, 7);
+        let (mut b, mut f) = filled(&geo, "2", 4);
+        b.write(&mut f, &[w(13, 2)]); // log of LBN 3 in pbn 4
+        b.write(&mut f, &[w(1, 2)]); // log of LBN 0 in pbn 5, the most recent
+        b.write(&mut f, &[w(13, 3)]); // LBN 3 is now the most recent
+        b.trim(&mut f, Lpn(13));
+        assert_eq!(b.query(Query::NextVictim), Answer::Block(Some(Lbn(0))));
+        let mut b = recovered(&geo, "2", &mut f);
+        assert_eq!(
+            b.query(Query::NextVictim),
+            Answer::Block(Some(Lbn(3))),
+            "recency is lost: the lower block number goes first"
+        );
+        assert_eq!(
+            b.read(&mut f, Lpn(13)),
+            Some(w(13, 3)),
+            "trims are not durable"
+        );
+    }
+
+    #[test]
+    fn recovery_refuses_flash_bast_cannot_have_written() {
+        let geo = geometry(4, 2, 5);
+        let cases: [&[(u32, u32, u32)]; 5] = [
+            &[(0, 0, 1), (1, 5, 1)],            // two logical blocks in a block
+            &[(0, 1, 1), (4, 2, 1)],            // two logs out of order
+            &[(0, 0, 1), (4, 0, 2), (8, 0, 3)], // three in-place blocks
+            &[(0, 0, 1), (4, 1, 2), (8, 0, 2)], // in-place pair and an out-of-order log
+            &[(0, 1, 1), (1, 0, 1), (2, 2, 1), (3, 3, 1)], // a full log
+        ];
+        for case in cases {
+            let mut f = Flash::new(&geo);
+            for &(ppn, lpn, v) in case {
+                f.program(Ppn(ppn), w(lpn, v), Cause::Host);
+            }
+            f.power_cycle();
+            let e = bast(&geo, "auto").recover(&mut f).unwrap_err();
+            assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
+        }
+        // More logs than log_blocks.
+        let mut f = Flash::new(&geo);
+        f.program(Ppn(0), w(1, 1), Cause::Host);
+        f.program(Ppn(4), w(5, 1), Cause::Host);
+        f.power_cycle();
+        let e = bast(&geo, "1").recover(&mut f).unwrap_err().to_string();
+        assert!(e.contains("log_blocks"), "{e}");
+    }
+
     #[test]
     fn mapping_bytes_scale_with_blocks_not_pages() {
         let small = bast(&geometry(64, 100, 110), "auto").mapping_bytes();

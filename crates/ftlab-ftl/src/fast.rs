@@ -1215,4 +1215,108 @@ mod tests {
             .to_string();
         assert!(e.contains("rw_threshold"), "{e}");
     }
+
+    fn recovered(geo: &Geometry, opts: &[(&str, &str)], f: &mut Flash) -> Fast {
+        crate::logblock::tests::power_cycle(f, fast(geo, opts).unwrap())
+    }
+
+    fn ring(t: &Fast) -> Vec<u32> {
+        t.rw_ring.iter().map(|&d| t.rw_pbn[d as usize]).collect()
+    }
+
+    #[test]
+    fn recovery_finds_the_sw_log_beside_its_data_block() {
+        let geo = geometry(4, 2, 6);
+        let (mut t, mut f) = filled(&geo, &[], 2);
+        t.write(&mut f, &[w(0, 2), w(1, 2)]); // SW log of LBN 0
+        t.write(&mut f, &[w(7, 2)]); // RW log
+        let mut t = recovered(&geo, &[], &mut f);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(t.query(Query::LogIsSequential(Lbn(0))), Answer::Bool(true));
+        assert_eq!(t.query(Query::FreeLogBlocks), Answer::Count(1));
+        t.write(&mut f, &[w(2, 2), w(3, 2)]); // the SW log fills: a switch
+        assert_eq!(kinds(&t), (1, 0, 0));
+        for (l, v) in [(0, 2), (1, 2), (2, 2), (3, 2), (4, 1), (7, 2)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    /// The round-robin ring comes back in allocation order, which the versions of pages
+    /// rewritten from one RW log to the next reveal even when block numbers do not:
+    /// here the newest RW log reuses the lowest block. The adaptive threshold, moved by
+    /// the reclaims, restarts at its initial value.
+    #[test]
+    fn recovery_orders_rw_logs_by_the_versions_they_hold() {
+        let geo = geometry(4, 2, 6);
+        let opts = [("sw_logs", "0")];
+        let (mut t, mut f) = filled(&geo, &opts, 2);
+        for v in 2..=6 {
+            for l in [1, 2, 5, 6] {
+                t.write(&mut f, &[w(l, v)]);
+            }
+        }
+        t.write(&mut f, &[w(1, 7)]);
+        assert_eq!(ring(&t), [5, 2, 3]);
+        assert_eq!(t.query(Query::RwThreshold), Answer::Count(4));
+        let mut t = recovered(&geo, &opts, &mut f);
+        assert_eq!(ring(&t), [5, 2, 3], "block numbers alone say 2, 5, 3");
+        assert_eq!(t.query(Query::RwThreshold), Answer::Count(2));
+        for (l, v) in [(0, 1), (1, 7), (2, 6), (3, 1), (5, 6)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+    }
+
+    /// Without SW logs a RW log can hold one block's pages in order; the data block is
+    /// then the one with most newest copies, and the old data block a RW log whose
+    /// pages are all stale.
+    #[test]
+    fn recovery_without_sw_logs_picks_a_data_block_among_in_place_blocks() {
+        let geo = geometry(4, 2, 6);
+        let opts = [("sw_logs", "0")];
+        let (mut t, mut f) = filled(&geo, &opts, 1);
+        t.write(&mut f, &[w(0, 2), w(1, 2), w(2, 2), w(3, 2)]); // all to a RW log
+        assert_eq!((t.dmap[0], ring(&t)), (0, vec![1]));
+        let mut t = recovered(&geo, &opts, &mut f);
+        assert_eq!((t.dmap[0], ring(&t)), (1, vec![0]));
+        for o in 0..4 {
+            assert_eq!(t.read(&mut f, Lpn(o)), Some(w(o, 2)));
+        }
+        for v in 3..=5 {
+            for o in 0..4 {
+                t.write(&mut f, &[w(o, v)]);
+            }
+        }
+        for o in 0..4 {
+            assert_eq!(t.read(&mut f, Lpn(o)), Some(w(o, 5)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn recovery_refuses_flash_fast_cannot_have_written() {
+        let geo = geometry(4, 2, 6);
+        let in_place = |f: &mut Flash, b: u32, lbn: u32, versions: &[u32]| {
+            for (o, &v) in versions.iter().enumerate() {
+                let ppn = geo.ppn(Pbn(b), o as u32);
+                f.program(ppn, w(lbn * 4 + o as u32, v), Cause::Host);
+            }
+        };
+        let mut three = Flash::new(&geo);
+        in_place(&mut three, 0, 0, &[1, 1]);
+        in_place(&mut three, 1, 0, &[2]);
+        in_place(&mut three, 2, 0, &[3]);
+        let mut full_sw = Flash::new(&geo);
+        in_place(&mut full_sw, 0, 0, &[1, 1, 1, 1]);
+        in_place(&mut full_sw, 1, 0, &[2, 2, 2, 2]);
+        let mut many_rw = Flash::new(&geo);
+        for b in 0..3 {
+            many_rw.program(geo.ppn(Pbn(b), 0), w(1, b + 1), Cause::Host);
+        }
+        for (mut f, what) in [(three, "three"), (full_sw, "full SW"), (many_rw, "RW")] {
+            f.power_cycle();
+            let e = fast(&geo, &[]).unwrap().recover(&mut f).unwrap_err();
+            assert!(matches!(e, RecoverError::Failed(_)), "{what}: {e}");
+        }
+    }
 }

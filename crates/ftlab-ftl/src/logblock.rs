@@ -576,6 +576,108 @@ pub(crate) mod tests {
         }
     }
 
+    /// Pages programmed on the device (what a recovery's spare scan must read).
+    pub(crate) fn programmed(f: &Flash) -> u64 {
+        let g = f.geometry();
+        (0..g.blocks).map(|b| f.write_ptr(Pbn(b)) as u64).sum()
+    }
+
+    /// A power loss: forgets validity and counters, recovers `fresh` from the flash,
+    /// and checks that it read each programmed spare area once and nothing else, and
+    /// that the rebuilt state passes the deep checks at once.
+    pub(crate) fn power_cycle<F: ftlab_core::ftl::Ftl>(f: &mut Flash, mut fresh: F) -> F {
+        use ftlab_core::flash::FlashStats;
+        let pages = programmed(f);
+        f.power_cycle();
+        f.reset_stats();
+        fresh.recover(f).unwrap();
+        let s = f.stats();
+        assert_eq!(s.spare_reads[Cause::Recovery as usize], pages);
+        assert_eq!(FlashStats::total(&s.spare_reads), pages);
+        assert_eq!(FlashStats::total(&s.page_reads), 0);
+        assert_eq!(FlashStats::total(&s.programs), 0);
+        assert_eq!(FlashStats::total(&s.erases), 0);
+        f.check().unwrap();
+        fresh.check(f).unwrap();
+        f.reset_stats();
+        fresh
+    }
+
+    #[test]
+    fn scan_shapes_blocks_and_finds_the_newest_versions() {
+        let geo = geometry(4, 2, 4);
+        let mut f = Flash::new(&geo);
+        for (ppn, t) in [
+            (0, tag(0, 1)),
+            (1, tag(1, 0)),
+            (4, tag(2, 2)),
+            (8, tag(4, 1)),
+        ] {
+            f.program(Ppn(ppn), t, Cause::Host);
+        }
+        f.program(Ppn(9), tag(3, 5), Cause::Host);
+        f.power_cycle();
+        let mut scan = Scan::read(&mut f).unwrap();
+        let shape = |lbn, in_place, fillers| Shape {
+            lbn,
+            in_place,
+            fillers,
+        };
+        assert_eq!(
+            scan.shapes,
+            [
+                shape(0, true, true),
+                shape(0, false, false),
+                shape(MIXED, false, false),
+                shape(NONE, true, false)
+            ]
+        );
+        assert_eq!(scan.newest, [1, 0, 2, 5, 1, 0, 0, 0]);
+        assert_eq!(scan.in_place_by_lbn(2), [vec![Pbn(0)], vec![]]);
+        assert_eq!(scan.claim(&mut f, Ppn(1)), None, "a filler is never live");
+        assert_eq!(scan.claim(&mut f, Ppn(9)), Some(tag(3, 5)));
+        assert_eq!(scan.claim(&mut f, Ppn(9)), None, "claimed once");
+        assert!(f.is_valid(Ppn(9)) && !f.is_valid(Ppn(0)));
+        assert_eq!(f.stats().spare_reads[Cause::Recovery as usize], 5);
+    }
+
+    #[test]
+    fn the_log_of_an_in_place_pair_is_the_shorter_else_the_newer() {
+        let geo = geometry(4, 1, 4);
+        let mut f = Flash::new(&geo);
+        // Block 0: offsets 0-2 v1. Block 1: offsets 0-1 v2. Block 2: 0 v1, 1 v3, 2 v1.
+        for (b, versions) in [(0, &[1, 1, 1][..]), (1, &[2, 2]), (2, &[1, 3, 1])] {
+            for (o, &v) in versions.iter().enumerate() {
+                f.program(geo.ppn(Pbn(b), o as u32), tag(o as u32, v), Cause::Host);
+            }
+        }
+        f.power_cycle();
+        let scan = Scan::read(&mut f).unwrap();
+        let pair = |a, b| scan.data_and_log(&f, Pbn(a), Pbn(b)).unwrap();
+        assert_eq!(pair(0, 1), (Pbn(0), Pbn(1)), "the shorter is the log");
+        assert_eq!(pair(1, 0), (Pbn(0), Pbn(1)));
+        assert_eq!(pair(0, 2), (Pbn(0), Pbn(2)), "equal length: the newer");
+        assert_eq!(pair(2, 0), (Pbn(0), Pbn(2)));
+        assert_eq!(pair(0, 0), (Pbn(0), Pbn(0)), "identical: either");
+    }
+
+    #[test]
+    fn the_block_with_fillers_is_the_data_block() {
+        let geo = geometry(4, 1, 4);
+        let mut f = Flash::new(&geo);
+        f.program(Ppn(0), tag(0, 2), Cause::Host);
+        f.program(Ppn(4), tag(0, 0), Cause::Merge);
+        f.program(Ppn(5), tag(1, 1), Cause::Merge);
+        f.program(Ppn(8), tag(0, 0), Cause::Merge);
+        f.power_cycle();
+        let scan = Scan::read(&mut f).unwrap();
+        assert_eq!(
+            scan.data_and_log(&f, Pbn(0), Pbn(1)).unwrap(),
+            (Pbn(1), Pbn(0))
+        );
+        assert!(scan.data_and_log(&f, Pbn(1), Pbn(2)).is_err());
+    }
+
     #[test]
     fn compose_fills_holes_below_the_last_page_only() {
         let geo = geometry(4, 2, 4);
