@@ -70,23 +70,30 @@
 //!   translation page the copy with the highest write counter becomes the GTD entry.
 //!   Versions of trimmed pages are not durable: a trimmed page still on flash comes
 //!   back.
-//! - The translation pages on flash are then out of date, and their contents cannot be
-//!   read back (the simulator keeps translation page contents in `content`, in RAM), so
-//!   recovery writes every translation page that is on flash or maps a page anew from
-//!   the scanned mapping (`Cause::Recovery`, reported as
-//!   `ftl.extra.translation_writes_recovery`, not in `translation_writes`). The old copies
-//!   become invalid. If the active translation block fills, GC runs as it does for a
-//!   dirty eviction (its operations count under `gc` and `map`, as the `page` FTL's
-//!   post-recovery GC does); a translation page GC writes on the way is not written
-//!   twice. The CMT starts empty.
+//! - Where the scanned mapping goes. A translation page never written to flash had
+//!   all its mappings in the CMT, dirty, when the power failed (an uncached mapping
+//!   always has its translation page on flash: misses load it, evictions and GC write
+//!   it), so its mappings go back into the CMT as dirty entries (DFTL: one per mapped
+//!   LPN; TPM: the whole page, marked updated), as they were; they fit, since they did
+//!   before (else [`RecoverError::Failed`]). A translation page on flash may be out of
+//!   date (dirty CMT entries, GC moves of cached pages), and its contents cannot be
+//!   read back to tell (the simulator keeps them in `content`, in RAM), so recovery
+//!   writes it anew from the scanned mapping (`Cause::Recovery`, reported as
+//!   `ftl.extra.translation_writes_recovery`, not in `translation_writes`); the old
+//!   copy becomes invalid. If the active translation block fills, GC runs as it does
+//!   for a dirty eviction (its operations count under `gc` and `map`, as the `page`
+//!   FTL's post-recovery GC does); a translation page GC writes on the way is not
+//!   written twice. The rest of the CMT starts empty; LRU order among the restored
+//!   entries is by LPN (recency is lost).
 //! - Blocks: erased ones form the free pool (block-number order); a block holds only
 //!   data or only translation pages, else [`RecoverError::Failed`]; full blocks are
 //!   sealed GC candidates; the partly written translation block is the active one. The
 //!   partly written data blocks are handed to the scheme (DFTL's current data block,
 //!   TPM's write pointers).
 //! - Cost: one spare read per programmed page, plus one program per translation page
-//!   in use (the whole table, `logical pages / entries_per_page` pages at most), plus
-//!   any GC those programs need. The RAM it needs while it runs (a version and a PPN
+//!   that was on flash (none if the CMT never had to write one back, as when the
+//!   default 512 KiB CMT covers the whole device: 128 MiB of 2 KiB pages for DFTL,
+//!   256 MiB for TPM), plus any GC those programs need. The RAM it needs while it runs (a version and a PPN
 //!   per logical page) is the page-level table DFTL avoids keeping; a controller would
 //!   need it, or several passes, during recovery only.
 
@@ -397,9 +404,6 @@ pub(crate) struct Space {
     pub c: Counters,
     /// Name for assertion messages.
     pub scheme: &'static str,
-    /// A power-loss recovery is rewriting the translation pages: a translation page may
-    /// map pages without being on flash yet.
-    pub recovering: bool,
 }
 
 impl Space {
@@ -422,7 +426,6 @@ impl Space {
             content: vec![NONE; lay.tpages as usize * lay.epp as usize],
             c: Counters::default(),
             scheme,
-            recovering: false,
         }
     }
 
@@ -719,18 +722,40 @@ impl Space {
         Ok(open)
     }
 
-    /// The translation pages a recovery must rewrite (on flash, or mapping a page),
-    /// each with its write counter now: if it has changed when its turn comes, GC has
-    /// already written the page.
-    pub(crate) fn recovery_rewrites(&self) -> Vec<(u32, u32)> {
+    /// Recovery: the translation pages never written that map a page (their mappings
+    /// go back into the CMT), and the translation pages on flash with their write
+    /// counters now (to rewrite; if a counter has changed when the page's turn comes,
+    /// GC has already written it).
+    pub(crate) fn recovery_pages(&self) -> (Vec<u32>, Vec<(u32, u32)>) {
         let epp = self.lay.epp as usize;
-        (0..self.lay.tpages)
-            .filter(|&t| {
-                let i = t as usize * epp;
-                self.gtd[t as usize] != NONE || self.content[i..i + epp].iter().any(|&e| e != NONE)
-            })
-            .map(|t| (t, self.tp_version[t as usize]))
-            .collect()
+        let (mut unwritten, mut on_flash) = (Vec::new(), Vec::new());
+        for t in 0..self.lay.tpages {
+            let i = t as usize * epp;
+            if self.gtd[t as usize] != NONE {
+                on_flash.push((t, self.tp_version[t as usize]));
+            } else if self.content[i..i + epp].iter().any(|&e| e != NONE) {
+                unwritten.push(t);
+            }
+        }
+        (unwritten, on_flash)
+    }
+
+    /// Recovery: the mappings of translation page `t`, which is not on flash, have gone
+    /// into the CMT; its flash image is empty again.
+    pub(crate) fn forget_unwritten(&mut self, t: u32) {
+        debug_assert_eq!(self.gtd[t as usize], NONE);
+        let i = self.entry(t, 0);
+        self.content[i..i + self.lay.epp as usize].fill(NONE);
+    }
+
+    /// The error of a recovery whose never-written translation pages map more than the
+    /// CMT holds (flash the scheme cannot have written).
+    pub(crate) fn cmt_overflow(&self, t: u32) -> RecoverError {
+        RecoverError::Failed(format!(
+            "{}: translation page {t} was never written, but the mappings of such pages \
+             exceed the CMT that must have held them",
+            self.scheme
+        ))
     }
 
     /// Whether translation page `t` was written since its write counter was `version`.

@@ -11,7 +11,7 @@ use ftlab::testkit::{config, Mix, MixConfig, PROFILES};
 use ftlab_core::engine::Recovery;
 use ftlab_core::flash::{Cause, Flash, FlashStats};
 use ftlab_core::nand::Latencies;
-use ftlab_core::Pbn;
+use ftlab_core::{Pbn, Ppn};
 
 type Opts = &'static [(&'static str, &'static str)];
 
@@ -101,6 +101,15 @@ fn programmed_pages(f: &Flash) -> u64 {
     (0..blocks).map(|b| f.write_ptr(Pbn(b)) as u64).sum()
 }
 
+/// Valid translation pages (spare tag `1 << 31 | tpage`) on the device.
+fn translation_pages_on_flash(f: &Flash) -> u64 {
+    let pages = f.geometry().physical_pages();
+    (0..pages)
+        .map(Ppn)
+        .filter(|&p| f.is_valid(p) && f.peek_tag(p).is_some_and(|t| t.lpn.0 & 1 << 31 != 0))
+        .count() as u64
+}
+
 #[test]
 fn logs_and_demand_paging_recover_at_many_points_on_every_profile() {
     let every: Vec<String> = (1..REQUESTS / EVERY)
@@ -144,13 +153,8 @@ fn logs_and_demand_paging_recover_at_many_points_on_every_profile() {
                             "{at}: a block-mapped recovery only reads spare areas"
                         );
                     } else {
-                        // Translation pages rewritten, plus any GC they needed (an
-                        // empty flash has nothing to rewrite).
-                        assert!(
-                            (r.page_programs >= 1 || r.spare_reads == 0)
-                                && r.page_programs <= r.spare_reads,
-                            "{at}: {r:?}"
-                        );
+                        // Translation pages on flash rewritten, plus any GC they needed.
+                        assert!(r.page_programs <= r.spare_reads, "{at}: {r:?}");
                     }
                     assert_eq!(
                         r.time_ns,
@@ -168,8 +172,9 @@ fn logs_and_demand_paging_recover_at_many_points_on_every_profile() {
 
 /// Drives the engine directly: after each power loss the deep checks run at once, the
 /// recovery read every programmed spare area exactly once and took its serial time;
-/// block-mapped schemes do nothing else, demand-paged ones rewrite each translation
-/// page in use at most once (plus the GC that needs).
+/// block-mapped schemes do nothing else, demand-paged ones write each translation page
+/// that was on flash once (GC may write some first), and none at all when the CMT
+/// covers the device (the defaults on the tiny and small profiles).
 #[test]
 fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
     for var in VARIANTS.iter().filter(|v| v.buffer == "none") {
@@ -186,6 +191,7 @@ fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
             {
                 if i > 0 && i % 250 == 0 {
                     let programmed = programmed_pages(e.flash());
+                    let tpages_on_flash = translation_pages_on_flash(e.flash());
                     let (f, b, _, _) = build_schemes(&c, &geo, lat).unwrap();
                     let rec: Recovery = e.power_loss(f, b).unwrap().clone();
                     let at = format!("{ftl} {opts:?} profile {profile} request {i}");
@@ -202,11 +208,10 @@ fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
                     } else {
                         // A translation page GC wrote during the rewrite (cause map)
                         // is not written again.
-                        let tpages = extra["translation_pages"] as u64;
                         let written = s.programs[Cause::Recovery as usize];
                         let by_gc = s.programs[Cause::Map as usize];
-                        assert!(written <= tpages, "{at}: {written}");
-                        assert!(written + by_gc >= 1, "{at}: no translation page written");
+                        assert!(written <= tpages_on_flash, "{at}: {written}");
+                        assert!(written + by_gc >= tpages_on_flash, "{at}: {written}");
                         assert_eq!(extra["translation_writes_recovery"] as u64, written, "{at}");
                         rewrites += written;
                     }
@@ -220,8 +225,12 @@ fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
             }
             e.check_deep().unwrap();
             e.verify_readback().unwrap();
-            if !block_mapped(ftl) {
-                assert!(rewrites > 0, "{ftl} {opts:?} profile {profile}");
+            if !block_mapped(ftl) && opts.is_empty() {
+                assert_eq!(rewrites, 0, "{ftl}: the default CMT holds the device");
+            } else if !block_mapped(ftl) && profile == 1 {
+                // The small profile has 16 translation pages of 64 entries; the tiny
+                // one only one, which the tiny CMT always holds.
+                assert!(rewrites > 0, "{ftl} {opts:?}: tiny CMTs write pages back");
             }
         }
     }
