@@ -77,14 +77,14 @@
 //!
 //! Power-loss recovery ([`Ftl::recover`], not in the papers):
 //! - Nothing is checkpointed. Recovery reads the spare area of every programmed page
-//!   once (`Cause::Recovery`; [`Scan`]) and derives every role from the tags. Between
-//!   two requests every programmed block is the data block or the log block of one
-//!   logical block (merges erase what they empty before the request ends; a full log
-//!   is merged at once), so a block holding pages of two logical blocks, or a third
-//!   block for one, is [`RecoverError::Failed`].
+//!   once (`Cause::Recovery`; `logblock::Scan`) and derives every role from the tags.
+//!   Between two requests every programmed block is the data block or the log block
+//!   of one logical block (merges erase what they empty before the request ends; a
+//!   full log is merged at once), so a block holding pages of two logical blocks, or a
+//!   third block for one, is [`RecoverError::Failed`].
 //! - A block whose pages all sit at their own offsets is a data block, or a log
 //!   written in order: a logical block with two such blocks has a data block and an
-//!   in-order log, told apart by [`Scan::data_and_log`] (the one with fillers is the
+//!   in-order log, told apart by `Scan::data_and_log` (the one with fillers is the
 //!   data block, else the shorter, else the newer). A block with a page away from its
 //!   offset is a log written out of order; its logical block may have one data block
 //!   beside it. A logical block with one in-place block and no other has no log: a log

@@ -93,15 +93,15 @@
 //!
 //! Power-loss recovery ([`Ftl::recover`], not in the papers):
 //! - Nothing is checkpointed. Recovery reads the spare area of every programmed page
-//!   once (`Cause::Recovery`; [`Scan`]) and derives the roles from the tags. Between
-//!   two requests every programmed block is a data block, a SW log or a RW log (merges
-//!   erase what they empty before the request ends).
+//!   once (`Cause::Recovery`; `logblock::Scan`) and derives the roles from the tags.
+//!   Between two requests every programmed block is a data block, a SW log or a RW
+//!   log (merges erase what they empty before the request ends).
 //! - A block holding pages of several logical blocks, or a page away from its offset,
 //!   is a RW log. The others hold one logical block's pages in place. With SW logs
 //!   (`sw_logs` of 1 or more, no `osm`) an offset-0 page never goes to a RW log (rules
 //!   1-3 take it), so such a block is the data block or the SW log of its logical
 //!   block: one is the data block, two are the data block and the SW log, told apart by
-//!   [`Scan::data_and_log`] (fillers, then the shorter, then the newer); more is
+//!   `Scan::data_and_log` (fillers, then the shorter, then the newer); more is
 //!   [`RecoverError::Failed`]. Without SW logs (`sw_logs = 0`, or `osm`, whose SW log
 //!   is switched within the request) a RW log may hold one block's pages in order, and
 //!   nothing on flash tells it from the data block: the block with fillers, else the one
