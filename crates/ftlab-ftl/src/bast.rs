@@ -506,10 +506,10 @@ impl Bast {
                 *log = b as u32;
             }
         }
-        for (l, blocks) in scan.in_place_by_lbn(logical).into_iter().enumerate() {
+        for (lbn, blocks) in scan.in_place_by_lbn() {
+            let l = lbn.idx();
             let (data, log) = &mut roles[l];
             match (&blocks[..], *log) {
-                (&[], _) => {}
                 (&[d], _) => *data = d.0,
                 (&[a, b], NONE) => {
                     let (d, g) = scan.data_and_log(flash, a, b)?;
@@ -517,9 +517,11 @@ impl Bast {
                 }
                 _ => return fail(format!("lbn{l} has more than a data and a log block")),
             }
-            if *log != NONE && flash.is_full(Pbn(*log)) {
-                return fail(format!("the log pbn{log} of lbn{l} is full but not merged"));
-            }
+        }
+        if let Some((l, &(_, log))) = (roles.iter().enumerate())
+            .find(|&(_, &(_, log))| log != NONE && flash.is_full(Pbn(log)))
+        {
+            return fail(format!("the log pbn{log} of lbn{l} is full but not merged"));
         }
         Ok(roles)
     }

@@ -134,7 +134,7 @@ use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, Recov
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Options of the `fast` FTL.
 pub const OPTIONS: &[OptionSpec] = &[
@@ -653,7 +653,8 @@ impl Fast {
             }
         }
         let with_sw = !self.sw.is_empty() && !self.osm;
-        for (l, blocks) in scan.in_place_by_lbn(logical).into_iter().enumerate() {
+        for (lbn, blocks) in scan.in_place_by_lbn() {
+            let l = lbn.idx();
             match blocks[..] {
                 [] => {}
                 [d] => roles.data[l] = d.0,
@@ -665,7 +666,7 @@ impl Fast {
                         )));
                     }
                     roles.data[l] = d.0;
-                    roles.sw.push((Lbn(l as u32), g));
+                    roles.sw.push((lbn, g));
                 }
                 _ if with_sw => {
                     return Err(RecoverError::Failed(format!(
@@ -745,23 +746,24 @@ impl Fast {
             indeg[b as usize] += 1;
             next[a as usize].push(b);
         }
-        // Ready blocks by (partly written, block number): full blocks go first.
-        let key = |i: usize| (!flash.is_full(rw[i]), rw[i]);
-        let mut left: std::collections::BTreeSet<(bool, Pbn, usize)> =
-            (0..rw.len()).map(|i| (key(i).0, key(i).1, i)).collect();
+        // Blocks by (partly written, block number): full blocks go first. `ready` holds
+        // those whose predecessors are all placed; when it is empty (contradictory
+        // evidence) the first block `left` goes next.
+        let key = |i: usize| (!flash.is_full(rw[i]), rw[i], i);
+        let mut left: BTreeSet<(bool, Pbn, usize)> = (0..rw.len()).map(key).collect();
+        let mut ready: BTreeSet<(bool, Pbn, usize)> =
+            (0..rw.len()).filter(|&i| indeg[i] == 0).map(key).collect();
         let mut order = Vec::with_capacity(rw.len());
-        while !left.is_empty() {
-            let pick = left
-                .iter()
-                .find(|&&(_, _, i)| indeg[i] == 0)
-                .or_else(|| left.iter().next())
-                .copied()
-                .expect("not empty");
+        while let Some(pick) = ready.first().or_else(|| left.first()).copied() {
+            ready.remove(&pick);
             left.remove(&pick);
-            let i = pick.2;
-            order.push(rw[i]);
-            for &n in &next[i] {
-                indeg[n as usize] = indeg[n as usize].saturating_sub(1);
+            order.push(pick.1);
+            for &n in &next[pick.2] {
+                let n = n as usize;
+                indeg[n] = indeg[n].saturating_sub(1);
+                if indeg[n] == 0 && left.contains(&key(n)) {
+                    ready.insert(key(n));
+                }
             }
         }
         order

@@ -32,7 +32,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{SchemeError, SchemeOptions};
-use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
+use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
 /// "No entry" in the `u32` tables of this family.
@@ -169,16 +169,18 @@ impl Scan {
         })
     }
 
-    /// The programmed blocks whose pages all sit at their own offsets, by logical
-    /// block, in block-number order.
-    pub(crate) fn in_place_by_lbn(&self, logical_blocks: u32) -> Vec<Vec<Pbn>> {
-        let mut by = vec![Vec::new(); logical_blocks as usize];
-        for (b, s) in self.shapes.iter().enumerate() {
-            if s.lbn != NONE && s.lbn != MIXED && s.in_place {
-                by[s.lbn as usize].push(Pbn(b as u32));
-            }
-        }
-        by
+    /// The programmed blocks whose pages all sit at their own offsets, grouped by
+    /// logical block: `(lbn, blocks in block-number order)`, ascending by `lbn`.
+    pub(crate) fn in_place_by_lbn(&self) -> Vec<(Lbn, Vec<Pbn>)> {
+        let mut pairs: Vec<(u32, Pbn)> = (self.shapes.iter().enumerate())
+            .filter(|(_, s)| s.lbn != NONE && s.lbn != MIXED && s.in_place)
+            .map(|(b, s)| (s.lbn, Pbn(b as u32)))
+            .collect();
+        pairs.sort_unstable();
+        pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|g| (Lbn(g[0].0), g.iter().map(|p| p.1).collect()))
+            .collect()
     }
 
     /// If the page at `ppn` holds the newest version of its LPN and no copy of it was
@@ -633,7 +635,7 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(scan.newest, [1, 0, 2, 5, 1, 0, 0, 0]);
-        assert_eq!(scan.in_place_by_lbn(2), [vec![Pbn(0)], vec![]]);
+        assert_eq!(scan.in_place_by_lbn(), [(Lbn(0), vec![Pbn(0)])]);
         assert_eq!(scan.claim(&mut f, Ppn(1)), None, "a filler is never live");
         assert_eq!(scan.claim(&mut f, Ppn(9)), Some(tag(3, 5)));
         assert_eq!(scan.claim(&mut f, Ppn(9)), None, "claimed once");
