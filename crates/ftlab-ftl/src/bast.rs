@@ -74,10 +74,38 @@
 //! - A switch merge of a logical block whose group the buffer padded (the group being
 //!   written when the merge happens) is counted in `merges_padding_switch` (PSM,
 //!   §6.3) instead of `merges_switch`.
+//!
+//! Power-loss recovery ([`Ftl::recover`], not in the papers):
+//! - Nothing is checkpointed. Recovery reads the spare area of every programmed page
+//!   once (`Cause::Recovery`; `logblock::Scan`) and derives every role from the tags.
+//!   Between two requests every programmed block is the data block or the log block
+//!   of one logical block (merges erase what they empty before the request ends; a
+//!   full log is merged at once), so a block holding pages of two logical blocks, or a
+//!   third block for one, is [`RecoverError::Failed`].
+//! - A block whose pages all sit at their own offsets is a data block, or a log
+//!   written in order: a logical block with two such blocks has a data block and an
+//!   in-order log, told apart by `Scan::data_and_log` (the one with fillers is the
+//!   data block, else the shorter, else the newer). A block with a page away from its
+//!   offset is a log written out of order; its logical block may have one data block
+//!   beside it. A logical block with one in-place block and no other has no log: a log
+//!   opened without a data block starts past offset 0, so it is never in place.
+//! - Live copies: per LPN, the newest version on flash; a log copy wins a tie with the
+//!   data block's (a buffer's padding rewrites a page with its version; the log's
+//!   in-order pages must stay the valid ones), and in a log the last slot holding the
+//!   offset wins. Fillers are never mapped; trims are RAM-only, so a trimmed page still
+//!   on flash comes back.
+//! - LRU order is lost (no tag records time): log blocks are ranked by block number,
+//!   the lowest least recently written, and take descriptors in that order. The free
+//!   pool is the erased blocks in block-number order. More log blocks than `log_blocks`
+//!   is [`RecoverError::Failed`].
+//! - `osm` and `ba_gc` keep no state between requests, so they work on after recovery.
+//! - Cost: one spare read per programmed page, no page read, program or erase.
 
-use crate::logblock::{compose, count_or_auto, FreePool, LruList, MergeCounters, Src, NONE};
+use crate::logblock::{
+    compose, count_or_auto, erased_pool, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
+};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query};
+use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -459,6 +487,71 @@ impl Bast {
         self.stats.merges_osm += 1;
     }
 
+    // --- Power-loss recovery --------------------------------------------------------
+
+    /// Each logical block's data block and log block from the block shapes.
+    fn recover_roles(&self, flash: &Flash, scan: &Scan) -> Result<Vec<(u32, u32)>, RecoverError> {
+        let fail = |why: String| Err(RecoverError::Failed(why));
+        let logical = self.geo.logical_blocks();
+        let mut roles = vec![(NONE, NONE); logical as usize];
+        for (b, shape) in scan.shapes.iter().enumerate() {
+            if shape.lbn == MIXED {
+                return fail(format!("pbn{b} holds pages of several logical blocks"));
+            }
+            if shape.lbn != NONE && !shape.in_place {
+                let log = &mut roles[shape.lbn as usize].1;
+                if *log != NONE {
+                    return fail(format!("lbn{} has two logs out of order", shape.lbn));
+                }
+                *log = b as u32;
+            }
+        }
+        for (lbn, blocks) in scan.in_place_by_lbn() {
+            let l = lbn.idx();
+            let (data, log) = &mut roles[l];
+            match (&blocks[..], *log) {
+                (&[d], _) => *data = d.0,
+                (&[a, b], NONE) => {
+                    let (d, g) = scan.data_and_log(flash, a, b)?;
+                    (*data, *log) = (d.0, g.0);
+                }
+                _ => return fail(format!("lbn{l} has more than a data and a log block")),
+            }
+        }
+        if let Some((l, &(_, log))) = (roles.iter().enumerate())
+            .find(|&(_, &(_, log))| log != NONE && flash.is_full(Pbn(log)))
+        {
+            return fail(format!("the log pbn{log} of lbn{l} is full but not merged"));
+        }
+        Ok(roles)
+    }
+
+    /// Installs the log block `pbn` of `lbn` as descriptor `desc` and claims its live
+    /// pages (the last slot of each offset first).
+    fn recover_log(&mut self, flash: &mut Flash, scan: &mut Scan, desc: u32, lbn: Lbn, pbn: Pbn) {
+        let written = flash.write_ptr(pbn);
+        let mut seq = true;
+        for slot in (0..written).rev() {
+            let ppn = self.geo.ppn(pbn, slot);
+            let tag = flash.peek_tag(ppn).expect("programmed");
+            let o = self.geo.lpn_offset(tag.lpn);
+            seq &= o == slot;
+            let i = self.slot_idx(desc, o);
+            if self.slot_of[i] == NO_SLOT {
+                self.slot_of[i] = slot as u16;
+            }
+            scan.claim(flash, ppn);
+        }
+        self.logs[desc as usize] = LogBlock {
+            pbn,
+            lbn,
+            written,
+            seq,
+        };
+        self.log_of[lbn.idx()] = desc;
+        self.lru.touch(desc);
+    }
+
     fn log_block(&self, lbn: Lbn) -> Option<Option<&LogBlock>> {
         let desc = *self.log_of.get(lbn.idx())?;
         Some((desc != NONE).then(|| &self.logs[desc as usize]))
@@ -546,6 +639,39 @@ impl Ftl for Bast {
         if let Some(ppn) = self.live(flash, lpn) {
             flash.invalidate(ppn);
         }
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let mut scan = Scan::read(flash)?;
+        let roles = self.recover_roles(flash, &scan)?;
+        let logs = roles.iter().filter(|r| r.1 != NONE).count();
+        if logs > self.logs.len() {
+            return Err(RecoverError::Failed(format!(
+                "{logs} log blocks on flash but log_blocks = {}",
+                self.logs.len()
+            )));
+        }
+        // Descriptors and LRU rank by block number: recency is not on flash.
+        let mut by_block: Vec<(u32, Lbn)> = (0..roles.len())
+            .filter(|&l| roles[l].1 != NONE)
+            .map(|l| (roles[l].1, Lbn(l as u32)))
+            .collect();
+        by_block.sort_unstable();
+        for (desc, &(pbn, lbn)) in by_block.iter().enumerate() {
+            self.recover_log(flash, &mut scan, desc as u32, lbn, Pbn(pbn));
+        }
+        self.free_desc = (logs as u32..self.logs.len() as u32).rev().collect();
+        for (l, &(data, _)) in roles.iter().enumerate() {
+            if data == NONE {
+                continue;
+            }
+            self.dmap[l] = data;
+            for o in 0..flash.write_ptr(Pbn(data)) {
+                scan.claim(flash, self.geo.ppn(Pbn(data), o));
+            }
+        }
+        self.pool = erased_pool(flash);
+        Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
@@ -810,6 +936,125 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(e.contains("--op"), "{e}");
+    }
+
+    fn recovered(geo: &Geometry, log_blocks: &str, f: &mut Flash) -> Bast {
+        crate::logblock::tests::power_cycle(f, bast(geo, log_blocks))
+    }
+
+    #[test]
+    fn recovery_tells_data_blocks_from_logs_in_and_out_of_order() {
+        let geo = geometry(4, 4, 8);
+        let (mut b, mut f) = filled(&geo, "auto", 2);
+        b.write(&mut f, &[w(0, 2), w(1, 2)]); // in-order log of LBN 0
+        b.write(&mut f, &[w(6, 2)]);
+        b.write(&mut f, &[w(4, 2)]); // out-of-order log of LBN 1
+        b.write(&mut f, &[w(9, 1)]); // LBN 2: a log and no data block
+        b.write(&mut f, &[w(12, 1), w(13, 1)]); // LBN 3: a half data block
+        let mut b = recovered(&geo, "auto", &mut f);
+        let q = |b: &Bast, q| b.query(q);
+        assert_eq!(q(&b, Query::LogIsSequential(Lbn(0))), Answer::Bool(true));
+        assert_eq!(q(&b, Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(q(&b, Query::LogIsSequential(Lbn(1))), Answer::Bool(false));
+        assert_eq!(q(&b, Query::LogFreePages(Lbn(2))), Answer::Count(3));
+        assert_eq!(q(&b, Query::LogFreePages(Lbn(3))), Answer::NoLogBlock);
+        assert_eq!(q(&b, Query::FreeLogBlocks), Answer::Count(0));
+        for (l, v) in [
+            (0, 2),
+            (1, 2),
+            (2, 1),
+            (4, 2),
+            (5, 1),
+            (6, 2),
+            (9, 1),
+            (13, 1),
+        ] {
+            assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)), "lpn{l}");
+        }
+        assert_eq!(b.read(&mut f, Lpn(8)), None);
+        // The in-order log goes on in order and switches; LBN 3 goes on in place.
+        b.write(&mut f, &[w(2, 2), w(3, 2)]);
+        b.write(&mut f, &[w(14, 1)]);
+        let s = b.stats();
+        assert_eq!(
+            (s.merges_switch, s.merges_partial, s.merges_full),
+            (1, 0, 0)
+        );
+        assert_eq!(erases(&f), 1);
+        assert_eq!(b.read(&mut f, Lpn(14)), Some(w(14, 1)));
+        b.check(&f).unwrap();
+    }
+
+    /// A buffer's padding rewrites a page with the version it has on flash: the copy in
+    /// the log must be the live one, or the in-order log's merge would find a valid
+    /// page of the data block under it.
+    #[test]
+    fn recovery_takes_the_log_copy_of_a_padded_page() {
+        let geo = geometry(4, 2, 4);
+        let mut b = bast(&geo, "auto");
+        let mut f = Flash::new(&geo);
+        b.write(&mut f, &[w(0, 1), w(1, 1)]);
+        b.write(&mut f, &[w(0, 1), w(1, 1)]); // padded rewrite: an in-order log
+        let mut b = recovered(&geo, "auto", &mut f);
+        assert_eq!(b.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        b.write(&mut f, &[w(2, 1)]); // in place in the data block
+        b.write(&mut f, &[w(5, 1)]); // LBN 1 takes the only log: LBN 0's is merged
+        let s = b.stats();
+        assert_eq!((s.merges_partial, s.merge_pages_copied), (1, 1));
+        for (l, v) in [(0, 1), (1, 1), (2, 1), (5, 1)] {
+            assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        b.check(&f).unwrap();
+    }
+
+    #[test]
+    fn recovery_ranks_log_blocks_by_block_number_and_brings_trims_back() {
+        let geo = geometry(4, 4, 7);
+        let (mut b, mut f) = filled(&geo, "2", 4);
+        b.write(&mut f, &[w(13, 2)]); // log of LBN 3 in pbn 4
+        b.write(&mut f, &[w(1, 2)]); // log of LBN 0 in pbn 5, the most recent
+        b.write(&mut f, &[w(13, 3)]); // LBN 3 is now the most recent
+        b.trim(&mut f, Lpn(13));
+        assert_eq!(b.query(Query::NextVictim), Answer::Block(Some(Lbn(0))));
+        let mut b = recovered(&geo, "2", &mut f);
+        assert_eq!(
+            b.query(Query::NextVictim),
+            Answer::Block(Some(Lbn(3))),
+            "recency is lost: the lower block number goes first"
+        );
+        assert_eq!(
+            b.read(&mut f, Lpn(13)),
+            Some(w(13, 3)),
+            "trims are not durable"
+        );
+    }
+
+    #[test]
+    fn recovery_refuses_flash_bast_cannot_have_written() {
+        let geo = geometry(4, 2, 5);
+        let cases: [&[(u32, u32, u32)]; 5] = [
+            &[(0, 0, 1), (1, 5, 1)],            // two logical blocks in a block
+            &[(0, 1, 1), (4, 2, 1)],            // two logs out of order
+            &[(0, 0, 1), (4, 0, 2), (8, 0, 3)], // three in-place blocks
+            &[(0, 0, 1), (4, 1, 2), (8, 0, 2)], // in-place pair and an out-of-order log
+            &[(0, 1, 1), (1, 0, 1), (2, 2, 1), (3, 3, 1)], // a full log
+        ];
+        for case in cases {
+            let mut f = Flash::new(&geo);
+            for &(ppn, lpn, v) in case {
+                f.program(Ppn(ppn), w(lpn, v), Cause::Host);
+            }
+            f.power_cycle();
+            let e = bast(&geo, "auto").recover(&mut f).unwrap_err();
+            assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
+        }
+        // More logs than log_blocks.
+        let mut f = Flash::new(&geo);
+        f.program(Ppn(0), w(1, 1), Cause::Host);
+        f.program(Ppn(4), w(5, 1), Cause::Host);
+        f.power_cycle();
+        let e = bast(&geo, "1").recover(&mut f).unwrap_err().to_string();
+        assert!(e.contains("log_blocks"), "{e}");
     }
 
     #[test]

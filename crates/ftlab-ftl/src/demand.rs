@@ -55,9 +55,50 @@
 //!   of GC victims use `Cause::Gc`. The split by reason (miss, eviction, GC) is in
 //!   `FtlStats::extra`.
 //! - Free blocks are reused first-in first-out, as in `page`.
+//!
+//! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
+//! `recover` of each scheme):
+//! - The choice: a full spare scan, not "trust the translation pages and fix them up".
+//!   Mapping updates that lived only in dirty CMT entries are missing from the
+//!   translation pages, and so are the moves of GC that updated a cached entry; only
+//!   the data pages' tags (LPN and version) say where the newest copy of each LPN is,
+//!   and nothing on flash orders a data page against a translation page (no sequence
+//!   numbers), so every data page's tag must be read anyway. Recovery therefore reads
+//!   the spare area of every programmed page once (`Cause::Recovery`): per LPN the
+//!   newest version wins (a GC copy and its source, or a buffer's padding rewrite,
+//!   carry the same version and the same data: the first in block order wins); per
+//!   translation page the copy with the highest write counter becomes the GTD entry.
+//!   Versions of trimmed pages are not durable: a trimmed page still on flash comes
+//!   back.
+//! - Where the scanned mapping goes. A translation page never written to flash had
+//!   all its mappings in the CMT, dirty, when the power failed (an uncached mapping
+//!   always has its translation page on flash: misses load it, evictions and GC write
+//!   it), so its mappings go back into the CMT as dirty entries (DFTL: one per mapped
+//!   LPN; TPM: the whole page, marked updated), as they were; they fit, since they did
+//!   before (else [`RecoverError::Failed`]). A translation page on flash may be out of
+//!   date (dirty CMT entries, GC moves of cached pages), and its contents cannot be
+//!   read back to tell (the simulator keeps them in `content`, in RAM), so recovery
+//!   writes it anew from the scanned mapping (`Cause::Recovery`, reported as
+//!   `ftl.extra.translation_writes_recovery`, not in `translation_writes`); the old
+//!   copy becomes invalid. If the active translation block fills, GC runs as it does
+//!   for a dirty eviction (its operations count under `gc` and `map`, as the `page`
+//!   FTL's post-recovery GC does); a translation page GC writes on the way is not
+//!   written twice. The rest of the CMT starts empty; LRU order among the restored
+//!   entries is by LPN (recency is lost).
+//! - Blocks: erased ones form the free pool (block-number order); a block holds only
+//!   data or only translation pages, else [`RecoverError::Failed`]; full blocks are
+//!   sealed GC candidates; the partly written translation block is the active one. The
+//!   partly written data blocks are handed to the scheme (DFTL's current data block,
+//!   TPM's write pointers).
+//! - Cost: one spare read per programmed page, plus one program per translation page
+//!   that was on flash (none if the CMT never had to write one back, as when the
+//!   default 512 KiB CMT covers the whole device: 128 MiB of 2 KiB pages for DFTL,
+//!   256 MiB for TPM), plus any GC those programs need. The RAM it needs while it runs (a version and a PPN
+//!   per logical page) is the page-level table DFTL avoids keeping; a controller would
+//!   need it, or several passes, during recovery only.
 
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::FtlStats;
+use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{SchemeError, SchemeOptions};
 use ftlab_core::units::parse_size;
@@ -91,6 +132,8 @@ pub(crate) enum Why {
     Evict,
     /// Updating the mappings of pages moved by data-block GC.
     Gc,
+    /// Rewriting a translation page from the mapping a power-loss recovery scanned.
+    Recovery,
 }
 
 /// Counters of the demand-paged schemes. Plain data.
@@ -103,6 +146,8 @@ pub(crate) struct Counters {
     pub reads_gc: u64,
     pub writes_evict: u64,
     pub writes_gc: u64,
+    /// Translation pages written by power-loss recovery.
+    pub writes_recovery: u64,
     /// Translation pages copied by translation-block GC (one read and one write each).
     pub tpages_moved: u64,
     pub evictions: u64,
@@ -136,6 +181,7 @@ impl Counters {
         );
         e.insert("translation_writes_data_gc", self.writes_gc as f64);
         e.insert("translation_pages_moved_gc", self.tpages_moved as f64);
+        e.insert("translation_writes_recovery", self.writes_recovery as f64);
         e.insert("cmt_evictions", self.evictions as f64);
         e.insert("cmt_dirty_evictions", self.dirty_evictions as f64);
         e.insert("gc_data_blocks", self.data_victims as f64);
@@ -464,6 +510,7 @@ impl Space {
             Why::Miss => self.c.reads_miss += 1,
             Why::Evict => self.c.reads_evict += 1,
             Why::Gc => self.c.reads_gc += 1,
+            Why::Recovery => unreachable!("recovery reads no translation page"),
         }
         true
     }
@@ -497,7 +544,11 @@ impl Space {
             lpn: Lpn(TRANS_MARK | t),
             version: self.tp_version[t as usize],
         };
-        flash.program(dst, tag, Cause::Map);
+        let cause = match why {
+            Why::Recovery => Cause::Recovery,
+            _ => Cause::Map,
+        };
+        flash.program(dst, tag, cause);
         let old = self.gtd[t as usize];
         if old != NONE {
             self.invalidate(flash, Ppn(old));
@@ -507,6 +558,7 @@ impl Space {
             Why::Miss => unreachable!("a miss never writes a translation page"),
             Why::Evict => self.c.writes_evict += 1,
             Why::Gc => self.c.writes_gc += 1,
+            Why::Recovery => self.c.writes_recovery += 1,
         }
         self.after_trans_program(flash, dst);
     }
@@ -604,6 +656,111 @@ impl Space {
         };
         self.index.remove(victim);
         victim
+    }
+
+    /// Power-loss recovery, the part both schemes share (see the module header): reads
+    /// every programmed spare area once, rebuilds the pool, the block kinds, the GC
+    /// index, the active translation block, the GTD and `content` (the scanned mapping),
+    /// and re-marks the live pages. Returns the partly written data blocks, for the
+    /// scheme to reopen.
+    pub(crate) fn recover_scan(&mut self, flash: &mut Flash) -> Result<Vec<Pbn>, RecoverError> {
+        let geo = self.geo.clone();
+        let fail = |why: String| Err(RecoverError::Failed(why));
+        let mut newest = vec![0u32; geo.logical_pages as usize];
+        let mut l2p = vec![NONE; geo.logical_pages as usize];
+        self.free.clear();
+        for pbn in (0..geo.blocks).map(Pbn) {
+            if flash.is_erased(pbn) {
+                self.free.push_back(pbn);
+                continue;
+            }
+            let mut trans = None;
+            for off in 0..flash.write_ptr(pbn) {
+                let ppn = geo.ppn(pbn, off);
+                let tag = flash.read_spare(ppn, Cause::Recovery);
+                let is_trans = tag.lpn.0 & TRANS_MARK != 0;
+                if *trans.get_or_insert(is_trans) != is_trans {
+                    return fail(format!("{pbn:?} holds data and translation pages"));
+                }
+                let (id, best, map) = if is_trans {
+                    let t = (tag.lpn.0 & !TRANS_MARK) as usize;
+                    (t, self.tp_version.get_mut(t), &mut self.gtd)
+                } else {
+                    (tag.lpn.idx(), newest.get_mut(tag.lpn.idx()), &mut l2p)
+                };
+                let Some(best) = best else {
+                    return fail(format!("{ppn:?} holds {tag:?}, beyond the table"));
+                };
+                if tag.version > *best {
+                    *best = tag.version;
+                    map[id] = ppn.0;
+                }
+            }
+            self.kind[pbn.idx()] = if trans == Some(true) {
+                Kind::Trans
+            } else {
+                Kind::Data
+            };
+        }
+        for &p in l2p.iter().chain(self.gtd.iter()) {
+            if p != NONE {
+                flash.mark_valid(Ppn(p));
+            }
+        }
+        // Entry `lpn % epp` of translation page `lpn / epp` is `content[lpn]`.
+        self.content[..l2p.len()].copy_from_slice(&l2p);
+        let mut open = Vec::new();
+        for pbn in (0..geo.blocks).map(Pbn) {
+            match self.kind[pbn.idx()] {
+                Kind::Free => {}
+                _ if flash.is_full(pbn) => self.index.insert(pbn, flash.valid_count(pbn)),
+                Kind::Data => open.push(pbn),
+                Kind::Trans if self.trans_active.is_none() => self.trans_active = Some(pbn),
+                Kind::Trans => return fail(format!("{pbn:?} is a second open translation block")),
+            }
+        }
+        Ok(open)
+    }
+
+    /// Recovery: the translation pages never written that map a page (their mappings
+    /// go back into the CMT), and the translation pages on flash with their write
+    /// counters now (to rewrite; if a counter has changed when the page's turn comes,
+    /// GC has already written it).
+    pub(crate) fn recovery_pages(&self) -> (Vec<u32>, Vec<(u32, u32)>) {
+        let epp = self.lay.epp as usize;
+        let (mut unwritten, mut on_flash) = (Vec::new(), Vec::new());
+        for t in 0..self.lay.tpages {
+            let i = t as usize * epp;
+            if self.gtd[t as usize] != NONE {
+                on_flash.push((t, self.tp_version[t as usize]));
+            } else if self.content[i..i + epp].iter().any(|&e| e != NONE) {
+                unwritten.push(t);
+            }
+        }
+        (unwritten, on_flash)
+    }
+
+    /// Recovery: the mappings of translation page `t`, which is not on flash, have gone
+    /// into the CMT; its flash image is empty again.
+    pub(crate) fn forget_unwritten(&mut self, t: u32) {
+        debug_assert_eq!(self.gtd[t as usize], NONE);
+        let i = self.entry(t, 0);
+        self.content[i..i + self.lay.epp as usize].fill(NONE);
+    }
+
+    /// The error of a recovery whose never-written translation pages map more than the
+    /// CMT holds (flash the scheme cannot have written).
+    pub(crate) fn cmt_overflow(&self, t: u32) -> RecoverError {
+        RecoverError::Failed(format!(
+            "{}: translation page {t} was never written, but the mappings of such pages \
+             exceed the CMT that must have held them",
+            self.scheme
+        ))
+    }
+
+    /// Whether translation page `t` was written since its write counter was `version`.
+    pub(crate) fn written_since(&self, t: u32, version: u32) -> bool {
+        self.tp_version[t as usize] != version
     }
 
     /// Deep checks of the pool, the block kinds and the translation pages. `is_open(b)`

@@ -90,14 +90,51 @@
 //!   programming it, and skips pages a BA-BM merge has already written.
 //! - A SW switch merge of a group the buffer padded, without `osm`, is counted in
 //!   `merges_padding_switch` (PSM, §6.3) instead of `merges_switch`.
+//!
+//! Power-loss recovery ([`Ftl::recover`], not in the papers):
+//! - Nothing is checkpointed. Recovery reads the spare area of every programmed page
+//!   once (`Cause::Recovery`; `logblock::Scan`) and derives the roles from the tags.
+//!   Between two requests every programmed block is a data block, a SW log or a RW
+//!   log (merges erase what they empty before the request ends).
+//! - A block holding pages of several logical blocks, or a page away from its offset,
+//!   is a RW log. The others hold one logical block's pages in place. With SW logs
+//!   (`sw_logs` of 1 or more, no `osm`) an offset-0 page never goes to a RW log (rules
+//!   1-3 take it), so such a block is the data block or the SW log of its logical
+//!   block: one is the data block, two are the data block and the SW log, told apart by
+//!   `Scan::data_and_log` (fillers, then the shorter, then the newer); more is
+//!   [`RecoverError::Failed`]. Without SW logs (`sw_logs = 0`, or `osm`, whose SW log
+//!   is switched within the request) a RW log may hold one block's pages in order, and
+//!   nothing on flash tells it from the data block: the block with fillers, else the one
+//!   holding most newest copies (ties: lowest number) becomes the data block and the
+//!   others RW logs. Every data block is in place and a RW log may hold anything, so
+//!   either choice is a state FAST can run on: the cost is at most that a real RW log
+//!   is merged later than it would have been.
+//! - Live copies: per LPN, the newest version on flash; on a tie (a buffer's padding
+//!   rewrites a page with its version) a RW log copy wins, the newest RW log and last
+//!   slot first, then the SW log, then the data block (merges need the data block's
+//!   copies under a SW log invalid). Fillers are never mapped; trims are RAM-only, so a
+//!   trimmed page still on flash comes back.
+//! - Round-robin order of the RW logs: RW logs are filled one after the other, so when
+//!   two of them hold versions of one LPN, the one with the older version was allocated
+//!   first. The ring is that partial order, completed by block number (full blocks
+//!   before a partly written one, which is where new pages go); when the evidence
+//!   contradicts itself (only possible with a data block taken for a RW log above) the
+//!   lowest-numbered remaining block goes next. SW logs rank by block number (their LRU
+//!   order is lost). The free pool is the erased blocks in block-number order.
+//! - CO-OP options: `osm` and `ba_gc` keep no state between requests and work on; the
+//!   adaptive RW threshold (`rw_adapt`) restarts at its initial value (`rw_threshold`),
+//!   like the FM-hit counters, since it lived in RAM only.
+//! - Cost: one spare read per programmed page, no page read, program or erase.
 
-use crate::logblock::{compose, count_or_auto, FreePool, LpnIndex, MergeCounters, Src, NONE};
+use crate::logblock::{
+    compose, count_or_auto, erased_pool, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
+};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query};
+use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Options of the `fast` FTL.
 pub const OPTIONS: &[OptionSpec] = &[
@@ -143,6 +180,16 @@ pub const OPTIONS: &[OptionSpec] = &[
 type Bv<'a> = Option<&'a mut dyn BufferView>;
 
 const SCHEME: &str = "fast";
+
+/// The roles power-loss recovery found for the programmed blocks.
+struct Roles {
+    /// Data block per logical block, or NONE.
+    data: Vec<u32>,
+    /// SW logs and their logical blocks, in block-number order.
+    sw: Vec<(Lbn, Pbn)>,
+    /// RW logs, in block-number order.
+    rw: Vec<Pbn>,
+}
 
 /// One SW log slot.
 #[derive(Clone, Copy, Debug)]
@@ -589,6 +636,164 @@ impl Fast {
         );
     }
 
+    // --- Power-loss recovery (see the module header) ---------------------------------
+
+    /// The roles of the programmed blocks: the data block per logical block, the SW
+    /// logs and the RW logs (block-number order).
+    fn recover_roles(&self, flash: &Flash, scan: &Scan) -> Result<Roles, RecoverError> {
+        let logical = self.geo.logical_blocks();
+        let mut roles = Roles {
+            data: vec![NONE; logical as usize],
+            sw: Vec::new(),
+            rw: Vec::new(),
+        };
+        for (b, shape) in scan.shapes.iter().enumerate() {
+            if shape.lbn == MIXED || (shape.lbn != NONE && !shape.in_place) {
+                roles.rw.push(Pbn(b as u32));
+            }
+        }
+        let with_sw = !self.sw.is_empty() && !self.osm;
+        for (lbn, blocks) in scan.in_place_by_lbn() {
+            let l = lbn.idx();
+            match blocks[..] {
+                [] => {}
+                [d] => roles.data[l] = d.0,
+                [a, b] if with_sw => {
+                    let (d, g) = scan.data_and_log(flash, a, b)?;
+                    if flash.is_full(g) {
+                        return Err(RecoverError::Failed(format!(
+                            "the SW log {g:?} of lbn{l} is full but not switched"
+                        )));
+                    }
+                    roles.data[l] = d.0;
+                    roles.sw.push((lbn, g));
+                }
+                _ if with_sw => {
+                    return Err(RecoverError::Failed(format!(
+                        "lbn{l} has {} in-place blocks; with SW logs at most 2",
+                        blocks.len()
+                    )))
+                }
+                _ => {
+                    let d = self.pick_data(flash, scan, &blocks)?;
+                    roles.data[l] = d.0;
+                    roles.rw.extend(blocks.iter().copied().filter(|&b| b != d));
+                }
+            }
+        }
+        roles.rw.sort_unstable();
+        roles.sw.sort_unstable_by_key(|&(_, pbn)| pbn);
+        if roles.rw.len() > self.rw_pbn.len() || roles.sw.len() > self.sw.len() {
+            return Err(RecoverError::Failed(format!(
+                "{} RW and {} SW logs on flash but rw_logs = {} and sw_logs = {}",
+                roles.rw.len(),
+                roles.sw.len(),
+                self.rw_pbn.len(),
+                self.sw.len()
+            )));
+        }
+        Ok(roles)
+    }
+
+    /// Without SW logs, the data block among several in-place blocks of one logical
+    /// block: the one with fillers, else the one holding most newest copies, ties to
+    /// the lowest number.
+    fn pick_data(&self, flash: &Flash, scan: &Scan, blocks: &[Pbn]) -> Result<Pbn, RecoverError> {
+        let mut fillers = blocks.iter().filter(|b| scan.shapes[b.idx()].fillers);
+        if let Some(&d) = fillers.next() {
+            if let Some(other) = fillers.next() {
+                return Err(RecoverError::Failed(format!(
+                    "{d:?} and {other:?} both hold fillers of one logical block"
+                )));
+            }
+            return Ok(d);
+        }
+        let newest_copies = |b: Pbn| {
+            (0..flash.write_ptr(b))
+                .filter_map(|o| flash.peek_tag(self.geo.ppn(b, o)))
+                .filter(|t| t.version == scan.newest[t.lpn.idx()])
+                .count()
+        };
+        let mut best = blocks[0];
+        for &b in &blocks[1..] {
+            if newest_copies(b) > newest_copies(best) {
+                best = b;
+            }
+        }
+        Ok(best)
+    }
+
+    /// The round-robin order of the RW logs, oldest first (see the module header).
+    fn rw_order(&self, flash: &Flash, rw: &[Pbn]) -> Vec<Pbn> {
+        let mut pages: Vec<(u32, u32, u32)> = Vec::new();
+        for (i, &b) in rw.iter().enumerate() {
+            for o in 0..flash.write_ptr(b) {
+                let t = flash.peek_tag(self.geo.ppn(b, o)).expect("programmed");
+                pages.push((t.lpn.0, t.version, i as u32));
+            }
+        }
+        pages.sort_unstable();
+        let mut edges: Vec<(u32, u32)> = pages
+            .windows(2)
+            .filter(|w| w[0].0 == w[1].0 && w[0].1 < w[1].1 && w[0].2 != w[1].2)
+            .map(|w| (w[0].2, w[1].2))
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        let mut indeg = vec![0u32; rw.len()];
+        let mut next: Vec<Vec<u32>> = vec![Vec::new(); rw.len()];
+        for &(a, b) in &edges {
+            indeg[b as usize] += 1;
+            next[a as usize].push(b);
+        }
+        // Blocks by (partly written, block number): full blocks go first. `ready` holds
+        // those whose predecessors are all placed; when it is empty (contradictory
+        // evidence) the first block `left` goes next.
+        let key = |i: usize| (!flash.is_full(rw[i]), rw[i], i);
+        let mut left: BTreeSet<(bool, Pbn, usize)> = (0..rw.len()).map(key).collect();
+        let mut ready: BTreeSet<(bool, Pbn, usize)> =
+            (0..rw.len()).filter(|&i| indeg[i] == 0).map(key).collect();
+        let mut order = Vec::with_capacity(rw.len());
+        while let Some(pick) = ready.first().or_else(|| left.first()).copied() {
+            ready.remove(&pick);
+            left.remove(&pick);
+            order.push(pick.1);
+            for &n in &next[pick.2] {
+                let n = n as usize;
+                indeg[n] = indeg[n].saturating_sub(1);
+                if indeg[n] == 0 && left.contains(&key(n)) {
+                    ready.insert(key(n));
+                }
+            }
+        }
+        order
+    }
+
+    /// Installs the RW logs in ring order and claims their live pages, newest first.
+    fn recover_rw(&mut self, flash: &mut Flash, scan: &mut Scan, ring: &[Pbn]) {
+        for (desc, &pbn) in ring.iter().enumerate() {
+            let written = flash.write_ptr(pbn);
+            self.rw_pbn[desc] = pbn.0;
+            self.rw_written[desc] = written;
+            for slot in 0..written {
+                let tag = flash.peek_tag(self.geo.ppn(pbn, slot)).expect("programmed");
+                self.rw_lpn[(desc as u32 * self.ppb + slot) as usize] = tag.lpn.0;
+            }
+            self.rw_ring.push_back(desc as u32);
+        }
+        self.rw_free = (ring.len() as u32..self.rw_pbn.len() as u32)
+            .rev()
+            .collect();
+        for desc in (0..ring.len() as u32).rev() {
+            for slot in (0..self.rw_written[desc as usize]).rev() {
+                let g = desc * self.ppb + slot;
+                if let Some(tag) = scan.claim(flash, self.rw_ppn(g)) {
+                    self.index.insert(tag.lpn.0, g);
+                }
+            }
+        }
+    }
+
     fn check_rw(&self, flash: &Flash, in_use: &mut [bool]) -> Result<(), String> {
         let mut indexed = 0;
         for (desc, &pbn) in self.rw_pbn.iter().enumerate() {
@@ -691,6 +896,37 @@ impl Ftl for Fast {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.drop_live(flash, lpn);
+    }
+
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        let mut scan = Scan::read(flash)?;
+        let roles = self.recover_roles(flash, &scan)?;
+        let ring = self.rw_order(flash, &roles.rw);
+        self.recover_rw(flash, &mut scan, &ring);
+        for (s, &(lbn, pbn)) in roles.sw.iter().enumerate() {
+            let written = flash.write_ptr(pbn);
+            self.sw[s] = SwLog {
+                pbn,
+                lbn,
+                written,
+                stamp: s as u64 + 1,
+            };
+            for o in (0..written).rev() {
+                scan.claim(flash, self.geo.ppn(pbn, o));
+            }
+        }
+        self.clock = roles.sw.len() as u64;
+        for (l, &d) in roles.data.iter().enumerate() {
+            if d == NONE {
+                continue;
+            }
+            self.dmap[l] = d;
+            for o in 0..flash.write_ptr(Pbn(d)) {
+                scan.claim(flash, self.geo.ppn(Pbn(d), o));
+            }
+        }
+        self.pool = erased_pool(flash);
+        Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
@@ -980,5 +1216,109 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("rw_threshold"), "{e}");
+    }
+
+    fn recovered(geo: &Geometry, opts: &[(&str, &str)], f: &mut Flash) -> Fast {
+        crate::logblock::tests::power_cycle(f, fast(geo, opts).unwrap())
+    }
+
+    fn ring(t: &Fast) -> Vec<u32> {
+        t.rw_ring.iter().map(|&d| t.rw_pbn[d as usize]).collect()
+    }
+
+    #[test]
+    fn recovery_finds_the_sw_log_beside_its_data_block() {
+        let geo = geometry(4, 2, 6);
+        let (mut t, mut f) = filled(&geo, &[], 2);
+        t.write(&mut f, &[w(0, 2), w(1, 2)]); // SW log of LBN 0
+        t.write(&mut f, &[w(7, 2)]); // RW log
+        let mut t = recovered(&geo, &[], &mut f);
+        assert_eq!(t.query(Query::LogFreePages(Lbn(0))), Answer::Count(2));
+        assert_eq!(t.query(Query::LogIsSequential(Lbn(0))), Answer::Bool(true));
+        assert_eq!(t.query(Query::FreeLogBlocks), Answer::Count(1));
+        t.write(&mut f, &[w(2, 2), w(3, 2)]); // the SW log fills: a switch
+        assert_eq!(kinds(&t), (1, 0, 0));
+        for (l, v) in [(0, 2), (1, 2), (2, 2), (3, 2), (4, 1), (7, 2)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    /// The round-robin ring comes back in allocation order, which the versions of pages
+    /// rewritten from one RW log to the next reveal even when block numbers do not:
+    /// here the newest RW log reuses the lowest block. The adaptive threshold, moved by
+    /// the reclaims, restarts at its initial value.
+    #[test]
+    fn recovery_orders_rw_logs_by_the_versions_they_hold() {
+        let geo = geometry(4, 2, 6);
+        let opts = [("sw_logs", "0")];
+        let (mut t, mut f) = filled(&geo, &opts, 2);
+        for v in 2..=6 {
+            for l in [1, 2, 5, 6] {
+                t.write(&mut f, &[w(l, v)]);
+            }
+        }
+        t.write(&mut f, &[w(1, 7)]);
+        assert_eq!(ring(&t), [5, 2, 3]);
+        assert_eq!(t.query(Query::RwThreshold), Answer::Count(4));
+        let mut t = recovered(&geo, &opts, &mut f);
+        assert_eq!(ring(&t), [5, 2, 3], "block numbers alone say 2, 5, 3");
+        assert_eq!(t.query(Query::RwThreshold), Answer::Count(2));
+        for (l, v) in [(0, 1), (1, 7), (2, 6), (3, 1), (5, 6)] {
+            assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
+        }
+    }
+
+    /// Without SW logs a RW log can hold one block's pages in order; the data block is
+    /// then the one with most newest copies, and the old data block a RW log whose
+    /// pages are all stale.
+    #[test]
+    fn recovery_without_sw_logs_picks_a_data_block_among_in_place_blocks() {
+        let geo = geometry(4, 2, 6);
+        let opts = [("sw_logs", "0")];
+        let (mut t, mut f) = filled(&geo, &opts, 1);
+        t.write(&mut f, &[w(0, 2), w(1, 2), w(2, 2), w(3, 2)]); // all to a RW log
+        assert_eq!((t.dmap[0], ring(&t)), (0, vec![1]));
+        let mut t = recovered(&geo, &opts, &mut f);
+        assert_eq!((t.dmap[0], ring(&t)), (1, vec![0]));
+        for o in 0..4 {
+            assert_eq!(t.read(&mut f, Lpn(o)), Some(w(o, 2)));
+        }
+        for v in 3..=5 {
+            for o in 0..4 {
+                t.write(&mut f, &[w(o, v)]);
+            }
+        }
+        for o in 0..4 {
+            assert_eq!(t.read(&mut f, Lpn(o)), Some(w(o, 5)));
+        }
+        t.check(&f).unwrap();
+    }
+
+    #[test]
+    fn recovery_refuses_flash_fast_cannot_have_written() {
+        let geo = geometry(4, 2, 6);
+        let in_place = |f: &mut Flash, b: u32, lbn: u32, versions: &[u32]| {
+            for (o, &v) in versions.iter().enumerate() {
+                let ppn = geo.ppn(Pbn(b), o as u32);
+                f.program(ppn, w(lbn * 4 + o as u32, v), Cause::Host);
+            }
+        };
+        let mut three = Flash::new(&geo);
+        in_place(&mut three, 0, 0, &[1, 1]);
+        in_place(&mut three, 1, 0, &[2]);
+        in_place(&mut three, 2, 0, &[3]);
+        let mut full_sw = Flash::new(&geo);
+        in_place(&mut full_sw, 0, 0, &[1, 1, 1, 1]);
+        in_place(&mut full_sw, 1, 0, &[2, 2, 2, 2]);
+        let mut many_rw = Flash::new(&geo);
+        for b in 0..3 {
+            many_rw.program(geo.ppn(Pbn(b), 0), w(1, b + 1), Cause::Host);
+        }
+        for (mut f, what) in [(three, "three"), (full_sw, "full SW"), (many_rw, "RW")] {
+            f.power_cycle();
+            let e = fast(&geo, &[]).unwrap().recover(&mut f).unwrap_err();
+            assert!(matches!(e, RecoverError::Failed(_)), "{what}: {e}");
+        }
     }
 }

@@ -56,6 +56,29 @@ mod testutil {
         }
     }
 
+    /// A power loss: forgets validity and zeroes the counters, recovers `fresh` from the
+    /// flash, and checks that it read each programmed spare area once (cause recovery)
+    /// and that flash and FTL pass the deep checks at once.
+    pub fn recover_fresh<F: ftlab_core::ftl::Ftl>(
+        flash: &mut ftlab_core::flash::Flash,
+        mut fresh: F,
+    ) -> F {
+        use ftlab_core::flash::{Cause, FlashStats};
+        let g = flash.geometry().clone();
+        let pages: u64 = (0..g.blocks)
+            .map(|b| flash.write_ptr(ftlab_core::Pbn(b)) as u64)
+            .sum();
+        flash.power_cycle();
+        flash.reset_stats();
+        fresh.recover(flash).unwrap();
+        let s = flash.stats();
+        assert_eq!(s.spare_reads[Cause::Recovery as usize], pages);
+        assert_eq!(FlashStats::total(&s.spare_reads), pages);
+        flash.check().unwrap();
+        fresh.check(flash).unwrap();
+        fresh
+    }
+
     /// Drives `ftl` with `ops` seeded random operations over `lpns` logical pages (70%
     /// writes, half of them to the first eighth of the space; 20% checked reads; 10%
     /// trims), then reads every page back and checks it.

@@ -20,16 +20,26 @@
 //!   later write of the next offset can still be appended in place.
 //! - Which blocks are free: first in, first out (erased blocks go to the back), which
 //!   spreads wear without a wear-leveling policy, as in the `page` FTL.
+//! - Power-loss recovery of `bast` and `fast` starts from [`Scan`]: one spare read per
+//!   programmed page (`Cause::Recovery`), the newest version of every LPN, and the
+//!   *shape* of every block (which logical blocks its pages belong to, whether every
+//!   page sits at its own offset, whether it holds fillers). Nothing else is on flash:
+//!   no roles, no sequence numbers, so each scheme derives its roles from the shapes
+//!   (see their module headers). Fillers are never mapped. The free pool is rebuilt in
+//!   block-number order, since the FIFO order of erasures is lost.
 
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::FtlStats;
+use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{SchemeError, SchemeOptions};
-use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
+use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
 /// "No entry" in the `u32` tables of this family.
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// [`Shape::lbn`] of a block holding pages of several logical blocks.
+pub(crate) const MIXED: u32 = u32::MAX - 1;
 
 /// Reads a count option that may be `auto` (then `auto` is returned).
 pub(crate) fn count_or_auto(
@@ -88,6 +98,157 @@ impl FreePool {
     pub(crate) fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
         self.blocks.iter().copied()
     }
+}
+
+/// What the spare tags of one block say about it (power-loss recovery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The logical block its pages belong to: [`NONE`] if erased, [`MIXED`] if several.
+    pub lbn: u32,
+    /// Every programmed page at offset `o` holds logical page `o` of `lbn`: a data
+    /// block, or a log written in order from offset 0 (BAST's sequential log, FAST's SW
+    /// log, or a FAST RW log that happened to receive one block's pages in order).
+    pub in_place: bool,
+    /// It holds a filler (version 0), which only a composed data block does.
+    pub fillers: bool,
+}
+
+/// The spare scan every block-mapped recovery starts from.
+pub(crate) struct Scan {
+    /// The shape of every block.
+    pub shapes: Vec<Shape>,
+    /// Newest version on flash per LPN (0: no data).
+    pub newest: Vec<u32>,
+    /// LPNs whose live copy has been chosen ([`Scan::claim`]).
+    claimed: Vec<bool>,
+}
+
+impl Scan {
+    /// Reads the spare area of every programmed page once (`Cause::Recovery`) and
+    /// refuses flash no block-mapped scheme can have written: an LPN beyond the
+    /// capacity, or a filler away from its own offset.
+    pub(crate) fn read(flash: &mut Flash) -> Result<Scan, RecoverError> {
+        let geo = flash.geometry().clone();
+        let mut newest = vec![0u32; geo.logical_pages as usize];
+        let mut shapes = Vec::with_capacity(geo.blocks as usize);
+        for pbn in (0..geo.blocks).map(Pbn) {
+            let mut shape = Shape {
+                lbn: NONE,
+                in_place: true,
+                fillers: false,
+            };
+            for off in 0..flash.write_ptr(pbn) {
+                let ppn = geo.ppn(pbn, off);
+                let tag = flash.read_spare(ppn, Cause::Recovery);
+                let Some(v) = newest.get_mut(tag.lpn.idx()) else {
+                    return Err(RecoverError::Failed(format!(
+                        "{ppn:?} holds {tag:?}, beyond the logical capacity"
+                    )));
+                };
+                *v = (*v).max(tag.version);
+                let lbn = geo.lbn_of(tag.lpn).0;
+                shape.lbn = match shape.lbn {
+                    NONE => lbn,
+                    l if l == lbn => l,
+                    _ => MIXED,
+                };
+                shape.in_place &= geo.lpn_offset(tag.lpn) == off;
+                shape.fillers |= tag.version == 0;
+            }
+            if shape.fillers && !shape.in_place {
+                return Err(RecoverError::Failed(format!(
+                    "{pbn:?} holds a filler but is not a data block"
+                )));
+            }
+            shapes.push(shape);
+        }
+        Ok(Scan {
+            shapes,
+            newest,
+            claimed: vec![false; geo.logical_pages as usize],
+        })
+    }
+
+    /// The programmed blocks whose pages all sit at their own offsets, grouped by
+    /// logical block: `(lbn, blocks in block-number order)`, ascending by `lbn`.
+    pub(crate) fn in_place_by_lbn(&self) -> Vec<(Lbn, Vec<Pbn>)> {
+        let mut pairs: Vec<(u32, Pbn)> = (self.shapes.iter().enumerate())
+            .filter(|(_, s)| s.lbn != NONE && s.lbn != MIXED && s.in_place)
+            .map(|(b, s)| (s.lbn, Pbn(b as u32)))
+            .collect();
+        pairs.sort_unstable();
+        pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|g| (Lbn(g[0].0), g.iter().map(|p| p.1).collect()))
+            .collect()
+    }
+
+    /// If the page at `ppn` holds the newest version of its LPN and no copy of it was
+    /// claimed yet, marks it valid and returns its tag. Fillers are never claimed. Uses
+    /// the tag [`Scan::read`] already read (no flash operation).
+    pub(crate) fn claim(&mut self, flash: &mut Flash, ppn: Ppn) -> Option<PageTag> {
+        let tag = flash.peek_tag(ppn)?;
+        let l = tag.lpn.idx();
+        if tag.version == 0 || tag.version != self.newest[l] || self.claimed[l] {
+            return None;
+        }
+        self.claimed[l] = true;
+        flash.mark_valid(ppn);
+        Some(tag)
+    }
+
+    /// Of two in-place blocks of one logical block, which is the data block and which
+    /// the log written in order after it: `(data, log)`. The data block is the one with
+    /// fillers; else the log is the shorter one (a page goes to the log only when the
+    /// data block's write pointer is past its offset, so the data block is at least as
+    /// long); at equal length, the one holding the newer version at the first offset
+    /// where they differ (the log's copies were written after the data block's). If
+    /// every version is equal the two hold the same data and either choice is right;
+    /// `b` is taken as the log.
+    pub(crate) fn data_and_log(
+        &self,
+        flash: &Flash,
+        a: Pbn,
+        b: Pbn,
+    ) -> Result<(Pbn, Pbn), RecoverError> {
+        let (sa, sb) = (self.shapes[a.idx()], self.shapes[b.idx()]);
+        match (sa.fillers, sb.fillers) {
+            (true, true) => {
+                return Err(RecoverError::Failed(format!(
+                    "{a:?} and {b:?} both hold fillers of lbn{}",
+                    sa.lbn
+                )))
+            }
+            (true, false) => return Ok((a, b)),
+            (false, true) => return Ok((b, a)),
+            _ => {}
+        }
+        let (wa, wb) = (flash.write_ptr(a), flash.write_ptr(b));
+        if wa != wb {
+            return Ok(if wa < wb { (b, a) } else { (a, b) });
+        }
+        let geo = flash.geometry();
+        for off in 0..wa {
+            let va = flash.peek_tag(geo.ppn(a, off)).map(|t| t.version);
+            let vb = flash.peek_tag(geo.ppn(b, off)).map(|t| t.version);
+            if va != vb {
+                return Ok(if va > vb { (b, a) } else { (a, b) });
+            }
+        }
+        Ok((a, b))
+    }
+}
+
+/// The erased blocks, in block-number order (recovery).
+pub(crate) fn erased_pool(flash: &Flash) -> FreePool {
+    let geo = flash.geometry();
+    let mut pool = FreePool::empty(geo);
+    for pbn in (0..geo.blocks).map(Pbn) {
+        if flash.is_erased(pbn) {
+            pool.put(flash, pbn);
+        }
+    }
+    pool
 }
 
 /// Where the page at one offset of a block being composed comes from.
@@ -415,6 +576,108 @@ pub(crate) mod tests {
             lpn: Lpn(lpn),
             version,
         }
+    }
+
+    /// Pages programmed on the device (what a recovery's spare scan must read).
+    pub(crate) fn programmed(f: &Flash) -> u64 {
+        let g = f.geometry();
+        (0..g.blocks).map(|b| f.write_ptr(Pbn(b)) as u64).sum()
+    }
+
+    /// A power loss: forgets validity and counters, recovers `fresh` from the flash,
+    /// and checks that it read each programmed spare area once and nothing else, and
+    /// that the rebuilt state passes the deep checks at once.
+    pub(crate) fn power_cycle<F: ftlab_core::ftl::Ftl>(f: &mut Flash, mut fresh: F) -> F {
+        use ftlab_core::flash::FlashStats;
+        let pages = programmed(f);
+        f.power_cycle();
+        f.reset_stats();
+        fresh.recover(f).unwrap();
+        let s = f.stats();
+        assert_eq!(s.spare_reads[Cause::Recovery as usize], pages);
+        assert_eq!(FlashStats::total(&s.spare_reads), pages);
+        assert_eq!(FlashStats::total(&s.page_reads), 0);
+        assert_eq!(FlashStats::total(&s.programs), 0);
+        assert_eq!(FlashStats::total(&s.erases), 0);
+        f.check().unwrap();
+        fresh.check(f).unwrap();
+        f.reset_stats();
+        fresh
+    }
+
+    #[test]
+    fn scan_shapes_blocks_and_finds_the_newest_versions() {
+        let geo = geometry(4, 2, 4);
+        let mut f = Flash::new(&geo);
+        for (ppn, t) in [
+            (0, tag(0, 1)),
+            (1, tag(1, 0)),
+            (4, tag(2, 2)),
+            (8, tag(4, 1)),
+        ] {
+            f.program(Ppn(ppn), t, Cause::Host);
+        }
+        f.program(Ppn(9), tag(3, 5), Cause::Host);
+        f.power_cycle();
+        let mut scan = Scan::read(&mut f).unwrap();
+        let shape = |lbn, in_place, fillers| Shape {
+            lbn,
+            in_place,
+            fillers,
+        };
+        assert_eq!(
+            scan.shapes,
+            [
+                shape(0, true, true),
+                shape(0, false, false),
+                shape(MIXED, false, false),
+                shape(NONE, true, false)
+            ]
+        );
+        assert_eq!(scan.newest, [1, 0, 2, 5, 1, 0, 0, 0]);
+        assert_eq!(scan.in_place_by_lbn(), [(Lbn(0), vec![Pbn(0)])]);
+        assert_eq!(scan.claim(&mut f, Ppn(1)), None, "a filler is never live");
+        assert_eq!(scan.claim(&mut f, Ppn(9)), Some(tag(3, 5)));
+        assert_eq!(scan.claim(&mut f, Ppn(9)), None, "claimed once");
+        assert!(f.is_valid(Ppn(9)) && !f.is_valid(Ppn(0)));
+        assert_eq!(f.stats().spare_reads[Cause::Recovery as usize], 5);
+    }
+
+    #[test]
+    fn the_log_of_an_in_place_pair_is_the_shorter_else_the_newer() {
+        let geo = geometry(4, 1, 4);
+        let mut f = Flash::new(&geo);
+        // Block 0: offsets 0-2 v1. Block 1: offsets 0-1 v2. Block 2: 0 v1, 1 v3, 2 v1.
+        for (b, versions) in [(0, &[1, 1, 1][..]), (1, &[2, 2]), (2, &[1, 3, 1])] {
+            for (o, &v) in versions.iter().enumerate() {
+                f.program(geo.ppn(Pbn(b), o as u32), tag(o as u32, v), Cause::Host);
+            }
+        }
+        f.power_cycle();
+        let scan = Scan::read(&mut f).unwrap();
+        let pair = |a, b| scan.data_and_log(&f, Pbn(a), Pbn(b)).unwrap();
+        assert_eq!(pair(0, 1), (Pbn(0), Pbn(1)), "the shorter is the log");
+        assert_eq!(pair(1, 0), (Pbn(0), Pbn(1)));
+        assert_eq!(pair(0, 2), (Pbn(0), Pbn(2)), "equal length: the newer");
+        assert_eq!(pair(2, 0), (Pbn(0), Pbn(2)));
+        assert_eq!(pair(0, 0), (Pbn(0), Pbn(0)), "identical: either");
+    }
+
+    #[test]
+    fn the_block_with_fillers_is_the_data_block() {
+        let geo = geometry(4, 1, 4);
+        let mut f = Flash::new(&geo);
+        f.program(Ppn(0), tag(0, 2), Cause::Host);
+        f.program(Ppn(4), tag(0, 0), Cause::Merge);
+        f.program(Ppn(5), tag(1, 1), Cause::Merge);
+        f.program(Ppn(8), tag(0, 0), Cause::Merge);
+        f.power_cycle();
+        let scan = Scan::read(&mut f).unwrap();
+        assert_eq!(
+            scan.data_and_log(&f, Pbn(0), Pbn(1)).unwrap(),
+            (Pbn(1), Pbn(0))
+        );
+        assert!(scan.data_and_log(&f, Pbn(1), Pbn(2)).is_err());
     }
 
     #[test]
