@@ -60,6 +60,9 @@ impl FtlStats {
         self.merges_partial += o.merges_partial;
         self.merges_full += o.merges_full;
         self.merge_pages_copied += o.merge_pages_copied;
+        self.merges_padding_switch += o.merges_padding_switch;
+        self.merges_osm += o.merges_osm;
+        self.merges_ba_bm += o.merges_ba_bm;
         self.map_hits += o.map_hits;
         self.map_misses += o.map_misses;
         self.translation_reads += o.translation_reads;
@@ -222,5 +225,52 @@ pub trait Ftl {
     /// Answers a buffer's question (co-op-buffer-ftl.txt Table 3).
     fn query(&self, _q: Query) -> Answer {
         Answer::NotApplicable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `add_counters` skipped the padding-switch, OSM and BA-BM merges, so
+    /// a power loss (which carries the replaced instance's counters) dropped them from
+    /// the report.
+    #[test]
+    fn add_counters_adds_every_named_counter() {
+        let one = FtlStats {
+            gc_invocations: 1,
+            gc_pages_copied: 1,
+            merges_switch: 1,
+            merges_partial: 1,
+            merges_full: 1,
+            merge_pages_copied: 1,
+            merges_padding_switch: 1,
+            merges_osm: 1,
+            merges_ba_bm: 1,
+            map_hits: 1,
+            map_misses: 1,
+            translation_reads: 1,
+            translation_writes: 1,
+            extra: BTreeMap::from([("x", 1.0)]),
+        };
+        let mut sum = one.clone();
+        sum.add_counters(&one);
+        let two = FtlStats {
+            gc_invocations: 2,
+            gc_pages_copied: 2,
+            merges_switch: 2,
+            merges_partial: 2,
+            merges_full: 2,
+            merge_pages_copied: 2,
+            merges_padding_switch: 2,
+            merges_osm: 2,
+            merges_ba_bm: 2,
+            map_hits: 2,
+            map_misses: 2,
+            translation_reads: 2,
+            translation_writes: 2,
+            extra: one.extra.clone(),
+        };
+        assert_eq!(sum, two);
     }
 }

@@ -68,8 +68,7 @@
 //!   newest version wins (a GC copy and its source, or a buffer's padding rewrite,
 //!   carry the same version and the same data: the first in block order wins); per
 //!   translation page the copy with the highest write counter becomes the GTD entry.
-//!   Versions of trimmed pages are not durable: a trimmed page still on flash comes
-//!   back.
+//!   Trims are not durable: a trimmed page still on flash comes back.
 //! - Where the scanned mapping goes. A translation page never written to flash had
 //!   all its mappings in the CMT, dirty, when the power failed (an uncached mapping
 //!   always has its translation page on flash: misses load it, evictions and GC write
@@ -93,9 +92,10 @@
 //! - Cost: one spare read per programmed page, plus one program per translation page
 //!   that was on flash (none if the CMT never had to write one back, as when the
 //!   default 512 KiB CMT covers the whole device: 128 MiB of 2 KiB pages for DFTL,
-//!   256 MiB for TPM), plus any GC those programs need. The RAM it needs while it runs (a version and a PPN
-//!   per logical page) is the page-level table DFTL avoids keeping; a controller would
-//!   need it, or several passes, during recovery only.
+//!   256 MiB for TPM), plus any GC those programs need. The RAM the scan needs while
+//!   it runs (a version and a PPN per logical page) is the page-level table DFTL
+//!   avoids keeping; a controller would need it, or several passes, during recovery
+//!   only.
 
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};

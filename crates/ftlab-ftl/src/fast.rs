@@ -656,7 +656,6 @@ impl Fast {
         for (lbn, blocks) in scan.in_place_by_lbn() {
             let l = lbn.idx();
             match blocks[..] {
-                [] => {}
                 [d] => roles.data[l] = d.0,
                 [a, b] if with_sw => {
                     let (d, g) = scan.data_and_log(flash, a, b)?;
