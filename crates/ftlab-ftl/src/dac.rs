@@ -247,28 +247,7 @@ impl Ftl for DacFtl {
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         let geo = self.geo.clone();
-        let mut newest = vec![0u32; geo.logical_pages as usize];
-        for b in 0..geo.blocks {
-            for off in 0..flash.write_ptr(Pbn(b)) {
-                let ppn = geo.ppn(Pbn(b), off);
-                let tag = flash.read_spare(ppn, Cause::Recovery);
-                let Some(v) = newest.get_mut(tag.lpn.idx()) else {
-                    return Err(RecoverError::Failed(format!(
-                        "{ppn:?} holds {:?}, beyond the logical capacity",
-                        tag.lpn
-                    )));
-                };
-                if tag.version > *v {
-                    *v = tag.version;
-                    self.l2p[tag.lpn.idx()] = ppn.0;
-                }
-            }
-        }
-        for &p in &self.l2p {
-            if p != UNMAPPED {
-                flash.mark_valid(Ppn(p));
-            }
-        }
+        crate::scan::newest_copies(flash, &mut self.l2p)?;
         self.free.clear();
         self.region.fill(0);
         self.active.fill(NO_BLOCK);

@@ -13,6 +13,7 @@ pub mod dftl;
 pub mod fast;
 mod logblock;
 pub mod page;
+mod scan;
 pub mod superblock;
 pub mod tpm;
 
