@@ -7,7 +7,9 @@
 //! and series; they run in parallel over the machine's cores. Results are written as
 //! CSV, SVG and PNG per experiment plus a markdown summary per paper. `--quick` applies
 //! each file's `[quick]` overrides (smaller workloads) so CI can run everything in
-//! minutes. See `experiments/README.md` for the file format.
+//! minutes. Instead of config series, an experiment may plot several metrics of one run
+//! per x point (`metrics`, e.g. merges by kind as stacked bars). See
+//! `experiments/README.md` for the file format.
 
 use crate::config::{set_key, Config};
 use crate::run::{run, RunError};
@@ -134,14 +136,16 @@ pub struct Experiment {
     /// Which workload stands in for the paper's, and why.
     #[serde(default)]
     pub workload_note: String,
-    /// `line` or `bar`.
+    /// `line`, `bar` (grouped) or `stacked` (bars of `metrics` stacked per x point).
     #[serde(default = "default_kind")]
     pub kind: String,
     /// X-axis label.
     pub x_label: String,
     /// Y-axis label.
     pub y_label: String,
-    /// Report path(s) plotted, summed with `+`.
+    /// Report path(s) plotted, summed with `+` (products with `*`); unused when
+    /// `metrics` is set.
+    #[serde(default)]
     pub y: String,
     /// Factor applied to `y` (e.g. 1e-3 for ns to µs).
     #[serde(default = "one")]
@@ -161,6 +165,21 @@ pub struct Experiment {
     /// Series.
     #[serde(default)]
     pub series: Axis,
+    /// Series that are metrics of one run instead of configurations (a breakdown, e.g.
+    /// merges by kind, best shown with `kind = "stacked"`): one run per x point, one
+    /// series per entry. Excludes `series` and `y`.
+    #[serde(default)]
+    pub metrics: Vec<MetricSeries>,
+}
+
+/// A series read from the report of each x point's run.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSeries {
+    /// Legend label.
+    pub name: String,
+    /// Report path(s), as the experiment's `y`.
+    pub y: String,
 }
 
 fn default_kind() -> String {
@@ -171,24 +190,35 @@ fn one() -> f64 {
     1.0
 }
 
-/// Reads a value at a dotted path of the JSON report; `a + b` sums paths.
+/// Reads a value at a dotted path of the JSON report; `a + b` sums terms and a term may
+/// be a product `a * b` of paths and numbers (e.g. padding reads times the read
+/// latency: `flash.by_cause.padding.page_reads * config.device.latencies_ns.read`).
 pub fn metric(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, String> {
     let mut sum = 0.0;
     for term in expr.split('+') {
-        let mut v = report;
-        for part in term.trim().split('.') {
-            v = v
-                .get(part)
-                .ok_or_else(|| format!("the report has no `{}`", term.trim()))?;
-        }
-        match v {
-            serde_json::Value::Null => return Ok(None),
-            other => {
-                sum += other
-                    .as_f64()
-                    .ok_or_else(|| format!("`{}` is not a number", term.trim()))?
+        let mut product = 1.0;
+        for factor in term.split('*') {
+            let factor = factor.trim();
+            if let Ok(number) = factor.parse::<f64>() {
+                product *= number;
+                continue;
+            }
+            let mut v = report;
+            for part in factor.split('.') {
+                v = v
+                    .get(part)
+                    .ok_or_else(|| format!("the report has no `{factor}`"))?;
+            }
+            match v {
+                serde_json::Value::Null => return Ok(None),
+                other => {
+                    product *= other
+                        .as_f64()
+                        .ok_or_else(|| format!("`{factor}` is not a number"))?
+                }
             }
         }
+        sum += product;
     }
     Ok(Some(sum))
 }
@@ -208,6 +238,50 @@ fn flatten_into(table: &mut toml::Table, set: &toml::Table) -> Result<(), String
 }
 
 impl Experiment {
+    /// The series (config points) and, with `metrics`, the one run per x point they
+    /// share; checks that `y`, `series` and `metrics` are not mixed.
+    fn series_points(&self) -> Result<Vec<Point>, String> {
+        if !matches!(self.kind.as_str(), "line" | "bar" | "stacked") {
+            return Err(format!(
+                "kind = `{}`: must be line, bar or stacked",
+                self.kind
+            ));
+        }
+        let ss = self.series.expand()?;
+        if self.metrics.is_empty() {
+            if self.y.trim().is_empty() {
+                return Err("`y` (the report path plotted) is missing".into());
+            }
+            return Ok(ss);
+        }
+        if !self.y.trim().is_empty() {
+            return Err("`y` and `metrics` exclude each other: each metric has its y".into());
+        }
+        if ss.len() != 1 || !ss[0].set.is_empty() {
+            return Err(
+                "`series` and `metrics` exclude each other: with `metrics`, the \
+                        series are the metrics of one run per x point"
+                    .into(),
+            );
+        }
+        Ok(ss)
+    }
+
+    /// The (label, report path) plotted per series: the metrics, or `y` for every
+    /// config series.
+    fn plotted(&self, ss: &[Point]) -> Vec<(String, String)> {
+        if self.metrics.is_empty() {
+            ss.iter()
+                .map(|s| (s.name.clone(), self.y.clone()))
+                .collect()
+        } else {
+            self.metrics
+                .iter()
+                .map(|m| (m.name.clone(), m.y.clone()))
+                .collect()
+        }
+    }
+
     /// Loads an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, ReproError> {
         let text = std::fs::read_to_string(path).map_err(|e| ReproError::Io {
@@ -331,7 +405,7 @@ pub fn reproduce_paper(
             why,
         };
         let xs = exp.x.expand().map_err(spec_err)?;
-        let ss = exp.series.expand().map_err(spec_err)?;
+        let ss = exp.series_points().map_err(spec_err)?;
         for (si, s) in ss.iter().enumerate() {
             for (xi, x) in xs.iter().enumerate() {
                 let cfg = exp.config(x, s, opts.quick, &root).map_err(spec_err)?;
@@ -395,8 +469,9 @@ pub fn reproduce_paper(
             let _ = write!(csv, ",{c}");
         }
         csv.push('\n');
-        let mut y = vec![vec![None; xs.len()]; ss.len()];
-        for (si, s) in ss.iter().enumerate() {
+        let plotted = exp.plotted(&ss);
+        let mut y = vec![vec![None; xs.len()]; plotted.len()];
+        for si in 0..ss.len() {
             for (xi, x) in xs.iter().enumerate() {
                 let report = results
                     .remove(&(ei, si, xi))
@@ -405,30 +480,40 @@ pub fn reproduce_paper(
                     path: path.display().to_string(),
                     why,
                 };
-                let cell = Cell {
-                    y: metric(&report, &exp.y)
-                        .map_err(metric_err)?
-                        .map(|v| v * exp.y_scale),
-                    columns: exp
-                        .columns
-                        .iter()
-                        .map(|c| metric(&report, c))
-                        .collect::<Result<_, _>>()
-                        .map_err(metric_err)?,
+                let columns: Vec<Option<f64>> = exp
+                    .columns
+                    .iter()
+                    .map(|c| metric(&report, c))
+                    .collect::<Result<_, _>>()
+                    .map_err(metric_err)?;
+                // The plotted rows this run fills: its own series, or every metric.
+                let rows = if exp.metrics.is_empty() {
+                    si..si + 1
+                } else {
+                    0..plotted.len()
                 };
-                let fmt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-                let _ = write!(
-                    csv,
-                    "{},{},{}",
-                    csv_field(&x.name),
-                    csv_field(&s.name),
-                    fmt(cell.y)
-                );
-                for c in &cell.columns {
-                    let _ = write!(csv, ",{}", fmt(*c));
+                for pi in rows {
+                    let (label, expr) = &plotted[pi];
+                    let cell = Cell {
+                        y: metric(&report, expr)
+                            .map_err(metric_err)?
+                            .map(|v| v * exp.y_scale),
+                        columns: columns.clone(),
+                    };
+                    let fmt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+                    let _ = write!(
+                        csv,
+                        "{},{},{}",
+                        csv_field(&x.name),
+                        csv_field(label),
+                        fmt(cell.y)
+                    );
+                    for c in &cell.columns {
+                        let _ = write!(csv, ",{}", fmt(*c));
+                    }
+                    csv.push('\n');
+                    y[pi][xi] = cell.y;
                 }
-                csv.push('\n');
-                y[si][xi] = cell.y;
             }
         }
         let chart = Chart {
@@ -436,18 +521,18 @@ pub fn reproduce_paper(
             x_label: exp.x_label.clone(),
             y_label: exp.y_label.clone(),
             categories: xs.iter().map(|p| p.name.clone()).collect(),
-            series: ss
+            series: plotted
                 .iter()
                 .zip(&y)
-                .map(|(s, v)| Series {
-                    name: s.name.clone(),
+                .map(|((name, _), v)| Series {
+                    name: name.clone(),
                     values: v.clone(),
                 })
                 .collect(),
-            kind: if exp.kind == "bar" {
-                Kind::Bar
-            } else {
-                Kind::Line
+            kind: match exp.kind.as_str() {
+                "bar" => Kind::Bar,
+                "stacked" => Kind::Stacked,
+                _ => Kind::Line,
             },
         };
         let svg = plot::svg(&chart);
@@ -470,7 +555,7 @@ pub fn reproduce_paper(
             name,
             exp,
             xs: xs.iter().map(|p| p.name.clone()).collect(),
-            series: ss.iter().map(|p| p.name.clone()).collect(),
+            series: plotted.into_iter().map(|(name, _)| name).collect(),
             y,
         });
     }
@@ -556,6 +641,42 @@ mod tests {
         assert_eq!(metric(&r, "a.b + a.c").unwrap(), Some(5.5));
         assert_eq!(metric(&r, "n").unwrap(), None);
         assert!(metric(&r, "a.x").unwrap_err().contains("no `a.x`"));
+    }
+
+    #[test]
+    fn metric_products_of_paths_and_numbers() {
+        let r = serde_json::json!({"n": {"reads": 3, "lat": 100.0}, "cost": 50, "z": null});
+        assert_eq!(metric(&r, "n.reads * n.lat").unwrap(), Some(300.0));
+        assert_eq!(metric(&r, "cost + n.reads * n.lat").unwrap(), Some(350.0));
+        assert_eq!(metric(&r, "2 * cost + 0.5*n.reads").unwrap(), Some(101.5));
+        assert_eq!(metric(&r, "cost * z").unwrap(), None);
+        assert!(metric(&r, "cost * n.x").unwrap_err().contains("no `n.x`"));
+    }
+
+    fn exp(text: &str) -> Experiment {
+        let head = "title = \"t\"\nsource = \"s\"\nx_label = \"x\"\ny_label = \"y\"\n";
+        toml::from_str(&format!("{head}{text}")).unwrap()
+    }
+
+    #[test]
+    fn metrics_replace_series_and_y() {
+        let e = exp("kind = \"stacked\"\n[[metrics]]\nname = \"a\"\ny = \"p.a\"\n[[metrics]]\nname = \"b\"\ny = \"p.b\"\n");
+        let ss = e.series_points().unwrap();
+        assert_eq!(ss.len(), 1, "one run per x point");
+        let plotted = e.plotted(&ss);
+        assert_eq!(plotted[1], ("b".to_string(), "p.b".to_string()));
+        let both = exp("y = \"p.a\"\n[[metrics]]\nname = \"a\"\ny = \"p.a\"\n");
+        assert!(both.series_points().unwrap_err().contains("exclude"));
+        let with_series = exp(
+            "[[metrics]]\nname = \"a\"\ny = \"p.a\"\n[[series.points]]\nname = \"s\"\nset = { ftl = \"bast\" }\n",
+        );
+        assert!(with_series.series_points().unwrap_err().contains("exclude"));
+        assert!(exp("").series_points().unwrap_err().contains("`y`"));
+        let bad_kind = exp("y = \"p.a\"\nkind = \"pie\"\n");
+        assert!(bad_kind
+            .series_points()
+            .unwrap_err()
+            .contains("kind = `pie`"));
     }
 
     #[test]
