@@ -4,7 +4,8 @@
 //! table: a base configuration, the x axis and the series as lists of points (each a
 //! label and the config keys it sets), the metric to plot (a path into the JSON report,
 //! or a sum of paths), and the paper's claim. Runs are the cartesian product of x points
-//! and series; they run in parallel over the machine's cores. Results are written as
+//! and series; they run in parallel over the machine's cores, each distinct
+//! configuration once however many figures use it. Results are written as
 //! CSV, SVG and PNG per experiment plus a markdown summary per paper. `--quick` applies
 //! each file's `[quick]` overrides (smaller workloads) so CI can run everything in
 //! minutes. Instead of config series, an experiment may plot several metrics of one run
@@ -414,7 +415,11 @@ pub fn reproduce_paper(
         }
         exps.push((f.clone(), exp, xs, ss));
     }
-    let total = jobs.len();
+    // A configuration that several figures share (e.g. a breakdown at one x point of
+    // another figure) runs once; `same[j]` is the job whose report job `j` takes.
+    let same = first_of_same(&jobs);
+    let unique: Vec<usize> = (0..jobs.len()).filter(|&j| same[j] == j).collect();
+    let total = unique.len();
     let results: Mutex<Results> = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -422,7 +427,7 @@ pub fn reproduce_paper(
         for _ in 0..opts.jobs.max(1) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((ei, si, xi, cfg)) = jobs.get(i) else {
+                let Some((ei, si, xi, cfg)) = unique.get(i).map(|&j| &jobs[j]) else {
                     break;
                 };
                 let (path, _, xs, ss) = &exps[*ei];
@@ -453,6 +458,20 @@ pub fn reproduce_paper(
         }
     });
     let mut results = results.into_inner().expect("no worker panicked");
+    for (j, &first) in same.iter().enumerate() {
+        if first != j {
+            let (ei, si, xi, _) = &jobs[first];
+            let copy = match &results[&(*ei, *si, *xi)] {
+                Ok(report) => Ok(report.clone()),
+                Err(e) => Err(ReproError::Spec {
+                    path: exps[jobs[j].0].0.display().to_string(),
+                    why: format!("a run is the same as one that failed: {e}"),
+                }),
+            };
+            let (ei, si, xi, _) = &jobs[j];
+            results.insert((*ei, *si, *xi), copy);
+        }
+    }
     let out_dir = opts.out.join(paper);
     std::fs::create_dir_all(&out_dir).map_err(|e| ReproError::Io {
         path: out_dir.display().to_string(),
@@ -566,6 +585,18 @@ pub fn reproduce_paper(
         why: e.to_string(),
     })?;
     Ok(produced)
+}
+
+/// For each job, the first job with the same configuration (itself if none before).
+fn first_of_same(jobs: &[Job]) -> Vec<usize> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    jobs.iter()
+        .enumerate()
+        .map(|(j, (_, _, _, cfg))| {
+            let key = serde_json::to_string(cfg).expect("a config serialises");
+            *seen.entry(key).or_insert(j)
+        })
+        .collect()
 }
 
 fn csv_field(s: &str) -> String {

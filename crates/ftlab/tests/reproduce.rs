@@ -124,6 +124,15 @@ fn metrics_of_one_run_make_the_series() {
     let exps = root.join("experiments");
     std::fs::create_dir_all(exps.join("demo")).unwrap();
     std::fs::write(exps.join("demo/breakdown.toml"), BREAKDOWN).unwrap();
+    // A second figure with one of the same runs (OP 15%) and one more (OP 25%).
+    let shared = BREAKDOWN
+        .replace("values = [15, 50]", "values = [15, 25]")
+        .replace("kind = \"stacked\"", "y = \"host.pages_written\"")
+        .split("[[metrics]]")
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::write(exps.join("demo/shared.toml"), shared).unwrap();
     let opts = Options {
         experiments: exps,
         out: root.join("out"),
@@ -135,7 +144,12 @@ fn metrics_of_one_run_make_the_series() {
         runs.store(total, std::sync::atomic::Ordering::Relaxed)
     })
     .unwrap();
-    assert_eq!(runs.into_inner(), 2, "one run per x point, not per metric");
+    assert_eq!(
+        runs.into_inner(),
+        3,
+        "one run per x point, not per metric, and the run both figures share once"
+    );
+    assert_eq!(produced[1].y[0], [Some(6000.0), Some(6000.0)]);
     let p = &produced[0];
     assert_eq!(p.series, ["host", "GC copies", "GC time (ms)"]);
     let (host, gc, gc_ms) = (&p.y[0], &p.y[1], &p.y[2]);
