@@ -1,4 +1,4 @@
-//! Plots made in Rust: line and grouped-bar charts as SVG, rasterised to PNG with
+//! Plots made in Rust: line, grouped-bar and stacked-bar charts as SVG, rasterised to PNG with
 //! resvg and the bundled DejaVu Sans (so a PNG looks the same on every machine, with or
 //! without system fonts).
 //!
@@ -19,13 +19,16 @@ const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-/// Line or grouped bars.
+/// Line, grouped bars or stacked bars.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// One line per series.
     Line,
     /// One bar per series in each category.
     Bar,
+    /// One bar per category, the series stacked in it (a breakdown of a total, e.g.
+    /// merges by kind); negative values are drawn as 0.
+    Stacked,
 }
 
 /// One named series: a value (or a gap) per category.
@@ -98,14 +101,20 @@ fn fmt_tick(v: f64) -> String {
 
 /// The chart as an SVG document.
 pub fn svg(c: &Chart) -> String {
-    let vals = c
-        .series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten().copied());
     let (mut lo, mut hi) = (0f64, 0f64);
-    for v in vals {
-        lo = lo.min(v);
-        hi = hi.max(v);
+    if c.kind == Kind::Stacked {
+        for i in 0..c.categories.len() {
+            hi = hi.max(stack_total(c, i, c.series.len()));
+        }
+    } else {
+        for v in c
+            .series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied())
+        {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
     }
     if hi == lo {
         hi = lo + 1.0;
@@ -211,6 +220,22 @@ pub fn svg(c: &Chart) -> String {
                     d.trim_end()
                 );
             }
+            Kind::Stacked => {
+                for (i, v) in ser.values.iter().enumerate() {
+                    let v = v.unwrap_or(0.0).max(0.0);
+                    if v > 0.0 {
+                        let below = stack_total(c, i, si);
+                        let top = y(below + v);
+                        let _ = write!(
+                            s,
+                            r#"<rect x="{:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+                            x(i) - band * 0.3,
+                            band * 0.6,
+                            y(below) - top
+                        );
+                    }
+                }
+            }
             Kind::Bar => {
                 let bw = band * 0.8 / k as f64;
                 let base = y(0f64.max(lo).min(hi));
@@ -244,6 +269,14 @@ pub fn svg(c: &Chart) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Sum of the first `n` series at category `i` (gaps and negative values count as 0).
+fn stack_total(c: &Chart, i: usize, n: usize) -> f64 {
+    c.series[..n]
+        .iter()
+        .map(|s| s.values.get(i).copied().flatten().unwrap_or(0.0).max(0.0))
+        .sum()
 }
 
 /// Rasterises an SVG made by [`svg`] to PNG bytes.
@@ -292,7 +325,7 @@ mod tests {
 
     #[test]
     fn svg_has_axes_series_and_legend() {
-        for kind in [Kind::Line, Kind::Bar] {
+        for kind in [Kind::Line, Kind::Bar, Kind::Stacked] {
             let s = svg(&chart(kind));
             assert!(s.starts_with("<svg"));
             assert!(s.contains("hit ratio vs CMT size"));
@@ -308,9 +341,27 @@ mod tests {
             std::fs::write(std::path::Path::new(&dir).join("line.png"), &bytes).unwrap();
             let bar = png(&svg(&chart(Kind::Bar))).unwrap();
             std::fs::write(std::path::Path::new(&dir).join("bar.png"), bar).unwrap();
+            let stacked = png(&svg(&chart(Kind::Stacked))).unwrap();
+            std::fs::write(std::path::Path::new(&dir).join("stacked.png"), stacked).unwrap();
         }
         assert_eq!(&bytes[1..4], b"PNG");
         assert!(bytes.len() > 5000, "{}", bytes.len());
+    }
+
+    #[test]
+    fn stacked_bars_reach_the_category_total() {
+        let c = chart(Kind::Stacked);
+        // Category 1 stacks 0.7 + 0.9 = 1.6: the axis must reach it (to 2 in steps of
+        // 0.5; side by side, the bars stop at 0.95 and so does the axis, at 1).
+        assert!((stack_total(&c, 1, 2) - 1.6).abs() < 1e-12);
+        assert_eq!(stack_total(&c, 2, 2), 0.95, "a gap counts as 0");
+        let s = svg(&c);
+        assert!(
+            s.contains(">2<") && s.contains(">1.5<"),
+            "axis short of 1.6: {s}"
+        );
+        assert!(!svg(&chart(Kind::Bar)).contains(">1.5<"));
+        assert_eq!(s.matches("<rect").count(), 1 + 5 + 2, "{s}");
     }
 
     #[test]

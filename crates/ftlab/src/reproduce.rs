@@ -4,13 +4,16 @@
 //! table: a base configuration, the x axis and the series as lists of points (each a
 //! label and the config keys it sets), the metric to plot (a path into the JSON report,
 //! or a sum of paths), and the paper's claim. Runs are the cartesian product of x points
-//! and series; they run in parallel over the machine's cores. Results are written as
+//! and series; they run in parallel over the machine's cores, each distinct
+//! configuration once however many figures use it. Results are written as
 //! CSV, SVG and PNG per experiment plus a markdown summary per paper. `--quick` applies
 //! each file's `[quick]` overrides (smaller workloads) so CI can run everything in
 //! minutes. A series point may stand for the best of several configurations (`best`:
 //! every combination of some keys runs, and the point shows the one with the lowest or
-//! highest metric), as in figures that plot each scheme at its best setting. See
-//! `experiments/README.md` for the file format.
+//! highest metric), as in figures that plot each scheme at its best setting. Instead of
+//! config series, an experiment may plot several metrics of one run per x point
+//! (`metrics`, e.g. merges by kind as stacked bars). See `experiments/README.md` for the
+//! file format.
 
 use crate::config::{set_key, Config};
 use crate::run::{run, RunError};
@@ -197,21 +200,24 @@ pub struct Experiment {
     /// Which workload stands in for the paper's, and why.
     #[serde(default)]
     pub workload_note: String,
-    /// `line` or `bar`.
+    /// `line`, `bar` (grouped) or `stacked` (bars of `metrics` stacked per x point).
     #[serde(default = "default_kind")]
     pub kind: String,
     /// X-axis label.
     pub x_label: String,
     /// Y-axis label.
     pub y_label: String,
-    /// Report path(s) plotted, summed with `+`.
+    /// Report path(s) plotted, summed with `+` (products with `*`, one ratio with `/`);
+    /// unused when `metrics` is set.
+    #[serde(default)]
     pub y: String,
     /// Factor applied to `y` (e.g. 1e-3 for ns to µs).
     #[serde(default = "one")]
     pub y_scale: f64,
-    /// Name of a series to normalise to: every series' `y` is divided by that series'
-    /// `y` at the same x point (the papers' "normalized number of ..." figures); no
-    /// value where the reference is 0 or missing.
+    /// Name of a series (or, with `metrics`, of a metric) to normalise to: every
+    /// series' `y` is divided by that series' `y` at the same x point (the papers'
+    /// "normalized number of ..." figures); no value where the reference is 0 or
+    /// missing.
     #[serde(default)]
     pub normalize: Option<String>,
     /// Extra report paths written to the CSV.
@@ -229,6 +235,21 @@ pub struct Experiment {
     /// Series.
     #[serde(default)]
     pub series: Axis,
+    /// Series that are metrics of one run instead of configurations (a breakdown, e.g.
+    /// merges by kind, best shown with `kind = "stacked"`): one run per x point, one
+    /// series per entry. Excludes `series` and `y`.
+    #[serde(default)]
+    pub metrics: Vec<MetricSeries>,
+}
+
+/// A series read from the report of each x point's run.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSeries {
+    /// Legend label.
+    pub name: String,
+    /// Report path(s), as the experiment's `y`.
+    pub y: String,
 }
 
 fn default_kind() -> String {
@@ -240,9 +261,11 @@ fn one() -> f64 {
 }
 
 /// Evaluates a metric expression over the JSON report: a sum of terms (`a + b`), each a
-/// dotted report path optionally multiplied by a number (`30500 * a.b`, to turn an
-/// operation count into time), and optionally one ratio of two such sums (`a + b / c`,
-/// for averages such as merge cost per merge). A null term, or a ratio whose
+/// product (`a * b`) of dotted report paths and numbers (`30500 * a.b`, to turn an
+/// operation count into time; padding reads times the read latency:
+/// `flash.by_cause.padding.page_reads * config.device.latencies_ns.read`), and
+/// optionally one ratio of two such sums (`a + b / c`, for averages such as merge cost
+/// per merge). A null term, or a ratio whose
 /// denominator is 0, gives `None` (no value: a gap in the plot, `-` in the summary).
 pub fn metric(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, String> {
     let mut parts = expr.split('/');
@@ -262,35 +285,37 @@ pub fn metric(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, Str
     }
 }
 
-/// A sum of `[k *] path` terms (see [`metric`]).
+/// A sum of products of paths and numbers (see [`metric`]).
 fn metric_sum(report: &serde_json::Value, expr: &str) -> Result<Option<f64>, String> {
     let mut sum = 0.0;
     for term in expr.split('+') {
-        let (factor, path) = match term.split_once('*') {
-            None => (1.0, term.trim()),
-            Some((k, path)) => {
-                let k = k.trim();
-                let k: f64 = k
-                    .parse()
-                    .map_err(|_| format!("`{}`: `{k}` is not a number", term.trim()))?;
-                (k, path.trim())
+        let mut product = 1.0;
+        let factors: Vec<&str> = term.split('*').map(str::trim).collect();
+        for &factor in &factors {
+            if let Ok(number) = factor.parse::<f64>() {
+                product *= number;
+                continue;
             }
-        };
-        let mut v = report;
-        for part in path.split('.') {
-            v = v
-                .get(part)
-                .ok_or_else(|| format!("the report has no `{path}`"))?;
-        }
-        match v {
-            serde_json::Value::Null => return Ok(None),
-            other => {
-                sum += factor
-                    * other
+            let mut v = report;
+            for part in factor.split('.') {
+                v = v.get(part).ok_or_else(|| {
+                    if factors.len() > 1 {
+                        format!("the report has no `{factor}`, and `{factor}` is not a number")
+                    } else {
+                        format!("the report has no `{factor}`")
+                    }
+                })?;
+            }
+            match v {
+                serde_json::Value::Null => return Ok(None),
+                other => {
+                    product *= other
                         .as_f64()
-                        .ok_or_else(|| format!("`{path}` is not a number"))?
+                        .ok_or_else(|| format!("`{factor}` is not a number"))?
+                }
             }
         }
+        sum += product;
     }
     Ok(Some(sum))
 }
@@ -310,6 +335,50 @@ fn flatten_into(table: &mut toml::Table, set: &toml::Table) -> Result<(), String
 }
 
 impl Experiment {
+    /// The series (config points) and, with `metrics`, the one run per x point they
+    /// share; checks that `y`, `series` and `metrics` are not mixed.
+    fn series_points(&self) -> Result<Vec<Point>, String> {
+        if !matches!(self.kind.as_str(), "line" | "bar" | "stacked") {
+            return Err(format!(
+                "kind = `{}`: must be line, bar or stacked",
+                self.kind
+            ));
+        }
+        let ss = self.series.expand()?;
+        if self.metrics.is_empty() {
+            if self.y.trim().is_empty() {
+                return Err("`y` (the report path plotted) is missing".into());
+            }
+            return Ok(ss);
+        }
+        if !self.y.trim().is_empty() {
+            return Err("`y` and `metrics` exclude each other: each metric has its y".into());
+        }
+        if ss.len() != 1 || !ss[0].set.is_empty() || ss[0].best.is_some() {
+            return Err(
+                "`series` and `metrics` exclude each other: with `metrics`, the \
+                        series are the metrics of one run per x point"
+                    .into(),
+            );
+        }
+        Ok(ss)
+    }
+
+    /// The (label, report path) plotted per series: the metrics, or `y` for every
+    /// config series.
+    fn plotted(&self, ss: &[Point]) -> Vec<(String, String)> {
+        if self.metrics.is_empty() {
+            ss.iter()
+                .map(|s| (s.name.clone(), self.y.clone()))
+                .collect()
+        } else {
+            self.metrics
+                .iter()
+                .map(|m| (m.name.clone(), m.y.clone()))
+                .collect()
+        }
+    }
+
     /// Loads an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, ReproError> {
         let text = std::fs::read_to_string(path).map_err(|e| ReproError::Io {
@@ -461,14 +530,16 @@ pub fn reproduce_paper(
             why,
         };
         let xs = exp.x.expand().map_err(spec_err)?;
-        let ss = exp.series.expand().map_err(spec_err)?;
+        let ss = exp.series_points().map_err(spec_err)?;
         let vs = series_variants(&ss, &xs).map_err(spec_err)?;
         if let Some(reference) = &exp.normalize {
-            if !ss.iter().any(|s| &s.name == reference) {
+            let plotted = exp.plotted(&ss);
+            if !plotted.iter().any(|(name, _)| name == reference) {
                 return Err(spec_err(format!(
                     "normalize = `{reference}` names no series (series: {})",
-                    ss.iter()
-                        .map(|s| s.name.as_str())
+                    plotted
+                        .iter()
+                        .map(|(name, _)| name.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
                 )));
@@ -484,7 +555,13 @@ pub fn reproduce_paper(
         }
         exps.push((f.clone(), exp, xs, ss, vs));
     }
-    let total = jobs.len();
+    // A configuration that several figures share (e.g. a breakdown at one x point of
+    // another figure) runs once; `same[j]` is the job whose report job `j` takes. The
+    // key is the whole configuration, `best` variant keys included, so two variants
+    // of a `best` series share a run only when they configure the same run.
+    let same = first_of_same(&jobs);
+    let unique: Vec<usize> = (0..jobs.len()).filter(|&j| same[j] == j).collect();
+    let total = unique.len();
     let results: Mutex<Results> = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -492,7 +569,7 @@ pub fn reproduce_paper(
         for _ in 0..opts.jobs.max(1) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((ei, si, xi, vi, cfg)) = jobs.get(i) else {
+                let Some((ei, si, xi, vi, cfg)) = unique.get(i).map(|&j| &jobs[j]) else {
                     break;
                 };
                 let (path, _, xs, ss, _) = &exps[*ei];
@@ -523,6 +600,20 @@ pub fn reproduce_paper(
         }
     });
     let mut results = results.into_inner().expect("no worker panicked");
+    for (j, &first) in same.iter().enumerate() {
+        if first != j {
+            let (ei, si, xi, vi, _) = &jobs[first];
+            let copy = match &results[&(*ei, *si, *xi, *vi)] {
+                Ok(report) => Ok(report.clone()),
+                Err(e) => Err(ReproError::Spec {
+                    path: exps[jobs[j].0].0.display().to_string(),
+                    why: format!("a run is the same as one that failed: {e}"),
+                }),
+            };
+            let (ei, si, xi, vi, _) = &jobs[j];
+            results.insert((*ei, *si, *xi, *vi), copy);
+        }
+    }
     let out_dir = opts.out.join(paper);
     std::fs::create_dir_all(&out_dir).map_err(|e| ReproError::Io {
         path: out_dir.display().to_string(),
@@ -539,11 +630,17 @@ pub fn reproduce_paper(
             path: path.display().to_string(),
             why,
         };
-        let mut best = vec![vec![None; xs.len()]; ss.len()];
-        let mut cells: Vec<Vec<Cell>> = Vec::with_capacity(ss.len());
-        for (si, (s, best_row)) in ss.iter().zip(best.iter_mut()).enumerate() {
-            let mut row = Vec::with_capacity(xs.len());
-            for (xi, best_cell) in best_row.iter_mut().enumerate() {
+        // The plotted rows: one per config series, or (with `metrics`) one per metric,
+        // all read from the one run of each x point.
+        let plotted = exp.plotted(&ss);
+        let mut best = vec![vec![None; xs.len()]; plotted.len()];
+        let empty = Cell {
+            y: None,
+            columns: Vec::new(),
+        };
+        let mut cells = vec![vec![empty; xs.len()]; plotted.len()];
+        for (si, s) in ss.iter().enumerate() {
+            for xi in 0..xs.len() {
                 let mut reports = Vec::with_capacity(vs[si].len());
                 for vi in 0..vs[si].len() {
                     reports.push(
@@ -559,28 +656,36 @@ pub fn reproduce_paper(
                         pick_best(&reports, by, b.pick == "max").map_err(metric_err)?
                     }
                 };
-                if s.best.is_some() {
-                    *best_cell = Some(vs[si][chosen].0.clone());
-                }
                 let report = reports.swap_remove(chosen);
-                row.push(Cell {
-                    y: metric(&report, &exp.y)
-                        .map_err(metric_err)?
-                        .map(|v| v * exp.y_scale),
-                    columns: exp
-                        .columns
-                        .iter()
-                        .map(|c| metric(&report, c))
-                        .collect::<Result<_, _>>()
-                        .map_err(metric_err)?,
-                });
+                let columns: Vec<Option<f64>> = exp
+                    .columns
+                    .iter()
+                    .map(|c| metric(&report, c))
+                    .collect::<Result<_, _>>()
+                    .map_err(metric_err)?;
+                // The plotted rows this run fills: its own series, or every metric.
+                let rows = if exp.metrics.is_empty() {
+                    si..si + 1
+                } else {
+                    0..plotted.len()
+                };
+                for pi in rows {
+                    if s.best.is_some() {
+                        best[pi][xi] = Some(vs[si][chosen].0.clone());
+                    }
+                    cells[pi][xi] = Cell {
+                        y: metric(&report, &plotted[pi].1)
+                            .map_err(metric_err)?
+                            .map(|v| v * exp.y_scale),
+                        columns: columns.clone(),
+                    };
+                }
             }
-            cells.push(row);
         }
         if let Some(reference) = &exp.normalize {
-            let r = ss
+            let r = plotted
                 .iter()
-                .position(|s| &s.name == reference)
+                .position(|(name, _)| name == reference)
                 .expect("checked when the experiment was loaded");
             let base: Vec<Option<f64>> = cells[r].iter().map(|c| c.y).collect();
             for row in &mut cells {
@@ -601,13 +706,13 @@ pub fn reproduce_paper(
         }
         csv.push('\n');
         let fmt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-        for (si, (s, row)) in ss.iter().zip(&cells).enumerate() {
+        for (pi, ((label, _), row)) in plotted.iter().zip(&cells).enumerate() {
             for (xi, (x, cell)) in xs.iter().zip(row).enumerate() {
                 let _ = write!(
                     csv,
                     "{},{},{}",
                     csv_field(&x.name),
-                    csv_field(&s.name),
+                    csv_field(label),
                     fmt(cell.y)
                 );
                 for c in &cell.columns {
@@ -617,7 +722,7 @@ pub fn reproduce_paper(
                     let _ = write!(
                         csv,
                         ",{}",
-                        csv_field(best[si][xi].as_deref().unwrap_or_default())
+                        csv_field(best[pi][xi].as_deref().unwrap_or_default())
                     );
                 }
                 csv.push('\n');
@@ -632,18 +737,18 @@ pub fn reproduce_paper(
             x_label: exp.x_label.clone(),
             y_label: exp.y_label.clone(),
             categories: xs.iter().map(|p| p.name.clone()).collect(),
-            series: ss
+            series: plotted
                 .iter()
                 .zip(&y)
-                .map(|(s, v)| Series {
-                    name: s.name.clone(),
+                .map(|((name, _), v)| Series {
+                    name: name.clone(),
                     values: v.clone(),
                 })
                 .collect(),
-            kind: if exp.kind == "bar" {
-                Kind::Bar
-            } else {
-                Kind::Line
+            kind: match exp.kind.as_str() {
+                "bar" => Kind::Bar,
+                "stacked" => Kind::Stacked,
+                _ => Kind::Line,
             },
         };
         let svg = plot::svg(&chart);
@@ -666,7 +771,7 @@ pub fn reproduce_paper(
             name,
             exp,
             xs: xs.iter().map(|p| p.name.clone()).collect(),
-            series: ss.iter().map(|p| p.name.clone()).collect(),
+            series: plotted.into_iter().map(|(name, _)| name).collect(),
             y,
             best,
         });
@@ -678,6 +783,19 @@ pub fn reproduce_paper(
         why: e.to_string(),
     })?;
     Ok(produced)
+}
+
+/// For each job, the first job with the same configuration (itself if none before):
+/// the whole `Config`, so `best` variants that set different keys stay apart.
+fn first_of_same(jobs: &[Job]) -> Vec<usize> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    jobs.iter()
+        .enumerate()
+        .map(|(j, (_, _, _, _, cfg))| {
+            let key = serde_json::to_string(cfg).expect("a config serialises");
+            *seen.entry(key).or_insert(j)
+        })
+        .collect()
 }
 
 /// Index of the report with the lowest (or, with `max`, highest) `by` metric; reports
@@ -873,5 +991,57 @@ mod tests {
         assert!(e.contains("x point `a`"), "{e}");
         let v = series_variants(std::slice::from_ref(&p), &[]).unwrap();
         assert_eq!(v[0].len(), 1);
+    }
+    #[test]
+    fn metric_products_of_paths_and_numbers() {
+        let r = serde_json::json!({"n": {"reads": 3, "lat": 100.0}, "cost": 50, "z": null});
+        assert_eq!(metric(&r, "n.reads * n.lat").unwrap(), Some(300.0));
+        assert_eq!(metric(&r, "cost + n.reads * n.lat").unwrap(), Some(350.0));
+        assert_eq!(metric(&r, "2 * cost + 0.5*n.reads").unwrap(), Some(101.5));
+        assert_eq!(metric(&r, "cost * z").unwrap(), None);
+        assert!(metric(&r, "cost * n.x").unwrap_err().contains("no `n.x`"));
+        // Products and a ratio together: (3 * 100) / (2 * 50).
+        assert_eq!(metric(&r, "n.reads * n.lat / 2 * cost").unwrap(), Some(3.0));
+    }
+
+    fn exp(text: &str) -> Experiment {
+        let head = "title = \"t\"\nsource = \"s\"\nx_label = \"x\"\ny_label = \"y\"\n";
+        toml::from_str(&format!("{head}{text}")).unwrap()
+    }
+
+    #[test]
+    fn metrics_replace_series_and_y() {
+        let e = exp("kind = \"stacked\"\n[[metrics]]\nname = \"a\"\ny = \"p.a\"\n[[metrics]]\nname = \"b\"\ny = \"p.b\"\n");
+        let ss = e.series_points().unwrap();
+        assert_eq!(ss.len(), 1, "one run per x point");
+        let plotted = e.plotted(&ss);
+        assert_eq!(plotted[1], ("b".to_string(), "p.b".to_string()));
+        let both = exp("y = \"p.a\"\n[[metrics]]\nname = \"a\"\ny = \"p.a\"\n");
+        assert!(both.series_points().unwrap_err().contains("exclude"));
+        let with_series = exp(
+            "[[metrics]]\nname = \"a\"\ny = \"p.a\"\n[[series.points]]\nname = \"s\"\nset = { ftl = \"bast\" }\n",
+        );
+        assert!(with_series.series_points().unwrap_err().contains("exclude"));
+        assert!(exp("").series_points().unwrap_err().contains("`y`"));
+        let bad_kind = exp("y = \"p.a\"\nkind = \"pie\"\n");
+        assert!(bad_kind
+            .series_points()
+            .unwrap_err()
+            .contains("kind = `pie`"));
+    }
+
+    #[test]
+    fn same_configurations_share_a_run_but_best_variants_do_not() {
+        let cfg = |op: f64| crate::config::parse_str(&format!("op = {op:?}"), "test").unwrap();
+        let (a, b) = (cfg(7.0), cfg(25.0));
+        // Two variants of one series point (different op), and a second figure
+        // (experiment 1) whose plain point configures the same run as variant 1.
+        let jobs: Vec<Job> = vec![
+            (0, 0, 0, 0, a.clone()),
+            (0, 0, 0, 1, b.clone()),
+            (1, 0, 0, 0, b),
+            (1, 1, 0, 0, a),
+        ];
+        assert_eq!(first_of_same(&jobs), [0, 1, 1, 0]);
     }
 }

@@ -223,3 +223,75 @@ fn normalises_to_a_series() {
         "{e}"
     );
 }
+
+const BREAKDOWN: &str = r#"
+title = "programs of page mapping by cause"
+source = "test"
+kind = "stacked"
+x_label = "OP (%)"
+y_label = "pages programmed"
+[base]
+capacity = "8MiB"
+precondition = "fill"
+synthetic.count = 3000
+synthetic.read_ratio = 0.0
+[x]
+key = "op"
+values = [15, 50]
+[[metrics]]
+name = "host"
+y = "flash.by_cause.host.page_programs"
+[[metrics]]
+name = "GC copies"
+y = "flash.by_cause.gc.page_programs"
+[[metrics]]
+name = "GC time (ms)"
+y = "flash.by_cause.gc.page_programs * config.device.latencies_ns.program * 0.000001"
+"#;
+
+#[test]
+fn metrics_of_one_run_make_the_series() {
+    let root = std::env::temp_dir().join(format!("ftlab-repro-metrics-{}", std::process::id()));
+    let exps = root.join("experiments");
+    std::fs::create_dir_all(exps.join("demo")).unwrap();
+    std::fs::write(exps.join("demo/breakdown.toml"), BREAKDOWN).unwrap();
+    // A second figure with one of the same runs (OP 15%) and one more (OP 25%).
+    let shared = BREAKDOWN
+        .replace("values = [15, 50]", "values = [15, 25]")
+        .replace("kind = \"stacked\"", "y = \"host.pages_written\"")
+        .split("[[metrics]]")
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::write(exps.join("demo/shared.toml"), shared).unwrap();
+    let opts = Options {
+        experiments: exps,
+        out: root.join("out"),
+        quick: false,
+        jobs: 2,
+    };
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let produced = reproduce_paper("demo", &opts, &|_, total| {
+        runs.store(total, std::sync::atomic::Ordering::Relaxed)
+    })
+    .unwrap();
+    assert_eq!(
+        runs.into_inner(),
+        3,
+        "one run per x point, not per metric, and the run both figures share once"
+    );
+    assert_eq!(produced[1].y[0], [Some(6000.0), Some(6000.0)]);
+    let p = &produced[0];
+    assert_eq!(p.series, ["host", "GC copies", "GC time (ms)"]);
+    let (host, gc, gc_ms) = (&p.y[0], &p.y[1], &p.y[2]);
+    assert_eq!(host[0], host[1], "the same host writes at both OPs");
+    assert!(gc[0].unwrap() > gc[1].unwrap(), "less OP, more GC: {gc:?}");
+    // 3000 writes of 4 KiB on 2 KiB pages (the default SLC preset) program 6000 host
+    // pages; the product term scales GC copies by its program latency, 298.9 µs.
+    assert_eq!(host[0], Some(6000.0));
+    let ms = gc[0].unwrap() * 0.2989;
+    assert!((gc_ms[0].unwrap() - ms).abs() < 1e-6 * ms, "{gc_ms:?}");
+    let csv = std::fs::read_to_string(root.join("out/demo/breakdown.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
+    assert!(csv.contains("\n15,GC copies,"), "{csv}");
+}
