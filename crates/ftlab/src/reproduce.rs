@@ -829,6 +829,7 @@ fn csv_field(s: &str) -> String {
 fn cell_text(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
+        Some(0.0) => "0".into(),
         Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
         Some(v) if v.abs() >= 1.0 => format!("{v:.2}"),
         Some(v) => format!("{v:.4}"),
@@ -1043,5 +1044,13 @@ mod tests {
             (1, 1, 0, 0, a),
         ];
         assert_eq!(first_of_same(&jobs), [0, 1, 1, 0]);
+    }
+
+    #[test]
+    fn summary_cells_round_by_size_and_show_zero_as_0() {
+        assert_eq!(cell_text(Some(0.0)), "0", "a count of 0 is not 0.0000");
+        assert_eq!(cell_text(Some(0.25)), "0.2500");
+        assert_eq!(cell_text(Some(3288.0)), "3288");
+        assert_eq!(cell_text(None), "-");
     }
 }
