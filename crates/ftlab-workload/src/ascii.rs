@@ -115,17 +115,14 @@ impl<R: BufRead> Iterator for AsciiReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            match self.lines.advance() {
-                Ok(false) => return None,
-                Ok(true) => {}
-                Err(e) => return Some(Err(e)),
-            }
-            let t = self.lines.line().trim_ascii();
-            if t.is_empty() || t[0] == b'#' {
-                continue;
-            }
-            return Some(self.parse());
+        let skip = |l: &[u8]| {
+            let t = l.trim_ascii();
+            t.is_empty() || t[0] == b'#'
+        };
+        match self.lines.advance_past(skip) {
+            Ok(true) => Some(self.parse()),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }

@@ -95,16 +95,10 @@ impl<R: BufRead> Iterator for MsrReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            match self.lines.advance() {
-                Ok(false) => return None,
-                Ok(true) => {}
-                Err(e) => return Some(Err(e)),
-            }
-            if self.lines.line().trim_ascii().is_empty() {
-                continue;
-            }
-            return Some(self.parse());
+        match self.lines.advance_past(|l| l.trim_ascii().is_empty()) {
+            Ok(true) => Some(self.parse()),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }

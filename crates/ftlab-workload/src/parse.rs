@@ -51,6 +51,17 @@ impl<R: BufRead> Lines<R> {
             }
         }
     }
+
+    /// Moves to the next line that `skip` does not pass over (blank lines, comments);
+    /// same results as [`Lines::advance`].
+    pub fn advance_past(&mut self, skip: impl Fn(&[u8]) -> bool) -> Result<bool, TraceError> {
+        while self.advance()? {
+            if !skip(self.line()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
 }
 
 impl<R> Lines<R> {
