@@ -65,7 +65,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "gc_threshold",
         default: "auto",
-        help: "GC runs while fewer blocks are free; auto = 3 (tpm.txt Table I), 2 on tight devices",
+        help: "GC runs while fewer blocks are free; auto = 3, the least accepted (tpm.txt Table I)",
     },
 ];
 
@@ -206,7 +206,10 @@ impl Dftl {
             let room = self
                 .active
                 .map_or(0, |a| self.s.geo.pages_per_block - flash.write_ptr(a));
-            let victim = self.s.pick_victim(flash, |_| room, self.s.lay.tpages);
+            let lpn_slot = &self.lpn_slot;
+            let victim = self
+                .s
+                .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE);
             match self.s.kind[victim.idx()] {
                 Kind::Trans => self.s.collect_trans_block(flash, victim),
                 _ => self.collect_data_block(flash, victim),
@@ -495,7 +498,7 @@ mod tests {
     /// CMT, then rewriting LPN 3: block 0 holds valid LPNs 0, 1, 2, whose entries are on
     /// flash in translation pages 0, 0 and 1 (two entries per page).
     fn gc_scenario() -> (Dftl, Flash) {
-        let geo = geometry(2048, 4, 32, 100.0);
+        let geo = geometry(2048, 4, 32, 125.0);
         let mut f = dftl(&geo, &[("entries_per_page", "2"), ("cmt_bytes", "8")]);
         let mut flash = Flash::new(&geo);
         for l in 0..4 {
@@ -614,7 +617,7 @@ mod tests {
     /// Recovery under churn with GC, at several points, with a one-entry CMT.
     #[test]
     fn recovery_after_churn_keeps_every_page_and_gc_working() {
-        let geo = geometry(2048, 4, 64, 50.0);
+        let geo = geometry(2048, 4, 64, 75.0);
         let given = [("entries_per_page", "4"), ("cmt_bytes", "8")];
         let mut f = dftl(&geo, &given);
         let mut flash = Flash::new(&geo);

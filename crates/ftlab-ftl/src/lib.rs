@@ -140,16 +140,37 @@ mod testutil {
         ops: u32,
         seed: u64,
     ) {
+        full_churn_hot(ftl, flash, lpns, ops, seed, false);
+    }
+
+    /// [`full_churn`], with `hot` sending 90% of the overwrites to the first tenth of
+    /// the pages.
+    pub fn full_churn_hot(
+        ftl: &mut dyn ftlab_core::ftl::Ftl,
+        flash: &mut ftlab_core::flash::Flash,
+        lpns: u32,
+        ops: u32,
+        seed: u64,
+        hot: bool,
+    ) {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as u32
+        };
         let mut version = vec![1u32; lpns as usize];
         for l in 0..lpns {
             ftl.write(flash, &[tag(l, 1)]);
         }
+        let hot_n = (lpns / 10).max(1);
         for _ in 0..ops {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let l = (x % lpns as u64) as u32;
+            let l = if hot && next(10) < 9 {
+                next(hot_n)
+            } else {
+                next(lpns)
+            };
             version[l as usize] += 1;
             ftl.write(flash, &[tag(l, version[l as usize])]);
         }

@@ -81,7 +81,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "gc_threshold",
         default: "auto",
-        help: "GC runs while fewer blocks are free; auto = 3 (tpm.txt Table I), 2 on tight devices",
+        help: "GC runs while fewer blocks are free; auto = 3, the least accepted (tpm.txt Table I)",
     },
     OptionSpec {
         name: "write_pointers",
@@ -284,7 +284,8 @@ impl Tpm {
         let mut rounds = 0u64;
         while self.s.below_threshold() {
             let ppb = self.s.geo.pages_per_block;
-            let (wp, owner) = (&self.wp, &self.owner);
+            let (wp, owner, gtd_slot) = (&self.wp, &self.owner, &self.gtd_slot);
+            let epp = self.s.lay.epp;
             let victim = self.s.pick_victim(
                 flash,
                 |b| {
@@ -295,7 +296,7 @@ impl Tpm {
                         ppb - flash.write_ptr(Pbn(open))
                     }
                 },
-                self.per_wp,
+                |l| gtd_slot[(l.0 / epp) as usize] != NONE,
             );
             match self.s.kind[victim.idx()] {
                 Kind::Trans => self.s.collect_trans_block(flash, victim),
@@ -841,7 +842,7 @@ mod tests {
     /// CMT, as before the power loss, and nothing is written.
     #[test]
     fn regression_recovery_writes_no_page_only_the_cmt_held() {
-        let geo = geometry(2048, 16, 512, 10.0);
+        let geo = geometry(2048, 16, 512, 15.0);
         let mut f = tpm(&geo, &[]);
         let mut flash = Flash::new(&geo);
         crate::testutil::full_churn(&mut f, &mut flash, 512, 3_000, 3);
