@@ -980,7 +980,7 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{churn, geometry, opts};
+    use crate::testutil::{churn, geometry, opts, Overwrites};
 
     /// `gc_threshold` below 3 is refused citing tpm.txt Table I; a geometry too tight for
     /// the threshold is refused with an `--op` that both schemes then accept.
@@ -1081,9 +1081,10 @@ mod tests {
     }
 
     /// With gc_threshold 3 (what `auto` picks when the device has a block to spare for
-    /// it), GC survives a device kept 100% full by uniform random overwrites, even with
-    /// many translation pages and a one-entry cache, at the least over-provisioning the
-    /// rule accepts.
+    /// it), GC survives a device kept 100% full by overwrites (uniform, hot, strided over
+    /// translation pages, spread over blocks, multi-page runs), even with many
+    /// translation pages and a one-entry cache, at the least over-provisioning the rule
+    /// accepts. (With a threshold of 2 the same harness stalls; see `gc_stress_sweep`.)
     #[test]
     fn full_device_random_overwrites_with_threshold_3() {
         for (scheme, epp) in [("dftl", "16"), ("tpm", "16"), ("tpm", "64")] {
@@ -1112,22 +1113,44 @@ mod tests {
                 .map(|i| geometry(2048, 16, 1024, i as f64 * 0.5))
                 .find(|g| build(g).is_some())
                 .unwrap();
-            for seed in 1..3 {
+            let e: u32 = epp.parse().unwrap();
+            let patterns = [
+                Overwrites::Uniform,
+                Overwrites::Hot,
+                Overwrites::Strided(e),
+                Overwrites::Strided(16),
+                Overwrites::Runs(16),
+            ];
+            for (seed, how) in (1..3).flat_map(|s| patterns.map(|p| (s, p))) {
                 let mut f = build(&geo).unwrap();
                 let mut flash = Flash::new(&geo);
-                crate::testutil::full_churn(f.as_mut(), &mut flash, 1024, 20_000, seed);
+                let ops = if matches!(how, Overwrites::Uniform) {
+                    20_000
+                } else {
+                    8_000
+                };
+                crate::testutil::full_churn_with(f.as_mut(), &mut flash, 1024, ops, seed, how);
             }
         }
     }
 
     /// Stress sweep of GC progress (run by hand, in release: `cargo test -p ftlab-ftl
     /// --release -- --ignored gc_stress_sweep --nocapture`): DFTL and TPM on devices
-    /// kept 100% full by random overwrites (uniform, or 90% to a hot tenth) at the least
-    /// over-provisioning each `gc_threshold` accepts, over block sizes, translation page
-    /// sizes and cache sizes. Prints every stalled run and a summary; fails if any run
-    /// panicked. `FTLAB_STRESS_SEEDS` sets the seeds per configuration (default 3),
-    /// `FTLAB_STRESS_THETAS` the thresholds (default `auto`, which is 3), `FTLAB_STRESS_OPS`
-    /// the overwrites per logical page (default 20), `FTLAB_STRESS_PPB` one block size.
+    /// kept 100% full by overwrites at the least over-provisioning each `gc_threshold`
+    /// accepts, over block sizes, translation page sizes and cache sizes. Overwrites
+    /// (`FTLAB_STRESS_PATTERNS`, default all): `uniform` random pages, `hot` (90% to a
+    /// tenth), `strided` (stretches of writes to one entry offset of random translation
+    /// pages, so victims span as many translation pages as they can), `spread` (the same
+    /// with a block's pages as the stride: after the sequential fill, one page of each
+    /// block in turn, so invalid pages spread thin over all blocks), `runs` (1 to a
+    /// block's pages at random offsets) and `fullest` (an adversary that reads the
+    /// flash and overwrites a page of the fullest block, so every GC victim is as full
+    /// as it can be). Prints every stalled run and a summary; fails
+    /// if any run panicked. `FTLAB_STRESS_SEEDS` sets the seeds per configuration
+    /// (default 3), `FTLAB_STRESS_THETAS` the thresholds (default `auto`, which is 3),
+    /// `FTLAB_STRESS_OPS` the overwrites per logical page (default 20),
+    /// `FTLAB_STRESS_PPB` the block sizes (default `2,4,8,16,64`), `FTLAB_STRESS_SLACK`
+    /// over-provisioning percent added to the least accepted (default 0).
     #[test]
     #[ignore]
     fn gc_stress_sweep() {
@@ -1139,19 +1162,32 @@ mod tests {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(20);
-        let only_ppb: Option<u32> = std::env::var("FTLAB_STRESS_PPB")
+        let list = |key: &str, default: &str| -> Vec<String> {
+            std::env::var(key)
+                .unwrap_or_else(|_| default.into())
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .collect()
+        };
+        let ppbs: Vec<u32> = list("FTLAB_STRESS_PPB", "2,4,8,16,64")
+            .iter()
+            .map(|s| s.parse().expect("FTLAB_STRESS_PPB: whole numbers"))
+            .collect();
+        let patterns = list(
+            "FTLAB_STRESS_PATTERNS",
+            "uniform,hot,strided,spread,runs,fullest",
+        );
+        let slack: f64 = std::env::var("FTLAB_STRESS_SLACK")
             .ok()
-            .and_then(|s| s.parse().ok());
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0);
         let thetas = std::env::var("FTLAB_STRESS_THETAS").unwrap_or_else(|_| "auto".into());
         std::panic::set_hook(Box::new(|_| {}));
         let mut runs = 0u32;
         let mut failed = Vec::new();
         for theta in thetas.split(',') {
             for scheme in ["dftl", "tpm"] {
-                for ppb in [2u32, 4, 8, 16, 64] {
-                    if only_ppb.is_some_and(|p| p != ppb) {
-                        continue;
-                    }
+                for &ppb in &ppbs {
                     for blocks in [16u32, 64, 256] {
                         let lpns = ppb * blocks;
                         for epp in [1u32, 4, 16, 64, 512] {
@@ -1181,31 +1217,38 @@ mod tests {
                                                 .map(|f| Box::new(f) as _),
                                         }
                                     };
-                                let Some((op, geo)) = (0..2000)
-                                    .map(|i| {
-                                        (
-                                            i as f64 * 0.5,
-                                            geometry(2048, ppb, lpns as u64, i as f64 * 0.5),
-                                        )
-                                    })
-                                    .find(|(_, g)| build(g).is_some())
-                                else {
+                                let Some(least) = (0..2000).map(|i| i as f64 * 0.5).find(|&op| {
+                                    build(&geometry(2048, ppb, lpns as u64, op)).is_some()
+                                }) else {
                                     continue;
                                 };
+                                let op = least + slack;
+                                let geo = geometry(2048, ppb, lpns as u64, op);
                                 for seed in 1..=seeds {
-                                    for hot in [false, true] {
+                                    for pattern in &patterns {
+                                        let how = match pattern.as_str() {
+                                            "uniform" => Overwrites::Uniform,
+                                            "hot" => Overwrites::Hot,
+                                            "strided" => Overwrites::Strided(epp),
+                                            "spread" => Overwrites::Strided(ppb),
+                                            "runs" => Overwrites::Runs(ppb),
+                                            "fullest" => Overwrites::Fullest,
+                                            other => {
+                                                panic!("FTLAB_STRESS_PATTERNS: unknown {other}")
+                                            }
+                                        };
                                         runs += 1;
                                         let r = std::panic::catch_unwind(
                                             std::panic::AssertUnwindSafe(|| {
                                                 let mut f = build(&geo).unwrap();
                                                 let mut flash = Flash::new(&geo);
-                                                crate::testutil::full_churn_hot(
+                                                crate::testutil::full_churn_with(
                                                     f.as_mut(),
                                                     &mut flash,
                                                     lpns,
                                                     ops * lpns,
                                                     seed,
-                                                    hot,
+                                                    how,
                                                 );
                                             }),
                                         );
@@ -1219,7 +1262,7 @@ mod tests {
                                                 .unwrap_or_default();
                                             let line = format!(
                                                 "FAIL theta {theta} {scheme} ppb {ppb} lpns {lpns} epp {epp} \
-                                                 cmt x{cmt_pages} op {} blocks {} seed {seed} hot {hot}: {msg}",
+                                                 cmt x{cmt_pages} op {} blocks {} seed {seed} {pattern}: {msg}",
                                                 op, geo.blocks
                                             );
                                             println!("{line}");

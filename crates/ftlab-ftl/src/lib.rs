@@ -80,6 +80,17 @@ mod testutil {
         fresh
     }
 
+    /// A seeded xorshift generator: `next(n)` is a number below `n`.
+    pub fn xorshift(seed: u64) -> impl FnMut(u32) -> u32 {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as u32
+        }
+    }
+
     /// Drives `ftl` with `ops` seeded random operations over `lpns` logical pages (70%
     /// writes, half of them to the first eighth of the space; 20% checked reads; 10%
     /// trims), then reads every page back and checks it.
@@ -90,13 +101,7 @@ mod testutil {
         ops: u32,
         seed: u64,
     ) {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = move |n: u32| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as u32
-        };
+        let mut next = xorshift(seed);
         let mut version = vec![0u32; lpns as usize];
         let mut live = vec![false; lpns as usize];
         for _ in 0..ops {
@@ -143,6 +148,26 @@ mod testutil {
         full_churn_hot(ftl, flash, lpns, ops, seed, false);
     }
 
+    /// Where [`full_churn_with`] sends its overwrites.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Overwrites {
+        /// Uniformly random pages.
+        Uniform,
+        /// 90% to the first tenth of the pages.
+        Hot,
+        /// Page `k * stride` for a random `k` (with `stride` the translation page's
+        /// entries, every write lands in another translation page, so GC victims hold
+        /// pages of as many translation pages as possible).
+        Strided(u32),
+        /// Runs of 1 to `max` consecutive pages at random offsets, one request each.
+        Runs(u32),
+        /// An adversary that reads the flash: a valid page of the full block holding
+        /// the most valid pages (ties: the first from a random start), so invalid pages
+        /// spread as evenly as they can over the blocks and every GC victim is as full
+        /// as it can be.
+        Fullest,
+    }
+
     /// [`full_churn`], with `hot` sending 90% of the overwrites to the first tenth of
     /// the pages.
     pub fn full_churn_hot(
@@ -153,26 +178,94 @@ mod testutil {
         seed: u64,
         hot: bool,
     ) {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = move |n: u32| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as u32
+        let how = if hot {
+            Overwrites::Hot
+        } else {
+            Overwrites::Uniform
         };
+        full_churn_with(ftl, flash, lpns, ops, seed, how);
+    }
+
+    /// A logical page (below `lpns`) whose valid copy lies in the full block with the
+    /// most valid data pages, scanning blocks from `start` (mod the block count); a
+    /// random page if no full block holds one.
+    fn fullest_block_page(flash: &ftlab_core::flash::Flash, lpns: u32, start: u32) -> u32 {
+        let g = flash.geometry();
+        let mut best: Option<(u32, ftlab_core::Pbn)> = None;
+        for i in 0..g.blocks {
+            let b = ftlab_core::Pbn((start % g.blocks + i) % g.blocks);
+            let v = flash.valid_count(b);
+            if !flash.is_full(b) || v == 0 || best.is_some_and(|(bv, _)| bv >= v) {
+                continue;
+            }
+            let first = g.ppn(b, 0);
+            if flash.peek_tag(first).is_some_and(|t| t.lpn.0 < lpns) {
+                best = Some((v, b));
+            }
+        }
+        let Some((_, b)) = best else {
+            return start % lpns;
+        };
+        (0..g.pages_per_block)
+            .map(|off| g.ppn(b, (off + start) % g.pages_per_block))
+            .find(|&p| flash.is_valid(p))
+            .and_then(|p| flash.peek_tag(p))
+            .map_or(start % lpns, |t| t.lpn.0)
+    }
+
+    /// Writes every one of `lpns` pages once, then `ops` overwrite requests placed as
+    /// `how` says (the device stays 100% full of valid data), then checks and reads
+    /// everything back.
+    pub fn full_churn_with(
+        ftl: &mut dyn ftlab_core::ftl::Ftl,
+        flash: &mut ftlab_core::flash::Flash,
+        lpns: u32,
+        ops: u32,
+        seed: u64,
+        how: Overwrites,
+    ) {
+        let mut next = xorshift(seed);
         let mut version = vec![1u32; lpns as usize];
         for l in 0..lpns {
             ftl.write(flash, &[tag(l, 1)]);
         }
         let hot_n = (lpns / 10).max(1);
+        let ppb = flash.geometry().pages_per_block;
+        let mut run = Vec::new();
+        let mut phase = (0u32, 0u32); // (writes left, offset) of `Strided`
         for _ in 0..ops {
-            let l = if hot && next(10) < 9 {
-                next(hot_n)
-            } else {
-                next(lpns)
+            let (first, n) = match how {
+                Overwrites::Uniform => (next(lpns), 1),
+                Overwrites::Hot if next(10) < 9 => (next(hot_n), 1),
+                Overwrites::Hot => (next(lpns), 1),
+                Overwrites::Strided(stride) => {
+                    // A stretch of writes at one offset of random translation pages.
+                    let stride = stride.clamp(1, lpns);
+                    let pages = lpns.div_ceil(stride);
+                    if phase.0 == 0 {
+                        phase = (pages, next(stride));
+                    }
+                    phase.0 -= 1;
+                    ((next(pages) * stride + phase.1) % lpns, 1)
+                }
+                Overwrites::Runs(max) => {
+                    let n = 1 + next(max.clamp(1, lpns));
+                    (next(lpns - n + 1), n)
+                }
+                Overwrites::Fullest => (fullest_block_page(flash, lpns, next(u32::MAX)), 1),
             };
-            version[l as usize] += 1;
-            ftl.write(flash, &[tag(l, version[l as usize])]);
+            // One write per logical block the pages touch (the `Ftl::write` contract).
+            let mut l = first;
+            while l < first + n {
+                let end = (first + n).min((l / ppb + 1) * ppb);
+                run.clear();
+                for p in l..end {
+                    version[p as usize] += 1;
+                    run.push(tag(p, version[p as usize]));
+                }
+                ftl.write(flash, &run);
+                l = end;
+            }
         }
         ftl.check(flash).unwrap();
         for l in 0..lpns {
