@@ -4,8 +4,8 @@
 //! allocated up front).
 //!
 //! A pass over a trace is `reader -> select devices -> sort window -> time window ->
-//! cap gaps -> scale time -> lay devices side by side -> shift -> limit -> skip bad`
-//! ([`per_pass`]); [`Replay`] chains passes (warm-up passes first) with continuous time;
+//! cap gaps -> scale time -> lay devices side by side -> shift -> limit -> skip bad ->
+//! flush every` ([`per_pass`]); [`Replay`] chains passes (warm-up passes first) with continuous time;
 //! a fold ([`FoldModulo`] or [`FoldCompact`]) then brings addresses into the capacity.
 //!
 //! Choices (each settles something the sources leave open):
@@ -26,6 +26,12 @@
 //!   older than one already emitted (disorder wider than the window) gets the time of the
 //!   last one emitted and is counted in [`Counters::late_records`].
 //! - The limit counts good records per pass; errors pass through it.
+//! - Periodic flush-cache commands (co-op-buffer-ftl.txt §6.5: "a flush cache command
+//!   ... can be periodically issued by the host or by itself", measured at "flush
+//!   command intervals from 10 to 640 requests"): a flush request follows every `n`th
+//!   request of a pass, at that request's arrival time. Reads, writes and trims count
+//!   as requests; flushes already in the trace pass through and neither count nor
+//!   restart the count; the count starts anew with each pass.
 //! - Skipping bad records counts them in the first pass only, so the count is the trace's
 //!   (a replayed trace does not multiply it); unreadable inputs are never skipped.
 //! - Replay: pass `k + 1` starts at the latest arrival of passes `0..=k`, so time never
@@ -37,7 +43,7 @@
 //!   run of contiguous blocks. The map is shared by all passes.
 
 use crate::{Record, RecordStream, TraceError};
-use ftlab_core::request::Request;
+use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
 use std::cell::Cell;
 use std::cmp::Reverse;
@@ -96,6 +102,8 @@ pub struct TransformSpec {
     pub sort_window: usize,
     /// Skip and count bad records instead of stopping.
     pub skip_bad: bool,
+    /// A flush-cache request after every `n` requests (co-op-buffer-ftl.txt §6.5).
+    pub flush_every: Option<u64>,
 }
 
 impl Default for TransformSpec {
@@ -110,6 +118,7 @@ impl Default for TransformSpec {
             limit: None,
             sort_window: 0,
             skip_bad: false,
+            flush_every: None,
         }
     }
 }
@@ -131,6 +140,9 @@ impl TransformSpec {
                     s.0 as f64 / 1e9
                 ));
             }
+        }
+        if self.flush_every == Some(0) {
+            return Err("flush_every = 0: must be at least 1 request".into());
         }
         if self.sort_window > 1 << 24 {
             return Err(format!(
@@ -180,6 +192,9 @@ pub fn per_pass(
     }
     if spec.skip_bad {
         s = Box::new(SkipBad::new(s, first_pass.then(|| counters.clone())));
+    }
+    if let Some(n) = spec.flush_every {
+        s = Box::new(FlushEvery::new(s, n));
     }
     if first_pass {
         let c = counters.clone();
@@ -486,6 +501,53 @@ impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for Limit<I> {
             self.left -= 1;
         }
         Some(item)
+    }
+}
+
+/// Inserts a flush-cache request after every `n` requests (see the module docs).
+pub struct FlushEvery<I> {
+    inner: I,
+    every: u64,
+    since: u64,
+    pending: Option<Record>,
+}
+
+impl<I> FlushEvery<I> {
+    /// A flush after every `n` requests (`n` at least 1).
+    pub fn new(inner: I, n: u64) -> Self {
+        assert!(n > 0, "flush interval of 0 requests");
+        FlushEvery {
+            inner,
+            every: n,
+            since: 0,
+            pending: None,
+        }
+    }
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for FlushEvery<I> {
+    type Item = Result<Record, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(f) = self.pending.take() {
+            return Some(Ok(f));
+        }
+        let r = match self.inner.next()? {
+            Ok(r) => r,
+            e => return Some(e),
+        };
+        if r.req.op != Op::Flush {
+            self.since += 1;
+            if self.since == self.every {
+                self.since = 0;
+                let mut f = r;
+                f.req.op = Op::Flush;
+                f.req.offset = 0;
+                f.req.len = 0;
+                self.pending = Some(f);
+            }
+        }
+        Some(Ok(r))
     }
 }
 
@@ -806,7 +868,6 @@ impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for FoldCompact<I>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ftlab_core::request::Op;
 
     fn rec(t: u64, dev: u32, off: u64, len: u64) -> Record {
         Record {
@@ -832,6 +893,58 @@ mod tests {
 
     fn times(v: &[Record]) -> Vec<u64> {
         v.iter().map(|r| r.req.arrival.0).collect()
+    }
+
+    #[test]
+    fn flush_every_follows_every_nth_request() {
+        let mut v: Vec<Record> = (0..7).map(|t| rec(t, 0, t * 4096, 4096)).collect();
+        v[2].req.op = Op::Read;
+        v[3].req.op = Op::Flush; // a trace's own flush: passes, does not count
+        let out = ok(FlushEvery::new(stream(v.clone()), 2));
+        let ops: Vec<(u64, Op)> = out.iter().map(|r| (r.req.arrival.0, r.req.op)).collect();
+        use Op::*;
+        assert_eq!(
+            ops,
+            vec![
+                (0, Write),
+                (1, Write),
+                (1, Flush),
+                (2, Read),
+                (3, Flush),
+                (4, Write),
+                (4, Flush),
+                (5, Write),
+                (6, Write),
+                (6, Flush),
+            ]
+        );
+        let flush = &out[2];
+        assert_eq!((flush.req.offset, flush.req.len, flush.line), (0, 0, 2));
+        // Every request: a flush after each; errors pass through uncounted.
+        let mut items: Vec<Result<Record, TraceError>> = v[..2].iter().cloned().map(Ok).collect();
+        items.insert(
+            1,
+            Err(TraceError {
+                file: "t".into(),
+                line: 9,
+                field: "op",
+                why: "bad".into(),
+            }),
+        );
+        let out: Vec<_> = FlushEvery::new(items.into_iter(), 1).collect();
+        let kinds: Vec<Option<Op>> = out
+            .iter()
+            .map(|r| r.as_ref().ok().map(|r| r.req.op))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![Some(Write), Some(Flush), None, Some(Write), Some(Flush)]
+        );
+        let spec = TransformSpec {
+            flush_every: Some(0),
+            ..TransformSpec::default()
+        };
+        assert!(spec.validate().unwrap_err().contains("flush_every"));
     }
 
     #[test]

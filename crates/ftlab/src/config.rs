@@ -121,6 +121,10 @@ pub struct Config {
     /// Skip bad trace records (counted in the report as `workload.skipped_records`)
     /// instead of stopping at the first one.
     pub skip_bad: bool,
+    /// A flush-cache request after every N requests of each pass (co-op-buffer-ftl.txt
+    /// §6.5: "flush command intervals from 10 to 640 requests"); none: only the
+    /// workload's own flushes.
+    pub flush_every: Option<u64>,
     /// Column mapping of the generic `csv` trace format.
     pub csv: CsvSpec,
     /// Settings of the `blkparse` trace format.
@@ -175,6 +179,7 @@ impl Default for Config {
             limit: None,
             sort_window: 0,
             skip_bad: false,
+            flush_every: None,
             csv: CsvSpec::default(),
             blkparse: BlkparseSpec::default(),
             synthetic: SyntheticConfig::default(),

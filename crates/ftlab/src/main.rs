@@ -135,6 +135,10 @@ struct WorkloadArgs {
     /// Skip bad records and count them (workload.skipped_records) instead of stopping
     #[arg(long)]
     skip_bad: bool,
+    /// Issue a flush-cache command after every N requests of each pass, as a host that
+    /// bounds what a power loss can take does (co-op-buffer-ftl.txt §6.5)
+    #[arg(long, value_name = "N")]
+    flush_every: Option<u64>,
     /// Generic csv format: columns (from 0) as time=N,offset=N,size=N,op=N[,device=N]
     #[arg(long, value_name = "MAP")]
     columns: Option<String>,
@@ -230,6 +234,7 @@ impl WorkloadArgs {
         int("shift_sectors", self.shift_sectors);
         int("limit", self.limit.map(|v| v as i64));
         int("sort_window", self.sort_window.map(i64::from));
+        int("flush_every", self.flush_every.map(|v| v as i64));
         let mut float = |k, v: Option<f64>| {
             if let Some(v) = v {
                 f.push((k, Float(v)));

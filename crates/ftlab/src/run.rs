@@ -326,6 +326,7 @@ pub fn transform_spec(cfg: &Config) -> Result<TransformSpec, RunError> {
         limit: cfg.limit,
         sort_window: cfg.sort_window as usize,
         skip_bad: cfg.skip_bad,
+        flush_every: cfg.flush_every,
     };
     spec.validate().map_err(|e| setting("transforms", e))?;
     Ok(spec)

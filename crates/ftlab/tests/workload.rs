@@ -237,3 +237,42 @@ fn generated_workloads_round_trip_through_every_format() {
         }
     }
 }
+
+/// `flush_every` (co-op-buffer-ftl.txt §6.5) issues a flush-cache command after every
+/// N requests of each pass; a buffer then hands everything it holds to the FTL, so
+/// frequent flushes cost write hits and raise the FTL's writes, and the oracle still
+/// passes.
+#[test]
+fn flush_every_issues_periodic_flushes() {
+    let buffered = [
+        "buffer=\"blru\"",
+        "buffer_options.size=\"1MiB\"",
+        "replay=2",
+    ];
+    let plain = run::run(&spc_config(&buffered), &mut |_| {}).unwrap();
+    let mut sets = buffered.to_vec();
+    sets.push("flush_every=10");
+    let every10 = run::run(&spc_config(&sets), &mut |_| {}).unwrap();
+    assert!(plain.failure.is_none() && every10.failure.is_none());
+    let (p, f) = (&plain.report, &every10.report);
+    assert_eq!(p.host.flush_requests, 0);
+    assert_eq!(
+        f.host.flush_requests,
+        2 * 10_000 / 10,
+        "per pass, counted anew"
+    );
+    assert_eq!(f.host.requests, 20_000 + 2_000);
+    assert_eq!(f.host.pages_written, p.host.pages_written);
+    let (pb, fb) = (&p.buffer, &f.buffer);
+    assert!(
+        fb.write_hits < pb.write_hits,
+        "{} vs {}",
+        fb.write_hits,
+        pb.write_hits
+    );
+    assert!(fb.pages_flushed > pb.pages_flushed);
+    let mut bad = buffered.to_vec();
+    bad.push("flush_every=0");
+    let e = run::run(&spc_config(&bad), &mut |_| {}).err().unwrap();
+    assert!(e.to_string().contains("flush_every"), "{e}");
+}
