@@ -1149,7 +1149,8 @@ mod tests {
     /// if any run panicked. `FTLAB_STRESS_SEEDS` sets the seeds per configuration
     /// (default 3), `FTLAB_STRESS_THETAS` the thresholds (default `auto`, which is 3),
     /// `FTLAB_STRESS_OPS` the overwrites per logical page (default 20),
-    /// `FTLAB_STRESS_PPB` the block sizes (default `2,4,8,16,64`), `FTLAB_STRESS_SLACK`
+    /// `FTLAB_STRESS_PPB` the block sizes (default `2,4,8,16,64`), `FTLAB_STRESS_BLOCKS`
+    /// the logical blocks (default `16,64,256`), `FTLAB_STRESS_SLACK`
     /// over-provisioning percent added to the least accepted (default 0).
     #[test]
     #[ignore]
@@ -1173,6 +1174,10 @@ mod tests {
             .iter()
             .map(|s| s.parse().expect("FTLAB_STRESS_PPB: whole numbers"))
             .collect();
+        let block_counts: Vec<u32> = list("FTLAB_STRESS_BLOCKS", "16,64,256")
+            .iter()
+            .map(|s| s.parse().expect("FTLAB_STRESS_BLOCKS: whole numbers"))
+            .collect();
         let patterns = list(
             "FTLAB_STRESS_PATTERNS",
             "uniform,hot,strided,spread,runs,fullest",
@@ -1188,7 +1193,7 @@ mod tests {
         for theta in thetas.split(',') {
             for scheme in ["dftl", "tpm"] {
                 for &ppb in &ppbs {
-                    for blocks in [16u32, 64, 256] {
+                    for &blocks in &block_counts {
                         let lpns = ppb * blocks;
                         for epp in [1u32, 4, 16, 64, 512] {
                             if epp > lpns {

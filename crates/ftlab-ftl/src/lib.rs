@@ -272,7 +272,10 @@ mod testutil {
             }
         }
         // Regression: the log grew by every operation of a run (24 GB in a long sweep).
-        assert!(flash.log_capacity() <= 1 << 16, "the operation log is drained");
+        assert!(
+            flash.log_capacity() <= 1 << 16,
+            "the operation log is drained"
+        );
         ftl.check(flash).unwrap();
         for l in 0..lpns {
             assert_eq!(
