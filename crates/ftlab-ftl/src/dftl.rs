@@ -200,7 +200,7 @@ impl Dftl {
 
     /// GC until the pool holds `gc_threshold` blocks.
     fn collect(&mut self, flash: &mut Flash) {
-        let limit = 4 * self.s.geo.blocks as u64 + 16;
+        let limit = demand::gc_round_limit(&self.s.geo);
         let mut rounds = 0u64;
         while self.s.below_threshold() {
             let room = self
@@ -217,7 +217,7 @@ impl Dftl {
             rounds += 1;
             assert!(
                 rounds <= limit,
-                "dftl: GC made no progress in {limit} rounds"
+                "dftl: GC ran {limit} rounds without restoring the free pool (an endless loop)"
             );
         }
     }

@@ -280,7 +280,7 @@ impl Tpm {
 
     /// GC until the pool holds `gc_threshold` blocks.
     fn collect(&mut self, flash: &mut Flash) {
-        let limit = 4 * self.s.geo.blocks as u64 + 16;
+        let limit = demand::gc_round_limit(&self.s.geo);
         let mut rounds = 0u64;
         while self.s.below_threshold() {
             let ppb = self.s.geo.pages_per_block;
@@ -305,7 +305,7 @@ impl Tpm {
             rounds += 1;
             assert!(
                 rounds <= limit,
-                "tpm: GC made no progress in {limit} rounds"
+                "tpm: GC ran {limit} rounds without restoring the free pool (an endless loop)"
             );
         }
     }
