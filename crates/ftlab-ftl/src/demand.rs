@@ -353,7 +353,7 @@ pub(crate) fn gc_threshold(
 /// block (487 rounds, 128-page blocks, 85 blocks; 12 rounds per page of a block with
 /// 16-page blocks); an earlier limit of 4 rounds per block + 16 fired there on valid
 /// input.
-pub(crate) fn gc_round_limit(geo: &Geometry) -> u64 {
+fn gc_round_limit(geo: &Geometry) -> u64 {
     geo.physical_pages() as u64 + 16
 }
 
@@ -498,6 +498,18 @@ impl Space {
     #[inline]
     pub(crate) fn below_threshold(&self) -> bool {
         (self.free.len() as u32) < self.gc_threshold
+    }
+
+    /// The endless-loop watchdog of a GC invocation: call after its `rounds`th round.
+    /// Panics past [`gc_round_limit`] (a broken invariant).
+    #[inline]
+    pub(crate) fn gc_round_done(&self, rounds: u64) {
+        let limit = gc_round_limit(&self.geo);
+        assert!(
+            rounds <= limit,
+            "{}: GC ran {limit} rounds without restoring the free pool (an endless loop)",
+            self.scheme
+        );
     }
 
     /// Takes the next free block for `kind`.
@@ -1050,6 +1062,20 @@ mod tests {
         }
     }
 
+    /// `scheme` (`dftl` or `tpm`) on `geo` with options `o`, if it accepts the geometry.
+    fn demand_ftl(
+        scheme: &str,
+        o: &SchemeOptions,
+        geo: &Geometry,
+    ) -> Option<Box<dyn ftlab_core::ftl::Ftl>> {
+        match scheme {
+            "dftl" => crate::dftl::Dftl::new(geo, o)
+                .ok()
+                .map(|f| Box::new(f) as _),
+            _ => crate::tpm::Tpm::new(geo, o).ok().map(|f| Box::new(f) as _),
+        }
+    }
+
     /// The device of `lpns` logical pages of `ppb`-page blocks with the least
     /// over-provisioning (in steps of half a percent) that `accepts` takes.
     fn tightest(ppb: u32, lpns: u64, accepts: impl Fn(&Geometry) -> bool) -> Geometry {
@@ -1115,12 +1141,7 @@ mod tests {
                 specs,
                 &[("entries_per_page", "4"), ("cmt_bytes", cmt)],
             );
-            let build = |g: &Geometry| -> Option<Box<dyn ftlab_core::ftl::Ftl>> {
-                match scheme {
-                    "dftl" => crate::dftl::Dftl::new(g, &o).ok().map(|f| Box::new(f) as _),
-                    _ => crate::tpm::Tpm::new(g, &o).ok().map(|f| Box::new(f) as _),
-                }
-            };
+            let build = |g: &Geometry| demand_ftl(scheme, &o, g);
             let geo = tightest(64, 4096, |g| build(g).is_some());
             let mut f = build(&geo).unwrap();
             let mut flash = Flash::new(&geo);
@@ -1156,14 +1177,7 @@ mod tests {
                 ("gc_threshold", "3"),
             ];
             let o = opts(scheme, specs, &given);
-            let build = |geo: &Geometry| -> Option<Box<dyn ftlab_core::ftl::Ftl>> {
-                match scheme {
-                    "dftl" => crate::dftl::Dftl::new(geo, &o)
-                        .ok()
-                        .map(|f| Box::new(f) as _),
-                    _ => crate::tpm::Tpm::new(geo, &o).ok().map(|f| Box::new(f) as _),
-                }
-            };
+            let build = |g: &Geometry| demand_ftl(scheme, &o, g);
             let geo = (0..400)
                 .map(|i| geometry(2048, 16, 1024, i as f64 * 0.5))
                 .find(|g| build(g).is_some())
@@ -1266,17 +1280,7 @@ mod tests {
                                     ("gc_threshold", theta),
                                 ];
                                 let o = opts(scheme, specs, &given);
-                                let build =
-                                    |geo: &Geometry| -> Option<Box<dyn ftlab_core::ftl::Ftl>> {
-                                        match scheme {
-                                            "dftl" => crate::dftl::Dftl::new(geo, &o)
-                                                .ok()
-                                                .map(|f| Box::new(f) as _),
-                                            _ => crate::tpm::Tpm::new(geo, &o)
-                                                .ok()
-                                                .map(|f| Box::new(f) as _),
-                                        }
-                                    };
+                                let build = |g: &Geometry| demand_ftl(scheme, &o, g);
                                 let Some(least) = (0..2000).map(|i| i as f64 * 0.5).find(|&op| {
                                     build(&geometry(2048, ppb, lpns as u64, op)).is_some()
                                 }) else {

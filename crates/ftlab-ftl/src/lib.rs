@@ -145,7 +145,7 @@ mod testutil {
         ops: u32,
         seed: u64,
     ) {
-        full_churn_hot(ftl, flash, lpns, ops, seed, false);
+        full_churn_with(ftl, flash, lpns, ops, seed, Overwrites::Uniform);
     }
 
     /// Where [`full_churn_with`] sends its overwrites.
@@ -166,24 +166,6 @@ mod testutil {
         /// spread as evenly as they can over the blocks and every GC victim is as full
         /// as it can be.
         Fullest,
-    }
-
-    /// [`full_churn`], with `hot` sending 90% of the overwrites to the first tenth of
-    /// the pages.
-    pub fn full_churn_hot(
-        ftl: &mut dyn ftlab_core::ftl::Ftl,
-        flash: &mut ftlab_core::flash::Flash,
-        lpns: u32,
-        ops: u32,
-        seed: u64,
-        hot: bool,
-    ) {
-        let how = if hot {
-            Overwrites::Hot
-        } else {
-            Overwrites::Uniform
-        };
-        full_churn_with(ftl, flash, lpns, ops, seed, how);
     }
 
     /// A logical page (below `lpns`) whose valid copy lies in the full block with the
