@@ -193,9 +193,6 @@ pub fn per_pass(
     if spec.skip_bad {
         s = Box::new(SkipBad::new(s, first_pass.then(|| counters.clone())));
     }
-    if let Some(n) = spec.flush_every {
-        s = Box::new(FlushEvery::new(s, n));
-    }
     if first_pass {
         let c = counters.clone();
         s = Box::new(s.inspect(move |r| {
@@ -203,6 +200,10 @@ pub fn per_pass(
                 c.records_first_pass.set(c.records_first_pass.get() + 1);
             }
         }));
+    }
+    // Last: the flushes it inserts are not records of the workload.
+    if let Some(n) = spec.flush_every {
+        s = Box::new(FlushEvery::new(s, n));
     }
     s
 }

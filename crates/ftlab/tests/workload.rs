@@ -262,6 +262,8 @@ fn flush_every_issues_periodic_flushes() {
         "per pass, counted anew"
     );
     assert_eq!(f.host.requests, 20_000 + 2_000);
+    // Regression: the inserted flushes were counted as records of the trace.
+    assert_eq!(f.workload.records_per_pass, 10_000);
     assert_eq!(f.host.pages_written, p.host.pages_written);
     let (pb, fb) = (&p.buffer, &f.buffer);
     assert!(
