@@ -136,11 +136,11 @@ mod tests {
         use ftlab_core::buffer::Backend;
         use ftlab_core::flash::Flash;
         use ftlab_core::ftl::Ftl;
-        use ftlab_ftl::page::{PageFtl, OPTIONS as PAGE_OPTIONS};
+        use ftlab_ftl::page::{PageFtl, PageOptions};
         let rig = Rig::new(4, 8);
         let geo = rig.geo.clone();
         let mut flash = Flash::new(&geo);
-        let mut ftl = PageFtl::new(&geo, &opts(PAGE_OPTIONS, &[])).unwrap();
+        let mut ftl = PageFtl::new(&geo, &PageOptions::default()).unwrap();
         ftl.write(&mut flash, &tags(&[0, 1, 2, 3]));
         let host_programs = flash.stats().programs[Cause::Host as usize];
         let mut b = new_bplru(&geo, &opts(OPTIONS, &[("size", "2KiB")])).unwrap();

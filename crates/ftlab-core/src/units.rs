@@ -194,3 +194,96 @@ mod tests {
         assert_eq!(Nanos::from_us_f64(129.7), Nanos(129_700));
     }
 }
+
+/// A size in bytes, written as an integer or as a number with a unit (`16MiB`, see
+/// [`parse_size`]). Shown with the largest binary unit that divides it exactly, so a
+/// configuration echo reads back as it was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ByteSize(pub u64);
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(&str, u32); 4] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+        for (unit, shift) in UNITS {
+            if self.0 != 0 && self.0.trailing_zeros() >= shift {
+                return write!(f, "{}{unit}", self.0 >> shift);
+            }
+        }
+        write!(f, "{}B", self.0)
+    }
+}
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_size(s).map(ByteSize)
+    }
+}
+
+impl serde::Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size such as 16MiB, 1GiB or a number of bytes")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom(format!("{v} is not a size (negative)")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                parse_size(v).map(ByteSize).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl schemars::JsonSchema for ByteSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["string", "integer"],
+            "description": "a size: bytes, or a number with a unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. \"16MiB\"",
+            "pattern": "^[0-9.]+ *([kKmMgGtT]i?[bB]?|[bB])?$",
+        })
+    }
+}
+
+#[cfg(test)]
+mod byte_size_tests {
+    use super::ByteSize;
+
+    #[test]
+    fn shows_the_largest_exact_unit_and_reads_it_back() {
+        for (text, shown) in [
+            ("16MiB", "16MiB"),
+            ("1.5GiB", "1536MiB"),
+            ("4096", "4KiB"),
+            ("100", "100B"),
+            ("1TiB", "1TiB"),
+            ("0", "0B"),
+        ] {
+            let b: ByteSize = text.parse().unwrap();
+            assert_eq!(b.to_string(), shown);
+            assert_eq!(shown.parse::<ByteSize>().unwrap(), b);
+        }
+        let b: ByteSize = serde_json::from_str("2048").unwrap();
+        assert_eq!(b, ByteSize(2048));
+        assert!(serde_json::from_str::<ByteSize>("-1").is_err());
+        assert!(serde_json::from_str::<ByteSize>("\"12 parsecs\"").is_err());
+    }
+}

@@ -25,17 +25,29 @@
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::GreedyIndex;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "page";
+
 /// Options of the `page` FTL.
-pub const OPTIONS: &[OptionSpec] = &[OptionSpec {
-    name: "gc_threshold",
-    default: "3",
-    help: "GC runs while fewer than this many blocks are free (tpm.txt Table I: 3)",
-}];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageOptions {
+    /// GC runs while fewer than this many blocks are free (tpm.txt Table I: 3).
+    #[schemars(range(min = 1))]
+    pub gc_threshold: u32,
+}
+
+impl Default for PageOptions {
+    fn default() -> Self {
+        PageOptions { gc_threshold: 3 }
+    }
+}
 
 const UNMAPPED: u32 = u32::MAX;
 
@@ -52,18 +64,18 @@ pub struct PageFtl {
 
 impl PageFtl {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<PageFtl, SchemeError> {
-        let gc_threshold: u32 = opts.get("gc_threshold")?;
-        if gc_threshold == 0 {
-            return Err(opts.bad("gc_threshold", "must be at least 1"));
-        }
+    pub fn new(geo: &Geometry, opts: &PageOptions) -> Result<PageFtl, SchemeError> {
+        let gc_threshold = opts.gc_threshold.max(1);
         let needed = geo.logical_blocks() + gc_threshold + 1;
         if geo.blocks < needed {
-            return Err(opts.geometry_error(format!(
-                "needs at least {needed} physical blocks (logical blocks + gc_threshold + 1) \
+            return Err(geometry_error(
+                ID,
+                format!(
+                    "needs at least {needed} physical blocks (logical blocks + gc_threshold + 1) \
                  but the geometry has {}; raise --op or lower gc_threshold",
-                geo.blocks
-            )));
+                    geo.blocks
+                ),
+            ));
         }
         let mut free: VecDeque<Pbn> = (0..geo.blocks).map(Pbn).collect();
         let active = free.pop_front().expect("geometry has blocks");

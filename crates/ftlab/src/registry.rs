@@ -53,8 +53,15 @@ pub const FTLS: &[FtlEntry] = &[
         id: "page",
         description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
         source: "baseline of all papers; tpm.txt §II",
-        options: ftlab_ftl::page::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, c.opts)?)),
+        options: &[OptionSpec {
+            name: "gc_threshold",
+            default: "3",
+            help: "GC runs while fewer than this many blocks are free (tpm.txt Table I: 3)",
+        }],
+        build: |c| {
+            let o = legacy::<ftlab_ftl::page::PageOptions>(c.opts)?;
+            Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, &o)?))
+        },
     },
     FtlEntry {
         id: "block",
@@ -221,4 +228,14 @@ pub fn ftl_ids() -> String {
 /// Ids of all buffers, comma-separated.
 pub fn buffer_ids() -> String {
     BUFFERS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+}
+
+/// Transitional: typed options from the string options the registry still resolves.
+fn legacy<O: ftlab_core::options::Options>(o: &SchemeOptions) -> Result<O, SchemeError> {
+    let map = o
+        .values()
+        .iter()
+        .map(|(k, v)| (k.clone(), ftlab_core::options::value_of_text(v)))
+        .collect();
+    ftlab_core::options::resolve(o.scheme(), &map)
 }

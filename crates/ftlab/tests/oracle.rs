@@ -6,13 +6,11 @@ use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
 use ftlab_core::flash::Flash;
 use ftlab_core::ftl::{Ftl, FtlStats};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::SchemeOptions;
 use ftlab_core::request::{Op, Request};
 use ftlab_core::timing::SerialTiming;
 use ftlab_core::{Lpn, Nanos, PageTag, PageWrite};
-use ftlab_ftl::page::{PageFtl, OPTIONS};
+use ftlab_ftl::page::PageFtl;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// What happened to the lost write: its LPN, and whether a later write or trim of that
@@ -74,7 +72,7 @@ fn engine_with_witness(lose: u64, verify: Verify, p: &Profile) -> (Engine, Witne
     let witness = Witness::default();
     let prepared = ftlab::run::prepare(&config("page", "none", p, 1)).unwrap();
     let geo: Geometry = prepared.geo.clone();
-    let opts = SchemeOptions::resolve("page", OPTIONS, &BTreeMap::new()).unwrap();
+    let opts = ftlab_ftl::page::PageOptions::default();
     let ftl = LosesOneWrite {
         inner: PageFtl::new(&geo, &opts).unwrap(),
         writes: 0,

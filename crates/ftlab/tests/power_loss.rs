@@ -8,11 +8,9 @@ use ftlab::testkit::{config, MixConfig, PROFILES};
 use ftlab_core::buffer::Passthrough;
 use ftlab_core::flash::Flash;
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
-use ftlab_core::options::SchemeOptions;
 use ftlab_core::request::{Op, Request};
 use ftlab_core::{Lpn, Nanos, PageTag, PageWrite};
-use ftlab_ftl::page::{PageFtl, OPTIONS};
-use std::collections::BTreeMap;
+use ftlab_ftl::page::PageFtl;
 
 fn with_power_losses(ftl: &str, profile: usize, seed: u64) -> ftlab::config::Config {
     let p = &PROFILES[profile];
@@ -132,7 +130,7 @@ fn an_ftl_that_recovers_nothing_is_caught() {
         len: 2048,
     };
     e.submit(&write).unwrap();
-    let opts = SchemeOptions::resolve("page", OPTIONS, &BTreeMap::new()).unwrap();
+    let opts = ftlab_ftl::page::PageOptions::default();
     let fresh = ForgetsEverything(PageFtl::new(&geo, &opts).unwrap());
     e.power_loss(Box::new(fresh), Box::new(Passthrough::default()))
         .unwrap();
