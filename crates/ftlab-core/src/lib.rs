@@ -14,6 +14,7 @@ pub mod nand;
 pub mod options;
 pub mod oracle;
 pub mod request;
+pub mod rng;
 pub mod timing;
 pub mod u32map;
 pub mod units;
