@@ -54,39 +54,61 @@
 
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::u32map::U32Map;
 use ftlab_core::{Lpn, PageTag, PageWrite};
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "clash";
+
+/// Most pages either space may hold (2^24: the tables are sized at construction).
+const LIMIT: u32 = 1 << 24;
+
+/// How a block written to flash is completed (`merge` option, c-lash.txt §3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Merge {
+    /// Read the block's missing pages through the FTL when it is evicted to flash
+    /// (c-lash.txt §3.2: "a late merge scheme").
+    Late,
+    /// Read the block's missing pages when a group enters the b-space.
+    Early,
+    /// No merge reads: write only the cached pages (for a page-mapped FTL or CACH-FTL
+    /// below, cach-ftl.txt §4.2.2).
+    None,
+}
 
 /// Options of the `clash` buffer.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "p_space_pages",
-        default: "128",
-        help: "pages in the p-space (c-lash.txt §4.4: 128)",
-    },
-    OptionSpec {
-        name: "b_space_blocks",
-        default: "2",
-        help: "blocks in the b-space (c-lash.txt §4.4: 2; cach-ftl.txt §5.1: 6)",
-    },
-    OptionSpec {
-        name: "merge",
-        default: "late",
-        help: "complete an evicted block by reading its missing pages: late (at eviction, \
-               c-lash.txt §3.2), early (when a group enters the b-space) or none",
-    },
-    OptionSpec {
-        name: "read_miss_insert",
-        default: "false",
-        help: "insert read misses into the p-space (c-lash.txt §3.1 is ambiguous)",
-    },
-    OptionSpec {
-        name: "evict_with_p_space",
-        default: "false",
-        help: "an evicted b-space block takes the p-space pages of its logical block along",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClashOptions {
+    /// Pages in the p-space (c-lash.txt §4.4: 128).
+    #[schemars(range(min = 1, max = LIMIT))]
+    pub p_space_pages: u32,
+    /// Blocks in the b-space (c-lash.txt §4.4: 2; cach-ftl.txt §5.1: 6).
+    #[schemars(range(min = 1))]
+    pub b_space_blocks: u32,
+    /// Complete an evicted block by reading its missing pages: late (at eviction,
+    /// c-lash.txt §3.2), early (when a group enters the b-space) or none.
+    pub merge: Merge,
+    /// Insert read misses into the p-space (c-lash.txt §3.1 is ambiguous).
+    pub read_miss_insert: bool,
+    /// An evicted b-space block takes the p-space pages of its logical block along.
+    pub evict_with_p_space: bool,
+}
+
+impl Default for ClashOptions {
+    fn default() -> Self {
+        ClashOptions {
+            p_space_pages: 128,
+            b_space_blocks: 2,
+            merge: Merge::Late,
+            read_miss_insert: false,
+            evict_with_p_space: false,
+        }
+    }
+}
 
 const NONE: u32 = u32::MAX;
 const EMPTY: u8 = 0;
@@ -117,13 +139,6 @@ fn group_bucket(n: u32) -> usize {
     } else {
         (32 - (n - 1).leading_zeros()) as usize
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Merge {
-    Late,
-    Early,
-    None,
 }
 
 /// The p-space: page slots grouped by logical block, with the groups kept in buckets by
@@ -434,32 +449,24 @@ pub struct Clash {
 
 impl Clash {
     /// Builds the buffer for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Clash, SchemeError> {
-        const LIMIT: u64 = 1 << 24;
-        let p_pages: u32 = opts.get("p_space_pages")?;
-        if p_pages == 0 || p_pages as u64 > LIMIT {
-            return Err(opts.bad("p_space_pages", format!("must be 1 to {LIMIT}")));
-        }
-        let b_blocks: u32 = opts.get("b_space_blocks")?;
+    pub fn new(geo: &Geometry, opts: &ClashOptions) -> Result<Clash, SchemeError> {
+        let p_pages = opts.p_space_pages;
+        let b_blocks = opts.b_space_blocks;
         let ppb = geo.pages_per_block;
-        if b_blocks == 0 || b_blocks as u64 * ppb as u64 > LIMIT {
-            return Err(opts.bad(
+        if b_blocks as u64 * ppb as u64 > LIMIT as u64 {
+            return Err(bad(
+                ID,
                 "b_space_blocks",
-                format!("must be at least 1 and hold at most {LIMIT} pages"),
+                b_blocks,
+                format!("must hold at most {LIMIT} pages ({ppb} pages per block)"),
             ));
         }
-        let merge = match opts.get::<String>("merge")?.as_str() {
-            "late" => Merge::Late,
-            "early" => Merge::Early,
-            "none" => Merge::None,
-            _ => return Err(opts.bad("merge", "expected late, early or none")),
-        };
         Ok(Clash {
             ppb,
             logical_pages: geo.logical_pages,
-            merge,
-            read_miss_insert: opts.get("read_miss_insert")?,
-            evict_with_p_space: opts.get("evict_with_p_space")?,
+            merge: opts.merge,
+            read_miss_insert: opts.read_miss_insert,
+            evict_with_p_space: opts.evict_with_p_space,
             inserting: NONE,
             p: PSpace::new(p_pages, ppb),
             b: BSpace::new(b_blocks, ppb),
@@ -857,8 +864,8 @@ mod tests {
     use ftlab_core::flash::{Cause, Flash, FlashStats};
     use ftlab_core::ftl::{Ftl, FtlStats};
     use ftlab_core::geometry::GeometryBuilder;
+    use ftlab_core::options::from_pairs;
     use ftlab_core::Ppn;
-    use std::collections::BTreeMap;
 
     /// An append-only page-mapped FTL that records every group it is handed.
     struct Recorder {
@@ -915,7 +922,7 @@ mod tests {
     }
 
     impl Rig {
-        fn new(opts: &[(&str, &str)]) -> Rig {
+        fn new(opts: ClashOptions) -> Rig {
             let geo = GeometryBuilder {
                 page_size: 2048,
                 pages_per_block: PPB,
@@ -928,14 +935,6 @@ mod tests {
             }
             .build()
             .unwrap();
-            let mut given: BTreeMap<String, String> = [("p_space_pages", "6")]
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            for (k, v) in opts {
-                given.insert(k.to_string(), v.to_string());
-            }
-            let o = SchemeOptions::resolve("clash", OPTIONS, &given).unwrap();
             Rig {
                 flash: Flash::new(&geo),
                 ftl: Recorder {
@@ -944,7 +943,7 @@ mod tests {
                     groups: Vec::new(),
                     flushes: 0,
                 },
-                buf: Clash::new(&geo, &o).unwrap(),
+                buf: Clash::new(&geo, &opts).unwrap(),
                 version: vec![0; geo.logical_pages as usize],
             }
         }
@@ -1042,6 +1041,14 @@ mod tests {
         }
     }
 
+    /// The options of most tests: a p-space of 6 pages, the rest as by default.
+    fn small() -> ClashOptions {
+        ClashOptions {
+            p_space_pages: 6,
+            ..Default::default()
+        }
+    }
+
     fn lpns(lbn: u32, offs: &[u32]) -> Vec<u32> {
         offs.iter().map(|o| lbn * PPB + o).collect()
     }
@@ -1051,7 +1058,10 @@ mod tests {
         // c-lash.txt Fig. 1-b, top: the largest p-space group (3 pages of B21) meets a
         // full b-space whose block B4 holds 2 valid pages: B4 and the group switch
         // places in RAM, freeing 1 page, with no flash operation.
-        let mut r = Rig::new(&[("b_space_blocks", "2")]);
+        let mut r = Rig::new(ClashOptions {
+            b_space_blocks: 2,
+            ..small()
+        });
         r.write(4, &[0, 1]);
         r.write(7, &[0, 1, 2, 3]); // p-space full: B4 x2, B7 x4
         r.write(21, &[0]); // evicts B7 (largest) into a free b-space block
@@ -1084,7 +1094,10 @@ mod tests {
         // c-lash.txt Fig. 1-b, bottom: the largest group (2 pages of B21) meets b-space
         // blocks that all hold more valid pages, so the LRU b-space block (full) is
         // flushed to flash first, with no merge, and B21's pages take its place.
-        let mut r = Rig::new(&[("b_space_blocks", "2")]);
+        let mut r = Rig::new(ClashOptions {
+            b_space_blocks: 2,
+            ..small()
+        });
         r.write(7, &[0, 1, 2, 3]);
         r.write(9, &[0, 1]); // full: B7 x4, B9 x2
         r.write(9, &[2]); // evicts B7 into the b-space
@@ -1109,10 +1122,13 @@ mod tests {
     }
 
     /// Puts LBN 3 on flash whole, then 2 of its pages into the b-space (b-space of 1).
-    fn rig_with_block_3_on_flash(opts: &[(&str, &str)]) -> Rig {
-        let mut o = vec![("b_space_blocks", "1"), ("p_space_pages", "2")];
-        o.extend_from_slice(opts);
-        let mut r = Rig::new(&o);
+    fn rig_with_block_3_on_flash(merge: Merge) -> Rig {
+        let mut r = Rig::new(ClashOptions {
+            b_space_blocks: 1,
+            p_space_pages: 2,
+            merge,
+            ..Default::default()
+        });
         r.write(3, &[0, 1, 2, 3]);
         r.flush();
         r.ftl.groups.clear();
@@ -1124,7 +1140,7 @@ mod tests {
 
     #[test]
     fn late_merge_reads_the_missing_pages_and_writes_the_whole_block() {
-        let mut r = rig_with_block_3_on_flash(&[]);
+        let mut r = rig_with_block_3_on_flash(Merge::Late);
         assert_eq!(r.b_space(), vec![(3, vec![1, 2])]);
         r.write(6, &[0]);
         r.write(8, &[0]); // evicts B5 (tie, first to size 1): the b-space block must go
@@ -1137,7 +1153,7 @@ mod tests {
 
     #[test]
     fn early_merge_reads_when_the_group_enters_the_b_space() {
-        let mut r = rig_with_block_3_on_flash(&[("merge", "early")]);
+        let mut r = rig_with_block_3_on_flash(Merge::Early);
         assert_eq!(r.b_space(), vec![(3, vec![0, 1, 2, 3])]);
         assert_eq!(r.ops(), (2, 0));
         assert_eq!(r.extra("early_merge_reads"), 2.0);
@@ -1156,11 +1172,12 @@ mod tests {
         // Regression: the write miss of page 0 of block 3 evicts block 3's group to the
         // b-space; the early merge read page 0's old version from flash into the block
         // while the new one went to the p-space, and reads returned the old one.
-        let mut r = Rig::new(&[
-            ("b_space_blocks", "1"),
-            ("p_space_pages", "2"),
-            ("merge", "early"),
-        ]);
+        let mut r = Rig::new(ClashOptions {
+            b_space_blocks: 1,
+            p_space_pages: 2,
+            merge: Merge::Early,
+            ..Default::default()
+        });
         r.write(3, &[0, 1, 2, 3]);
         r.flush();
         r.write(3, &[1, 2]);
@@ -1173,7 +1190,7 @@ mod tests {
 
     #[test]
     fn merge_none_writes_only_the_dirty_pages() {
-        let mut r = rig_with_block_3_on_flash(&[("merge", "none")]);
+        let mut r = rig_with_block_3_on_flash(Merge::None);
         r.write(6, &[0]);
         r.write(8, &[0]);
         assert_eq!(r.ftl.groups, vec![lpns(3, &[1, 2])]);
@@ -1183,7 +1200,7 @@ mod tests {
 
     #[test]
     fn write_hits_update_in_place_without_flash_operations() {
-        let mut r = Rig::new(&[]);
+        let mut r = Rig::new(small());
         r.write(2, &[0, 1, 2]);
         r.write(2, &[1]);
         r.write(2, &[0, 1, 2, 3]);
@@ -1195,8 +1212,11 @@ mod tests {
 
     #[test]
     fn read_misses_are_inserted_only_when_asked() {
-        for (insert, cached) in [("false", false), ("true", true)] {
-            let mut r = Rig::new(&[("read_miss_insert", insert)]);
+        for (insert, cached) in [(false, false), (true, true)] {
+            let mut r = Rig::new(ClashOptions {
+                read_miss_insert: insert,
+                ..small()
+            });
             r.write(2, &[0]);
             r.flush();
             let before = r.ops().0;
@@ -1215,7 +1235,7 @@ mod tests {
 
     #[test]
     fn flush_cache_empties_the_buffer_one_group_per_block() {
-        let mut r = Rig::new(&[]);
+        let mut r = Rig::new(small());
         r.write(7, &[0, 1, 2, 3]);
         r.write(9, &[0, 1]);
         r.write(9, &[2]); // B7 to the b-space
@@ -1235,7 +1255,10 @@ mod tests {
 
     #[test]
     fn trim_drops_cached_copies() {
-        let mut r = Rig::new(&[("b_space_blocks", "1")]);
+        let mut r = Rig::new(ClashOptions {
+            b_space_blocks: 1,
+            ..small()
+        });
         r.write(7, &[0, 1, 2, 3]);
         r.write(9, &[0, 1]);
         r.write(9, &[2]); // B7 to the b-space
@@ -1253,7 +1276,11 @@ mod tests {
 
     #[test]
     fn a_p_space_group_joins_the_b_space_block_of_its_logical_block() {
-        let mut r = Rig::new(&[("b_space_blocks", "2"), ("p_space_pages", "2")]);
+        let mut r = Rig::new(ClashOptions {
+            b_space_blocks: 2,
+            p_space_pages: 2,
+            ..Default::default()
+        });
         r.write(7, &[0, 1]); // p-space full
         r.write(7, &[2]); // a miss: B7's two pages go to the b-space first
         assert_eq!(r.b_space(), vec![(7, vec![0, 1])]);
@@ -1270,13 +1297,14 @@ mod tests {
 
     #[test]
     fn evict_with_p_space_takes_the_blocks_p_space_pages_along() {
-        for (joined, want) in [("false", lpns(3, &[1, 2])), ("true", lpns(3, &[1, 2, 3]))] {
-            let mut r = Rig::new(&[
-                ("b_space_blocks", "1"),
-                ("p_space_pages", "3"),
-                ("merge", "none"),
-                ("evict_with_p_space", joined),
-            ]);
+        for (joined, want) in [(false, lpns(3, &[1, 2])), (true, lpns(3, &[1, 2, 3]))] {
+            let mut r = Rig::new(ClashOptions {
+                b_space_blocks: 1,
+                p_space_pages: 3,
+                merge: Merge::None,
+                evict_with_p_space: joined,
+                ..Default::default()
+            });
             r.write(3, &[1, 2]);
             r.write(5, &[0]);
             r.write(6, &[0]); // B3 to the b-space
@@ -1290,6 +1318,29 @@ mod tests {
 
     #[test]
     fn bad_options_are_errors_naming_the_option() {
+        for (k, v) in [
+            ("p_space_pages", "0"),
+            ("p_space_pages", "16777217"),
+            ("b_space_blocks", "0"),
+            ("merge", "sometimes"),
+            ("read_miss_insert", "maybe"),
+        ] {
+            let e = from_pairs::<ClashOptions>(ID, &[(k, v)]).expect_err("refused");
+            assert!(e.to_string().contains(&format!("`{k}` = `{v}`")), "{e}");
+        }
+        let o: ClashOptions =
+            from_pairs(ID, &[("merge", "early"), ("p_space_pages", "6")]).unwrap();
+        assert_eq!(
+            o,
+            ClashOptions {
+                merge: Merge::Early,
+                ..small()
+            }
+        );
+    }
+
+    #[test]
+    fn a_b_space_beyond_the_table_limit_is_refused_naming_the_option() {
         let geo = GeometryBuilder {
             page_size: 2048,
             pages_per_block: 4,
@@ -1302,17 +1353,12 @@ mod tests {
         }
         .build()
         .unwrap();
-        for (k, v) in [
-            ("p_space_pages", "0"),
-            ("b_space_blocks", "0"),
-            ("merge", "sometimes"),
-            ("read_miss_insert", "maybe"),
-        ] {
-            let given = BTreeMap::from([(k.to_string(), v.to_string())]);
-            let o = SchemeOptions::resolve("clash", OPTIONS, &given).unwrap();
-            let e = Clash::new(&geo, &o).err().expect("refused");
-            assert!(e.to_string().contains(k), "{e}");
-        }
+        let o = ClashOptions {
+            b_space_blocks: (1 << 22) + 1,
+            ..Default::default()
+        };
+        let e = Clash::new(&geo, &o).err().expect("refused");
+        assert!(e.to_string().contains("`b_space_blocks`"), "{e}");
     }
 
     #[test]
