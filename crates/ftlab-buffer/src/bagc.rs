@@ -33,26 +33,40 @@
 //! copy clean. Above an FTL without `ba_gc` the view is ignored and `bagc` is a plain
 //! non-padding 3-region LRU buffer.
 
-use crate::blocklru::{capacity_pages, percent, BlockBuffer, BlockCore, BlockPolicy, Touch, SIZE};
+use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, Touch, DEFAULT_SIZE};
 use ftlab_core::buffer::Backend;
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, JsonSchema, SchemeError};
+use ftlab_core::units::ByteSize;
 use ftlab_core::Lbn;
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "bagc";
 
 /// Options of `bagc`.
-pub const OPTIONS: &[OptionSpec] = &[
-    SIZE,
-    OptionSpec {
-        name: "hot_pct",
-        default: "33",
-        help: "share of buffered blocks in the hot (MRU) region of the 3-region LRU (§3)",
-    },
-    OptionSpec {
-        name: "warm_pct",
-        default: "33",
-        help: "share of buffered blocks in the warm region; cold holds the rest (§3)",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BagcOptions {
+    /// Buffer capacity in bytes (co-op-buffer-ftl.txt §6.3 and Figs. 8-9: 16 MB DRAM).
+    pub size: ByteSize,
+    /// Share of buffered blocks in the hot (MRU) region of the 3-region LRU (§3).
+    #[schemars(range(min = 0, max = 100))]
+    pub hot_pct: u32,
+    /// Share of buffered blocks in the warm region; cold holds the rest (§3).
+    #[schemars(range(min = 0, max = 100))]
+    pub warm_pct: u32,
+}
+
+impl Default for BagcOptions {
+    fn default() -> Self {
+        BagcOptions {
+            size: DEFAULT_SIZE,
+            hot_pct: 33,
+            warm_pct: 33,
+        }
+    }
+}
 
 const HOT: u16 = 0;
 const WARM: u16 = 1;
@@ -69,13 +83,14 @@ pub struct BagcPolicy {
 pub type Bagc = BlockBuffer<BagcPolicy>;
 
 /// Builds `bagc`.
-pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Bagc, SchemeError> {
-    let cap = capacity_pages(geo, opts)?;
-    let hot_pct = percent(opts, "hot_pct")?;
-    let warm_pct = percent(opts, "warm_pct")?;
-    if hot_pct + warm_pct > 100 {
-        return Err(opts.bad(
+pub fn new(geo: &Geometry, opts: &BagcOptions) -> Result<Bagc, SchemeError> {
+    let cap = capacity_pages(ID, geo, opts.size)?;
+    let (hot_pct, warm_pct) = (opts.hot_pct, opts.warm_pct);
+    if hot_pct.saturating_add(warm_pct) > 100 {
+        return Err(bad(
+            ID,
             "warm_pct",
+            warm_pct,
             format!("hot_pct + warm_pct must not exceed 100 (hot_pct is {hot_pct})"),
         ));
     }
@@ -136,12 +151,13 @@ mod tests {
     use super::*;
     use crate::blocklru::testutil::{opts, tags, Rig};
     use ftlab_core::buffer::Buffer;
+    use ftlab_core::options::from_pairs;
 
     #[test]
     fn updated_blocks_stay_hot_and_cold_blocks_leave_first() {
         let mut rig = Rig::new(4, 16);
         // Room for 5 pages; regions: a third hot, a third warm.
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[("size", "10KiB")])).unwrap();
+        let mut b = new(&rig.geo, &opts(ID, &[("size", "10KiB")])).unwrap();
         b.write(&mut rig.be(), &tags(&[0])); // lbn0 warm
         b.write(&mut rig.be(), &tags(&[0])); // hit: lbn0 hot
         b.write(&mut rig.be(), &tags(&[4])); // lbn1 warm
@@ -165,7 +181,7 @@ mod tests {
     #[test]
     fn clean_pages_are_dropped_without_a_write() {
         let mut rig = Rig::new(4, 8);
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[])).unwrap();
+        let mut b = new(&rig.geo, &BagcOptions::default()).unwrap();
         b.write(&mut rig.be(), &tags(&[0, 1, 2]));
         // As BA-BM would: page 1 was read by a merge and is on flash now.
         assert!(b.core_mut().t.make_clean(ftlab_core::Lpn(1)).is_some());
@@ -179,10 +195,22 @@ mod tests {
         let rig = Rig::new(4, 8);
         let e = new(
             &rig.geo,
-            &opts(OPTIONS, &[("hot_pct", "60"), ("warm_pct", "50")]),
+            &opts(ID, &[("hot_pct", "60"), ("warm_pct", "50")]),
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("warm_pct"), "{e}");
+        assert!(
+            e.to_string().contains("bagc: option `warm_pct` = `50`"),
+            "{e}"
+        );
+        for key in ["hot_pct", "warm_pct"] {
+            let e = from_pairs::<BagcOptions>(ID, &[(key, "101")])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`{key}` = `101`")) && e.contains("from 0 to 100"),
+                "{e}"
+            );
+        }
     }
 }

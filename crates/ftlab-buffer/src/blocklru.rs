@@ -19,29 +19,43 @@ use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::flash::{Cause, OpKind};
 use ftlab_core::ftl::{BufferView, GroupInfo};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
-use ftlab_core::units::parse_size;
+use ftlab_core::options::{bad, JsonSchema, SchemeError};
+use ftlab_core::units::ByteSize;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite};
+use serde::{Deserialize, Serialize};
 
 /// No node / not on any list.
 pub const NIL: u32 = u32::MAX;
 const OFF: u16 = u16::MAX;
 
-/// The `size` option every buffer declares.
-pub const SIZE: OptionSpec = OptionSpec {
-    name: "size",
-    default: "16MiB",
-    help: "buffer capacity in bytes (co-op-buffer-ftl.txt §6.3 and Figs. 8-9: 16 MB DRAM)",
-};
+/// The default of every buffer's `size` option: 16 MiB.
+pub const DEFAULT_SIZE: ByteSize = ByteSize(16 << 20);
 
-/// Buffer capacity in pages from the `size` option; refuses less than one page.
-pub fn capacity_pages(geo: &Geometry, opts: &SchemeOptions) -> Result<u32, SchemeError> {
-    let text: String = opts.get("size")?;
-    let bytes = parse_size(&text).map_err(|e| opts.bad("size", e))?;
-    let pages = bytes / geo.page_size as u64;
+/// Options of the buffers whose only option is their size (`lru`, `fab`, `bplru`,
+/// `blru`, `coop`). Buffers with more options repeat the `size` field with the same
+/// help and default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SizeOptions {
+    /// Buffer capacity in bytes (co-op-buffer-ftl.txt §6.3 and Figs. 8-9: 16 MB DRAM).
+    pub size: ByteSize,
+}
+
+impl Default for SizeOptions {
+    fn default() -> Self {
+        SizeOptions { size: DEFAULT_SIZE }
+    }
+}
+
+/// Buffer capacity in pages from the `size` option of `scheme`; refuses less than one
+/// page of `geo`.
+pub fn capacity_pages(scheme: &str, geo: &Geometry, size: ByteSize) -> Result<u32, SchemeError> {
+    let pages = size.0 / geo.page_size as u64;
     if pages == 0 {
-        return Err(opts.bad(
+        return Err(bad(
+            scheme,
             "size",
+            size,
             format!(
                 "the buffer must hold at least one page ({} bytes)",
                 geo.page_size
@@ -49,15 +63,6 @@ pub fn capacity_pages(geo: &Geometry, opts: &SchemeOptions) -> Result<u32, Schem
         ));
     }
     Ok(pages.min(u32::MAX as u64 - 1) as u32)
-}
-
-/// A percentage option in `0..=100`.
-pub fn percent(opts: &SchemeOptions, key: &str) -> Result<u32, SchemeError> {
-    let v: u32 = opts.get(key)?;
-    if v > 100 {
-        return Err(opts.bad(key, "must be a percentage from 0 to 100"));
-    }
-    Ok(v)
 }
 
 /// Intrusive doubly linked lists over node ids `0..nodes`; each node is on at most one
@@ -783,7 +788,7 @@ pub mod testutil {
     use ftlab_core::flash::Flash;
     use ftlab_core::ftl::{Answer, Ftl, FtlStats, Query};
     use ftlab_core::geometry::{Geometry, GeometryBuilder};
-    use ftlab_core::options::{OptionSpec, SchemeOptions};
+    use ftlab_core::options::{from_pairs, Options};
     use ftlab_core::{Lpn, PageTag, PageWrite};
     use std::collections::BTreeMap;
 
@@ -881,13 +886,10 @@ pub mod testutil {
         }
     }
 
-    /// Options from key/value pairs.
-    pub fn opts(specs: &[OptionSpec], kv: &[(&str, &str)]) -> SchemeOptions {
-        let given = kv
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        SchemeOptions::resolve("test", specs, &given).unwrap()
+    /// Options of scheme `id` from key/value pairs, resolved as the registry does
+    /// ([`from_pairs`]); panics if they are refused.
+    pub fn opts<O: Options>(id: &str, kv: &[(&str, &str)]) -> O {
+        from_pairs(id, kv).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Version-1 tags for LPNs.

@@ -20,14 +20,23 @@
 //! - A host flush-cache command empties the buffer in LRU order, padding each block as
 //!   an eviction would.
 
-use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, Touch, SIZE};
+use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, SizeOptions, Touch};
 use ftlab_core::buffer::Backend;
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::SchemeError;
 use ftlab_core::Lbn;
 
-/// Options of `bplru` and `blru`.
-pub const OPTIONS: &[OptionSpec] = &[SIZE];
+/// Registry id of the padding buffer, also used in its errors.
+pub const BPLRU_ID: &str = "bplru";
+
+/// Registry id of the non-padding buffer, also used in its errors.
+pub const BLRU_ID: &str = "blru";
+
+/// Options of `bplru`: its size alone.
+pub type BplruOptions = SizeOptions;
+
+/// Options of `blru`: its size alone.
+pub type BlruOptions = SizeOptions;
 
 /// Block-level LRU with LRU compensation; pads victims when `pad`.
 #[derive(Debug)]
@@ -39,14 +48,14 @@ pub struct BplruPolicy {
 pub type Bplru = BlockBuffer<BplruPolicy>;
 
 /// Builds `bplru`.
-pub fn new_bplru(geo: &Geometry, opts: &SchemeOptions) -> Result<Bplru, SchemeError> {
-    let cap = capacity_pages(geo, opts)?;
+pub fn new_bplru(geo: &Geometry, opts: &BplruOptions) -> Result<Bplru, SchemeError> {
+    let cap = capacity_pages(BPLRU_ID, geo, opts.size)?;
     Ok(BlockBuffer::new(geo, cap, 1, BplruPolicy { pad: true }))
 }
 
 /// Builds `blru`.
-pub fn new_blru(geo: &Geometry, opts: &SchemeOptions) -> Result<Bplru, SchemeError> {
-    let cap = capacity_pages(geo, opts)?;
+pub fn new_blru(geo: &Geometry, opts: &BlruOptions) -> Result<Bplru, SchemeError> {
+    let cap = capacity_pages(BLRU_ID, geo, opts.size)?;
     Ok(BlockBuffer::new(geo, cap, 1, BplruPolicy { pad: false }))
 }
 
@@ -97,7 +106,7 @@ mod tests {
         rig.ftl_mut()
             .store
             .extend(tags(&[1, 3]).into_iter().map(|t| (t.lpn.0, t)));
-        let mut b = new_bplru(&rig.geo, &opts(OPTIONS, &[("size", "6KiB")])).unwrap();
+        let mut b = new_bplru(&rig.geo, &opts(BPLRU_ID, &[("size", "6KiB")])).unwrap();
         b.write(&mut rig.be(), &tags(&[0]));
         b.write(&mut rig.be(), &tags(&[4, 5]));
         b.write(&mut rig.be(), &tags(&[8])); // evicts lbn0, the LRU block
@@ -117,7 +126,7 @@ mod tests {
     #[test]
     fn lru_compensation_sends_a_complete_block_first() {
         let mut rig = Rig::new(4, 8);
-        let mut b = new_blru(&rig.geo, &opts(OPTIONS, &[("size", "16KiB")])).unwrap();
+        let mut b = new_blru(&rig.geo, &opts(BLRU_ID, &[("size", "16KiB")])).unwrap();
         b.write(&mut rig.be(), &tags(&[8]));
         b.write(&mut rig.be(), &tags(&[0, 1, 2, 3])); // complete: goes to the LRU end
         b.write(&mut rig.be(), &tags(&[12, 13, 14]));
@@ -143,7 +152,7 @@ mod tests {
         let mut ftl = PageFtl::new(&geo, &PageOptions::default()).unwrap();
         ftl.write(&mut flash, &tags(&[0, 1, 2, 3]));
         let host_programs = flash.stats().programs[Cause::Host as usize];
-        let mut b = new_bplru(&geo, &opts(OPTIONS, &[("size", "2KiB")])).unwrap();
+        let mut b = new_bplru(&geo, &opts(BPLRU_ID, &[("size", "2KiB")])).unwrap();
         let mut be = Backend {
             ftl: &mut ftl,
             flash: &mut flash,

@@ -25,27 +25,43 @@
 //! - Host writes alone make a page recent; read hits do not reorder. A host
 //!   flush-cache command evicts with the same rule until the buffer is empty.
 
-use crate::blocklru::{capacity_pages, percent, SIZE};
+use crate::blocklru::{capacity_pages, DEFAULT_SIZE};
 use crate::lru::PageCore;
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{JsonSchema, SchemeError};
+use ftlab_core::units::ByteSize;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite};
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "bpref";
 
 /// Options of `bpref`.
-pub const OPTIONS: &[OptionSpec] = &[
-    SIZE,
-    OptionSpec {
-        name: "window_blocks",
-        default: "4",
-        help: "distinct blocks at the LRU end forming the victim window (§3: \"fixed number of victim buffer blocks\")",
-    },
-    OptionSpec {
-        name: "pad_threshold_pct",
-        default: "50",
-        help: "pad and flush the victim block when its buffered pages exceed this % of a block (§3: \"a predefined threshold\")",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BprefOptions {
+    /// Buffer capacity in bytes (co-op-buffer-ftl.txt §6.3 and Figs. 8-9: 16 MB DRAM).
+    pub size: ByteSize,
+    /// Distinct blocks at the LRU end forming the victim window (§3: "fixed number of
+    /// victim buffer blocks").
+    #[schemars(range(min = 1, max = 4096))]
+    pub window_blocks: u32,
+    /// Pad and flush the victim block when its buffered pages exceed this % of a block
+    /// (§3: "a predefined threshold").
+    #[schemars(range(min = 0, max = 100))]
+    pub pad_threshold_pct: u32,
+}
+
+impl Default for BprefOptions {
+    fn default() -> Self {
+        BprefOptions {
+            size: DEFAULT_SIZE,
+            window_blocks: 4,
+            pad_threshold_pct: 50,
+        }
+    }
+}
 
 /// The `bpref` buffer.
 pub struct Bpref {
@@ -57,13 +73,10 @@ pub struct Bpref {
 }
 
 /// Builds `bpref`.
-pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Bpref, SchemeError> {
-    let cap = capacity_pages(geo, opts)?;
-    let window_blocks: u32 = opts.get("window_blocks")?;
-    if window_blocks == 0 || window_blocks > 4096 {
-        return Err(opts.bad("window_blocks", "must be 1 to 4096"));
-    }
-    let pct = percent(opts, "pad_threshold_pct")?;
+pub fn new(geo: &Geometry, opts: &BprefOptions) -> Result<Bpref, SchemeError> {
+    let cap = capacity_pages(ID, geo, opts.size)?;
+    let window_blocks = opts.window_blocks;
+    let pct = opts.pad_threshold_pct;
     Ok(Bpref {
         core: PageCore::new(geo, cap),
         window: Vec::with_capacity(window_blocks as usize),
@@ -171,10 +184,17 @@ fn evict_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocklru::testutil::{opts, tags, Rig};
+    use crate::blocklru::testutil::{tags, Rig};
+    use ftlab_core::options::from_pairs;
 
-    fn bpref(rig: &Rig, kv: &[(&str, &str)]) -> Bpref {
-        new(&rig.geo, &opts(OPTIONS, kv)).unwrap()
+    /// A buffer of 4 pages (8 KiB) with a victim window of `window_blocks`.
+    fn bpref(rig: &Rig, window_blocks: u32) -> Bpref {
+        let o = BprefOptions {
+            size: ByteSize(8 << 10),
+            window_blocks,
+            ..Default::default()
+        };
+        new(&rig.geo, &o).unwrap()
     }
 
     #[test]
@@ -184,7 +204,7 @@ mod tests {
             .store
             .extend(tags(&[7]).into_iter().map(|t| (t.lpn.0, t)));
         // 4 pages of room, window of 2 blocks, pad when more than 2 of 4 pages.
-        let mut b = bpref(&rig, &[("size", "8KiB"), ("window_blocks", "2")]);
+        let mut b = bpref(&rig, 2);
         b.write(&mut rig.be(), &tags(&[0]));
         b.write(&mut rig.be(), &tags(&[4, 5, 6]));
         b.write(&mut rig.be(), &tags(&[8])); // window {lbn0, lbn1}: lbn1 has 3 > 2
@@ -197,7 +217,7 @@ mod tests {
     #[test]
     fn flushes_the_lru_page_when_no_window_block_is_dense() {
         let mut rig = Rig::new(4, 8);
-        let mut b = bpref(&rig, &[("size", "8KiB"), ("window_blocks", "1")]);
+        let mut b = bpref(&rig, 1);
         b.write(&mut rig.be(), &tags(&[0]));
         b.write(&mut rig.be(), &tags(&[4, 5, 6])); // lbn1 dense but outside the window
         b.write(&mut rig.be(), &tags(&[8]));
@@ -216,14 +236,20 @@ mod tests {
 
     #[test]
     fn bad_options_name_the_key() {
-        let rig = Rig::new(4, 8);
-        let e = new(&rig.geo, &opts(OPTIONS, &[("window_blocks", "0")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("window_blocks"), "{e}");
-        let e = new(&rig.geo, &opts(OPTIONS, &[("pad_threshold_pct", "150")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("pad_threshold_pct"), "{e}");
+        for (k, v, allowed) in [
+            ("window_blocks", "0", "from 1 to 4096"),
+            ("window_blocks", "4097", "from 1 to 4096"),
+            ("pad_threshold_pct", "150", "from 0 to 100"),
+        ] {
+            let e = from_pairs::<BprefOptions>(ID, &[(k, v)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("bpref: option `{k}` = `{v}`")) && e.contains(allowed),
+                "{e}"
+            );
+        }
+        let o: BprefOptions = from_pairs(ID, &[("window_blocks", "4096")]).unwrap();
+        assert_eq!(o.window_blocks, 4096);
     }
 }

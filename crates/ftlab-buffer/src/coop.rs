@@ -30,16 +30,19 @@
 //!   flush-cache command evicts with the same rules until the buffer is empty, and a page
 //!   the FTL does not hold cannot be padded.
 
-use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, Touch, SIZE};
+use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, SizeOptions, Touch};
 use crate::bplru::{lru_compensate, lru_touched};
 use ftlab_core::buffer::Backend;
 use ftlab_core::ftl::{Answer, Query};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::SchemeError;
 use ftlab_core::Lbn;
 
-/// Options of `coop`.
-pub const OPTIONS: &[OptionSpec] = &[SIZE];
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "coop";
+
+/// Options of `coop`: its size alone.
+pub type CoopOptions = SizeOptions;
 
 /// Block LRU with compensation and selective block padding.
 #[derive(Debug, Default)]
@@ -55,8 +58,8 @@ pub struct CoopPolicy {
 pub type Coop = BlockBuffer<CoopPolicy>;
 
 /// Builds `coop`.
-pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Coop, SchemeError> {
-    let cap = capacity_pages(geo, opts)?;
+pub fn new(geo: &Geometry, opts: &CoopOptions) -> Result<Coop, SchemeError> {
+    let cap = capacity_pages(ID, geo, opts.size)?;
     Ok(BlockBuffer::new(geo, cap, 1, CoopPolicy::default()))
 }
 
@@ -126,6 +129,7 @@ mod tests {
     use super::*;
     use crate::blocklru::testutil::{opts, tags, Rig};
     use ftlab_core::buffer::Buffer;
+    use ftlab_core::units::ByteSize;
 
     /// 8 pages per block; the FTL holds every page of lbn0..lbn3 at version 1.
     fn rig(answers: &[(Query, Answer)]) -> Rig {
@@ -141,8 +145,8 @@ mod tests {
     /// Buffers `dirty` (pages of lbn0) then evicts lbn0 with a write to lbn4; returns the
     /// group flushed for lbn0.
     fn flush_lbn0(rig: &mut Rig, dirty: &[u32]) -> Vec<u32> {
-        let size = format!("{}", dirty.len() * 2048);
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[("size", &size)])).unwrap();
+        let size = ByteSize(dirty.len() as u64 * 2048);
+        let mut b = new(&rig.geo, &CoopOptions { size }).unwrap();
         b.write(&mut rig.be(), &tags(dirty));
         b.write(&mut rig.be(), &tags(&[32]));
         b.check().unwrap();
@@ -181,7 +185,7 @@ mod tests {
             (Query::FreeLogBlocks, Answer::Count(0)),
             (Query::NextVictim, Answer::Block(Some(Lbn(2)))),
         ]);
-        let mut b = new(&r.geo, &opts(OPTIONS, &[("size", "6KiB")])).unwrap();
+        let mut b = new(&r.geo, &opts(ID, &[("size", "6KiB")])).unwrap();
         b.write(&mut r.be(), &tags(&[1]));
         b.write(&mut r.be(), &tags(&[17, 18]));
         b.write(&mut r.be(), &tags(&[32])); // evicts lbn0

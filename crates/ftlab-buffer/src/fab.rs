@@ -21,14 +21,17 @@
 //!   to the MRU end of its new count's list).
 //! - A host flush-cache command empties the buffer in victim order (largest first).
 
-use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, Touch, SIZE};
+use crate::blocklru::{capacity_pages, BlockBuffer, BlockCore, BlockPolicy, SizeOptions, Touch};
 use ftlab_core::buffer::Backend;
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::SchemeError;
 use ftlab_core::Lbn;
 
-/// Options of `fab`.
-pub const OPTIONS: &[OptionSpec] = &[SIZE];
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "fab";
+
+/// Options of `fab`: its size alone.
+pub type FabOptions = SizeOptions;
 
 /// FAB's policy: largest block first, block-level LRU among equals.
 #[derive(Debug)]
@@ -40,8 +43,8 @@ pub struct FabPolicy {
 pub type Fab = BlockBuffer<FabPolicy>;
 
 /// Builds `fab` for `geo`.
-pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Fab, SchemeError> {
-    let cap = capacity_pages(geo, opts)?;
+pub fn new(geo: &Geometry, opts: &FabOptions) -> Result<Fab, SchemeError> {
+    let cap = capacity_pages(ID, geo, opts.size)?;
     let ppb = geo.pages_per_block;
     Ok(BlockBuffer::new(
         geo,
@@ -95,7 +98,7 @@ mod tests {
     fn victim_is_the_largest_block_then_the_least_recent() {
         // 4 pages per block, room for 6 pages.
         let mut rig = Rig::new(4, 16);
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[("size", "12KiB")])).unwrap();
+        let mut b = new(&rig.geo, &opts(ID, &[("size", "12KiB")])).unwrap();
         b.write(&mut rig.be(), &tags(&[0, 1])); // lbn0: 2 pages
         b.write(&mut rig.be(), &tags(&[4, 5])); // lbn1: 2 pages, more recent
         b.write(&mut rig.be(), &tags(&[8])); // lbn2: 1 page
@@ -111,7 +114,7 @@ mod tests {
     #[test]
     fn flush_empties_in_victim_order_without_padding() {
         let mut rig = Rig::new(4, 16);
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[])).unwrap();
+        let mut b = new(&rig.geo, &FabOptions::default()).unwrap();
         b.write(&mut rig.be(), &tags(&[1]));
         b.write(&mut rig.be(), &tags(&[4, 6, 7]));
         b.flush(&mut rig.be());

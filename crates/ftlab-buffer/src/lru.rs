@@ -13,14 +13,17 @@
 //!
 //! [`PageCore`] is shared with `bpref`, which evicts from the same page-level LRU.
 
-use crate::blocklru::{capacity_pages, read_for_padding, write_group, Lists, NIL, SIZE};
+use crate::blocklru::{capacity_pages, read_for_padding, write_group, Lists, SizeOptions, NIL};
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::SchemeError;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite};
 
-/// Options of `lru`.
-pub const OPTIONS: &[OptionSpec] = &[SIZE];
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "lru";
+
+/// Options of `lru`: its size alone.
+pub type LruOptions = SizeOptions;
 
 /// A page-level LRU store: slots sized from the capacity, an LPN -> slot table (4 bytes
 /// per logical page) and per logical block the number of buffered pages.
@@ -246,9 +249,9 @@ pub struct Lru {
 }
 
 /// Builds `lru`.
-pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Lru, SchemeError> {
+pub fn new(geo: &Geometry, opts: &LruOptions) -> Result<Lru, SchemeError> {
     Ok(Lru {
-        core: PageCore::new(geo, capacity_pages(geo, opts)?),
+        core: PageCore::new(geo, capacity_pages(ID, geo, opts.size)?),
     })
 }
 
@@ -301,11 +304,12 @@ impl Buffer for Lru {
 mod tests {
     use super::*;
     use crate::blocklru::testutil::{opts, tags, Rig};
+    use ftlab_core::options::from_pairs;
 
     #[test]
     fn evicts_the_least_recently_written_page_alone() {
         let mut rig = Rig::new(4, 8);
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[("size", "6KiB")])).unwrap();
+        let mut b = new(&rig.geo, &opts(ID, &[("size", "6KiB")])).unwrap();
         b.write(&mut rig.be(), &tags(&[0, 1]));
         b.write(&mut rig.be(), &tags(&[5]));
         b.write(&mut rig.be(), &tags(&[0])); // hit: 0 becomes the most recent
@@ -326,7 +330,7 @@ mod tests {
     #[test]
     fn a_buffer_larger_than_the_device_never_evicts() {
         let mut rig = Rig::new(4, 2);
-        let mut b = new(&rig.geo, &opts(OPTIONS, &[("size", "1GiB")])).unwrap();
+        let mut b = new(&rig.geo, &opts(ID, &[("size", "1GiB")])).unwrap();
         for l in 0..8 {
             b.write(&mut rig.be(), &tags(&[l]));
         }
@@ -337,13 +341,11 @@ mod tests {
     #[test]
     fn a_size_below_one_page_is_refused_naming_the_option() {
         let rig = Rig::new(4, 2);
-        let e = new(&rig.geo, &opts(OPTIONS, &[("size", "1KiB")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("`size`"), "{e}");
-        let e = new(&rig.geo, &opts(OPTIONS, &[("size", "lots")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("`size`"), "{e}");
+        let e = new(&rig.geo, &opts(ID, &[("size", "1KiB")])).err().unwrap();
+        assert!(e.to_string().contains("lru: option `size` = `1KiB`"), "{e}");
+        let e = from_pairs::<LruOptions>(ID, &[("size", "lots")]).unwrap_err();
+        assert!(e.to_string().contains("`size` = `lots`"), "{e}");
+        let e = from_pairs::<LruOptions>(ID, &[("sise", "1MiB")]).unwrap_err();
+        assert!(e.to_string().contains("unknown option `sise`"), "{e}");
     }
 }

@@ -3,8 +3,12 @@
 //! flash operation, checked against the paper's numbers and against the cost model of
 //! `ftlab_buffer::costmodel` on the same scenarios.
 
+use ftlab_buffer::bagc::{self, BagcOptions};
+use ftlab_buffer::bplru::{self, BlruOptions, BplruOptions};
+use ftlab_buffer::bpref::{self, BprefOptions};
+use ftlab_buffer::coop::{self, CoopOptions};
 use ftlab_buffer::costmodel::{c_nopad, c_pad, flush_cost, Ops, Scheme};
-use ftlab_buffer::{bagc, bplru, bpref, coop, fab};
+use ftlab_buffer::fab::{self, FabOptions};
 use ftlab_core::buffer::{Backend, Buffer};
 use ftlab_core::flash::{Flash, FlashStats};
 use ftlab_core::ftl::Ftl;
@@ -32,6 +36,8 @@ fn geometry() -> Geometry {
     .unwrap()
 }
 
+/// Options of the `bast` FTL, through its string-options API (`bast` is not converted to
+/// typed options yet).
 fn opts(specs: &[OptionSpec], kv: &[(&str, &str)]) -> SchemeOptions {
     let given: BTreeMap<String, String> = kv
         .iter()
@@ -131,7 +137,7 @@ const FIG4_VICTIM: [u32; 7] = [0, 1, 2, 4, 5, 6, 7];
 fn worked_example_2_without_coop_8_reads_15_writes_2_erases() {
     let mut sim = Sim::new(&[]);
     fig4_log(&mut sim);
-    let mut buf = bplru::new_blru(&sim.geo, &opts(bplru::OPTIONS, &[])).unwrap();
+    let mut buf = bplru::new_blru(&sim.geo, &BlruOptions::default()).unwrap();
     sim.flush(&mut buf, &FIG4_VICTIM);
     assert_eq!(sim.ops(), Ops::new(8.0, 15.0, 2.0));
     assert_eq!(sim.ftl.stats().merges_full, 1);
@@ -142,7 +148,7 @@ fn worked_example_2_without_coop_8_reads_15_writes_2_erases() {
 fn worked_example_2_with_sbp_and_osm_1_read_8_writes_2_erases() {
     let mut sim = Sim::new(&[("osm", "true")]);
     fig4_log(&mut sim);
-    let mut buf = coop::new(&sim.geo, &opts(coop::OPTIONS, &[])).unwrap();
+    let mut buf = coop::new(&sim.geo, &CoopOptions::default()).unwrap();
     sim.flush(&mut buf, &FIG4_VICTIM);
     assert_eq!(sim.ops(), Ops::new(1.0, 8.0, 2.0));
     let s = sim.ftl.stats();
@@ -171,34 +177,48 @@ fn two_flushes(scheme: Scheme, n_i: u32, n_r: u32) -> Ops {
         match scheme {
             Scheme::Fab => (
                 &[],
-                Box::new(fab::new(&g, &opts(fab::OPTIONS, &[])).unwrap()),
-                Box::new(fab::new(&g, &opts(fab::OPTIONS, &[])).unwrap()),
+                Box::new(fab::new(&g, &FabOptions::default()).unwrap()),
+                Box::new(fab::new(&g, &FabOptions::default()).unwrap()),
             ),
             Scheme::Bplru => (
                 &[],
-                Box::new(bplru::new_bplru(&g, &opts(bplru::OPTIONS, &[])).unwrap()),
-                Box::new(bplru::new_bplru(&g, &opts(bplru::OPTIONS, &[])).unwrap()),
+                Box::new(bplru::new_bplru(&g, &BplruOptions::default()).unwrap()),
+                Box::new(bplru::new_bplru(&g, &BplruOptions::default()).unwrap()),
             ),
             // "we assume that BP-REF did not pad the previous flush ... but pads the
             // current flush": a threshold no block exceeds, then one every block does.
             Scheme::BpRef => (
                 &[],
                 Box::new(
-                    bpref::new(&g, &opts(bpref::OPTIONS, &[("pad_threshold_pct", "100")])).unwrap(),
+                    bpref::new(
+                        &g,
+                        &BprefOptions {
+                            pad_threshold_pct: 100,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap(),
                 ),
                 Box::new(
-                    bpref::new(&g, &opts(bpref::OPTIONS, &[("pad_threshold_pct", "0")])).unwrap(),
+                    bpref::new(
+                        &g,
+                        &BprefOptions {
+                            pad_threshold_pct: 0,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap(),
                 ),
             ),
             Scheme::BaGc => (
                 &[("ba_gc", "true")],
-                Box::new(bagc::new(&g, &opts(bagc::OPTIONS, &[])).unwrap()),
-                Box::new(bagc::new(&g, &opts(bagc::OPTIONS, &[])).unwrap()),
+                Box::new(bagc::new(&g, &BagcOptions::default()).unwrap()),
+                Box::new(bagc::new(&g, &BagcOptions::default()).unwrap()),
             ),
             Scheme::CoOp => (
                 &[("osm", "true")],
-                Box::new(coop::new(&g, &opts(coop::OPTIONS, &[])).unwrap()),
-                Box::new(coop::new(&g, &opts(coop::OPTIONS, &[])).unwrap()),
+                Box::new(coop::new(&g, &CoopOptions::default()).unwrap()),
+                Box::new(coop::new(&g, &CoopOptions::default()).unwrap()),
             ),
         }
     };
@@ -262,7 +282,7 @@ fn worked_example_3_padding_model_matches_the_simulator() {
         for pad in [false, true] {
             let mut sim = Sim::new(&[]);
             let g = geometry();
-            let o = opts(bplru::OPTIONS, &[]);
+            let o = BplruOptions::default();
             let mut buf = if pad {
                 bplru::new_bplru(&g, &o).unwrap()
             } else {
