@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auto;
 pub mod bast;
 pub mod block;
 pub mod cach;
