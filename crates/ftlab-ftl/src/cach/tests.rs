@@ -4,10 +4,10 @@ use ftlab_core::engine::{Engine, EngineConfig, Verify};
 use ftlab_core::flash::FlashStats;
 use ftlab_core::geometry::GeometryBuilder;
 use ftlab_core::nand::{preset, Latencies};
+use ftlab_core::options::from_pairs;
 use ftlab_core::request::{Op, Request};
 use ftlab_core::timing::SerialTiming;
 use ftlab_core::Nanos;
-use std::collections::BTreeMap;
 
 /// 2 KiB pages, `ppb` pages per block, `logical` logical blocks and exactly `extra`
 /// blocks beyond them.
@@ -26,12 +26,13 @@ fn geo(ppb: u32, logical: u32, extra: u32) -> Geometry {
     .unwrap()
 }
 
-fn opts(kv: &[(&str, &str)]) -> SchemeOptions {
-    let given: BTreeMap<String, String> = kv
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    SchemeOptions::resolve("cach", OPTIONS, &given).unwrap()
+fn opts(kv: &[(&str, &str)]) -> CachOptions {
+    from_pairs(ID, kv).unwrap()
+}
+
+/// The FTL with options `kv`, or the error of the options or of the constructor.
+fn build(g: &Geometry, kv: &[(&str, &str)]) -> Result<CachFtl, SchemeError> {
+    CachFtl::new(g, &from_pairs(ID, kv)?)
 }
 
 fn lat() -> Latencies {
@@ -535,9 +536,7 @@ fn impossible_options_and_geometries_are_errors_naming_the_fix() {
         (&[("bmr_update", "out_of_place")], 3, "--op"),
     ];
     for &(kv, extra, needle) in cases {
-        let e = CachFtl::new(&geo(4, 16, extra), &opts(kv))
-            .err()
-            .expect("refused");
+        let e = build(&geo(4, 16, extra), kv).err().expect("refused");
         assert!(e.to_string().contains(needle), "{kv:?}: {e}");
     }
 }
