@@ -21,9 +21,7 @@ pub mod tpm;
 #[cfg(test)]
 mod testutil {
     use ftlab_core::geometry::{Geometry, GeometryBuilder};
-    use ftlab_core::options::{OptionSpec, SchemeOptions};
     use ftlab_core::{Lpn, PageTag};
-    use std::collections::BTreeMap;
 
     /// A one-die device of `logical_pages` pages with `op` percent over-provisioning.
     pub fn geometry(page_size: u32, pages_per_block: u32, logical_pages: u64, op: f64) -> Geometry {
@@ -39,15 +37,6 @@ mod testutil {
         }
         .build()
         .unwrap()
-    }
-
-    /// Resolved options with the given overrides.
-    pub fn opts(scheme: &str, specs: &[OptionSpec], given: &[(&str, &str)]) -> SchemeOptions {
-        let given: BTreeMap<String, String> = given
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        SchemeOptions::resolve(scheme, specs, &given).unwrap()
     }
 
     /// The tag of version `version` of `lpn`.
