@@ -15,18 +15,13 @@ use std::str::FromStr;
 /// number, or from a number written as text (`"2"`). Its schema is inlined, so a
 /// `#[schemars(range(...))]` on the field bounds the given value (`auto` is not a
 /// number and is never out of range).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum AutoOr<T> {
     /// The scheme derives the value (see the option's help).
+    #[default]
     Auto,
     /// This value.
     Value(T),
-}
-
-impl<T> Default for AutoOr<T> {
-    fn default() -> Self {
-        AutoOr::Auto
-    }
 }
 
 impl<T> From<T> for AutoOr<T> {
