@@ -6,6 +6,7 @@ use ftlab_core::geometry::GeometryBuilder;
 use ftlab_core::nand::{preset, Latencies};
 use ftlab_core::options::from_pairs;
 use ftlab_core::request::{Op, Request};
+use ftlab_core::rng::SplitMix64;
 use ftlab_core::timing::SerialTiming;
 use ftlab_core::Nanos;
 
@@ -564,19 +565,6 @@ fn mapping_bytes_count_the_bmr_table_its_validity_bits_and_the_pmr_table() {
     assert_eq!(f.paper_map_bytes(), (4096 + pmr_pages as u64) * 4);
 }
 
-/// SplitMix64, for the randomized test.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n.max(1)
-    }
-}
-
 #[test]
 fn random_groups_trims_and_idle_gaps_keep_every_write() {
     for (seed, ppb, kv) in [
@@ -591,7 +579,7 @@ fn random_groups_trims_and_idle_gaps_keep_every_write() {
         (5, 4, vec![("async_gc", "false"), ("threshold", "0")]),
     ] {
         let mut r = Rig::new(geo(ppb, 24, 6), &kv);
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let pages = r.geo.logical_pages as u64;
         for step in 0..6000 {
             match rng.below(10) {
@@ -889,7 +877,7 @@ fn random_power_losses_keep_every_write() {
         ),
     ] {
         let mut r = Rig::new(geo(ppb, 24, 6), &kv);
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let pages = r.geo.logical_pages as u64;
         let (mut losses, mut lost, mut merges) = (0, 0, 0);
         for step in 0..8000 {
