@@ -265,3 +265,35 @@ mod testutil {
         }
     }
 }
+
+#[cfg(test)]
+mod options_tests {
+    use ftlab_core::options::{from_pairs, resolve, Options, OptionsDef};
+
+    /// Defaults resolve from no input, read back from their own serialised form (what
+    /// the configuration echo shows), and every option has help and a shown default.
+    fn check<O: Options + PartialEq>(id: &str) {
+        let def = OptionsDef::of::<O>();
+        assert_eq!(from_pairs::<O>(id, &[]).unwrap(), O::default(), "{id}");
+        let shown = (def.resolve)(id, &Default::default()).unwrap();
+        let map = shown.as_object().expect("an object").clone();
+        assert_eq!(resolve::<O>(id, &map).unwrap(), O::default(), "{id}");
+        for f in def.fields() {
+            assert!(!f.help.is_empty(), "{id}.{}: no help", f.name);
+            assert_ne!(f.default, "none", "{id}.{}: no default", f.name);
+        }
+    }
+
+    #[test]
+    fn every_scheme_lists_its_options_with_help_and_defaults() {
+        check::<crate::page::PageOptions>(crate::page::ID);
+        check::<crate::block::BlockOptions>(crate::block::ID);
+        check::<crate::bast::BastOptions>(crate::bast::ID);
+        check::<crate::fast::FastOptions>(crate::fast::ID);
+        check::<crate::cach::CachOptions>(crate::cach::ID);
+        check::<crate::dftl::DftlOptions>(crate::dftl::ID);
+        check::<crate::tpm::TpmOptions>(crate::tpm::ID);
+        check::<crate::dac::DacOptions>(crate::dac::ID);
+        check::<crate::superblock::SuperblockOptions>(crate::superblock::ID);
+    }
+}
