@@ -69,7 +69,8 @@ pub struct BlockOptions {
     /// A group of pages of one block written in one call costs one rewrite (the
     /// optimised BM of cach-ftl.txt §5); false: one rewrite per page.
     pub grouped: bool,
-    /// How a block is rewritten.
+    /// in_place: read, erase and reprogram the same block (cach-ftl.txt §4.2.3);
+    /// out_of_place: program a free block, then erase the old one.
     pub update: Update,
 }
 

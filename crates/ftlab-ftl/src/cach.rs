@@ -169,7 +169,8 @@ pub struct CachOptions {
     /// (cach-ftl.txt Algorithm 2, line 24: 1).
     #[schemars(range(min = 1))]
     pub pmr_gc_min_invalid: u32,
-    /// How a BMR block is updated.
+    /// in_place (cach-ftl.txt §4.2.3) or out_of_place (new image to a spare block, old
+    /// block erased later).
     pub bmr_update: BmrUpdate,
     /// In idle time, start an in-place BMR-GC's erase only together with its program, so
     /// no block's data lives only in RAM between requests; false: the five interruption

@@ -20,18 +20,21 @@ pub struct SuperblockOptions {
     /// N with map pages).
     #[schemars(range(min = 1))]
     pub max_u_blocks: AutoOr<u32>,
-    /// Where the page-level map lives.
+    /// Page-level map in spare areas (spare: SB-S, §4.2.2) or in map pages (map_page:
+    /// SB-P, §4.2.3).
     pub mapping: Mapping,
-    /// Where D-blocks are written: the SB-n-OOP / SB-n-IP variants of Table VI.
+    /// D-blocks out-of-place (oop) or in-place (ip): the SB-n-OOP / SB-n-IP variants of
+    /// Table VI.
     pub placement: Placement,
     /// MergeAll compacts hot blocks before cold ones (Fig. 11); off: allocation order.
     pub hot_cold: OnOff,
     /// PMD+PT entries in the LRU map cache (superblock-ftl.txt §5.1: 16).
     #[schemars(range(min = 1, max = 1_048_576))]
     pub map_cache_entries: u32,
-    /// Spare-area ECC budget of Table III.
+    /// Spare-area ECC budget of Table III: slc, mlc4, or auto (slc up to 2 KiB pages).
     pub ecc: EccOption,
-    /// Full + partial snapshots for power-loss recovery (§4.4).
+    /// Full + partial snapshots for power-loss recovery (§4.4): on, off, or auto (on when
+    /// the spare blocks hold the snapshot area and 2 more blocks).
     pub snapshots: Snapshots,
     /// Merge the LRU superblock in idle time while free blocks are below
     /// background_free_blocks (§4.3; off as in the paper's evaluation).
