@@ -101,41 +101,49 @@
 //! - `osm` and `ba_gc` keep no state between requests, so they work on after recovery.
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
+use crate::auto::AutoOr;
 use crate::logblock::{
-    compose, count_or_auto, erased_pool, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
+    compose, erased_pool, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
 };
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "bast";
 
 /// Options of the `bast` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "log_blocks",
-        default: "auto",
-        help: "log blocks allocatable at once; auto: every spare block but the merge \
-               reserve, so --op sets it (papers: 2.5-5% of capacity)",
-    },
-    OptionSpec {
-        name: "osm",
-        default: "false",
-        help: "Optimized Switch Merge: a complete-block write to a block with a log block \
-               goes to a free block (co-op-buffer-ftl.txt §5.1.2)",
-    },
-    OptionSpec {
-        name: "ba_gc",
-        default: "false",
-        help: "BA-GC with a bagc buffer: BA-VBS victim choice and BA-BM full merges \
-               (co-op-buffer-ftl.txt §3, §6)",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BastOptions {
+    /// Log blocks allocatable at once; auto: every spare block but the merge reserve,
+    /// so --op sets it (papers: 2.5-5% of capacity).
+    #[schemars(range(min = 1))]
+    pub log_blocks: AutoOr<u32>,
+    /// Optimized Switch Merge: a complete-block write to a block with a log block goes
+    /// to a free block (co-op-buffer-ftl.txt §5.1.2).
+    pub osm: bool,
+    /// BA-GC with a bagc buffer: BA-VBS victim choice and BA-BM full merges
+    /// (co-op-buffer-ftl.txt §3, §6).
+    pub ba_gc: bool,
+}
+
+impl Default for BastOptions {
+    fn default() -> Self {
+        BastOptions {
+            log_blocks: AutoOr::Auto,
+            osm: false,
+            ba_gc: false,
+        }
+    }
+}
 
 /// The buffer view lent for one group (BA-GC), threaded through the write path.
 type Bv<'a> = Option<&'a mut dyn BufferView>;
 
-const SCHEME: &str = "bast";
 const NO_SLOT: u16 = u16::MAX;
 
 /// One allocated log block.
@@ -173,25 +181,28 @@ pub struct Bast {
 
 impl Bast {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Bast, SchemeError> {
+    pub fn new(geo: &Geometry, opts: &BastOptions) -> Result<Bast, SchemeError> {
         let spare = geo.spare_blocks();
-        let log_blocks = count_or_auto(opts, "log_blocks", spare.saturating_sub(1))?;
+        let log_blocks = opts.log_blocks.unwrap_or(spare.saturating_sub(1));
         if log_blocks == 0 || log_blocks + 1 > spare {
-            return Err(opts.geometry_error(format!(
-                "log_blocks = {log_blocks} needs {} spare blocks (the log blocks and one \
-                 merge reserve) but the geometry has {spare} ({} physical - {} logical); \
-                 raise --op or lower log_blocks (at least 1)",
-                log_blocks.max(1) + 1,
-                geo.blocks,
-                geo.logical_blocks()
-            )));
+            return Err(geometry_error(
+                ID,
+                format!(
+                    "log_blocks = {log_blocks} needs {} spare blocks (the log blocks and one \
+                     merge reserve) but the geometry has {spare} ({} physical - {} logical); \
+                     raise --op or lower log_blocks (at least 1)",
+                    log_blocks.max(1) + 1,
+                    geo.blocks,
+                    geo.logical_blocks()
+                ),
+            ));
         }
         if geo.pages_per_block >= NO_SLOT as u32 {
-            return Err(opts.geometry_error("pages_per_block must be below 65535"));
+            return Err(geometry_error(ID, "pages_per_block must be below 65535"));
         }
         let ppb = geo.pages_per_block;
-        let osm: bool = opts.get("osm")?;
-        let ba_gc: bool = opts.get("ba_gc")?;
+        let osm = opts.osm;
+        let ba_gc = opts.ba_gc;
         let idle = LogBlock {
             pbn: Pbn(NONE),
             lbn: Lbn(NONE),
@@ -258,7 +269,7 @@ impl Bast {
             return;
         }
         if d == NONE && o == 0 && desc == NONE {
-            let pbn = self.pool.take(SCHEME);
+            let pbn = self.pool.take(ID);
             self.dmap[lbn.idx()] = pbn.0;
             flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
             return;
@@ -292,7 +303,7 @@ impl Bast {
         }
         let desc = self.free_desc.pop().expect("a log block was just freed");
         self.logs[desc as usize] = LogBlock {
-            pbn: self.pool.take(SCHEME),
+            pbn: self.pool.take(ID),
             lbn,
             written: 0,
             seq: true,
@@ -411,7 +422,7 @@ impl Bast {
         }
         self.dmap[log.lbn.idx()] = NONE;
         if any {
-            let dst = self.pool.take(SCHEME);
+            let dst = self.pool.take(ID);
             let done = compose(
                 flash,
                 dst,
@@ -470,7 +481,7 @@ impl Bast {
                 flash.invalidate(old);
             }
         }
-        let dst = self.pool.take(SCHEME);
+        let dst = self.pool.take(ID);
         for (o, &p) in pages.iter().enumerate() {
             flash.program(self.geo.ppn(dst, o as u32), p, Cause::Host);
         }
@@ -754,11 +765,10 @@ impl Ftl for Bast {
 mod tests {
     use super::*;
     use crate::logblock::tests::geometry;
-    use std::collections::BTreeMap;
+    use ftlab_core::options::from_pairs;
 
     fn bast(geo: &Geometry, log_blocks: &str) -> Bast {
-        let given = BTreeMap::from([("log_blocks".to_string(), log_blocks.to_string())]);
-        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+        let o = from_pairs(ID, &[("log_blocks", log_blocks)]).unwrap();
         Bast::new(geo, &o).unwrap()
     }
 
@@ -922,19 +932,25 @@ mod tests {
         assert_eq!(b.query(Query::FreeLogBlocks), Answer::Count(1));
         assert_eq!(b.query(Query::NextVictim), Answer::Block(None));
         assert_eq!(b.query(Query::LogFreePages(Lbn(99))), Answer::NotApplicable);
-        for bad in ["2", "0", "many"] {
-            let given = BTreeMap::from([("log_blocks".to_string(), bad.to_string())]);
-            let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
-            let e = Bast::new(&geo, &o).err().expect(bad).to_string();
-            assert!(e.contains("log_blocks"), "{e}");
+        let o = BastOptions {
+            log_blocks: AutoOr::Value(2),
+            ..Default::default()
+        };
+        let e = Bast::new(&geo, &o).err().unwrap().to_string();
+        assert!(e.contains("log_blocks = 2") && e.contains("--op"), "{e}");
+        for (bad, why) in [("0", "at least 1"), ("many", "`auto` or a number")] {
+            let e = from_pairs::<BastOptions>(ID, &[("log_blocks", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`log_blocks` = `{bad}`")) && e.contains(why),
+                "{e}"
+            );
         }
-        let e = Bast::new(
-            &geometry(4, 2, 3),
-            &SchemeOptions::resolve(SCHEME, OPTIONS, &BTreeMap::new()).unwrap(),
-        )
-        .err()
-        .unwrap()
-        .to_string();
+        let e = Bast::new(&geometry(4, 2, 3), &BastOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("--op"), "{e}");
     }
 

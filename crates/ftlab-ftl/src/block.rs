@@ -55,26 +55,43 @@ use crate::logblock::{compose, FreePool, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "block";
 
 /// Options of the `block` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "grouped",
-        default: "true",
-        help: "a group of pages of one block written in one call costs one rewrite \
-               (the optimised BM of cach-ftl.txt §5); false: one rewrite per page",
-    },
-    OptionSpec {
-        name: "update",
-        default: "in_place",
-        help: "in_place: read, erase and reprogram the same block (cach-ftl.txt §4.2.3); \
-               out_of_place: program a free block, then erase the old one",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BlockOptions {
+    /// A group of pages of one block written in one call costs one rewrite (the
+    /// optimised BM of cach-ftl.txt §5); false: one rewrite per page.
+    pub grouped: bool,
+    /// in_place: read, erase and reprogram the same block (cach-ftl.txt §4.2.3);
+    /// out_of_place: program a free block, then erase the old one.
+    pub update: Update,
+}
 
-const SCHEME: &str = "block";
+impl Default for BlockOptions {
+    fn default() -> Self {
+        BlockOptions {
+            grouped: true,
+            update: Update::InPlace,
+        }
+    }
+}
+
+/// How the `block` FTL rewrites a block (option `update`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Update {
+    /// Read, erase and reprogram the same block (cach-ftl.txt §4.2.3).
+    InPlace,
+    /// Program a free block, then erase the old one (needs one spare block).
+    OutOfPlace,
+}
 
 /// The block-mapped FTL.
 pub struct BlockFtl {
@@ -91,21 +108,19 @@ pub struct BlockFtl {
 
 impl BlockFtl {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<BlockFtl, SchemeError> {
-        let grouped: bool = opts.get("grouped")?;
-        let update: String = opts.get("update")?;
-        let in_place = match update.as_str() {
-            "in_place" => true,
-            "out_of_place" => false,
-            _ => return Err(opts.bad("update", "expected in_place or out_of_place")),
-        };
+    pub fn new(geo: &Geometry, opts: &BlockOptions) -> Result<BlockFtl, SchemeError> {
+        let grouped = opts.grouped;
+        let in_place = opts.update == Update::InPlace;
         let needed = geo.logical_blocks() + u32::from(!in_place);
         if geo.blocks < needed {
-            return Err(opts.geometry_error(format!(
-                "update = out_of_place needs one spare block ({needed} physical blocks) but \
-                 the geometry has {}; raise --op or use update = in_place",
-                geo.blocks
-            )));
+            return Err(geometry_error(
+                ID,
+                format!(
+                    "update = out_of_place needs one spare block ({needed} physical blocks) \
+                     but the geometry has {}; raise --op or use update = in_place",
+                    geo.blocks
+                ),
+            ));
         }
         Ok(BlockFtl {
             geo: geo.clone(),
@@ -129,7 +144,7 @@ impl BlockFtl {
         let first_offset = self.geo.lpn_offset(pages[0].lpn);
         let mut pbn = self.dmap[lbn.idx()];
         if pbn == NONE {
-            pbn = self.pool.take(SCHEME).0;
+            pbn = self.pool.take(ID).0;
             self.dmap[lbn.idx()] = pbn;
         }
         let pbn = Pbn(pbn);
@@ -185,7 +200,7 @@ impl BlockFtl {
             flash.erase(old, Cause::Merge);
             old
         } else {
-            self.pool.take(SCHEME)
+            self.pool.take(ID)
         };
         let done = compose(flash, dst, 0, &self.srcs, self.first_lpn(lbn), Cause::Merge);
         if !self.in_place {
@@ -345,15 +360,10 @@ impl Ftl for BlockFtl {
 mod tests {
     use super::*;
     use crate::logblock::tests::geometry;
-    use std::collections::BTreeMap;
+    use ftlab_core::options::from_pairs;
 
     fn ftl(geo: &Geometry, opts: &[(&str, &str)]) -> BlockFtl {
-        let given: BTreeMap<String, String> = opts
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
-        BlockFtl::new(geo, &o).unwrap()
+        BlockFtl::new(geo, &from_pairs(ID, opts).unwrap()).unwrap()
     }
 
     fn w(lpn: u32, version: u32) -> PageWrite {
@@ -478,13 +488,27 @@ mod tests {
     #[test]
     fn impossible_geometry_names_the_option() {
         let geo = geometry(4, 2, 2);
-        let given = BTreeMap::from([("update".to_string(), "out_of_place".to_string())]);
-        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
+        let o = BlockOptions {
+            update: Update::OutOfPlace,
+            ..Default::default()
+        };
         let e = BlockFtl::new(&geo, &o).err().unwrap().to_string();
         assert!(e.contains("--op") && e.contains("update"), "{e}");
-        let given = BTreeMap::from([("update".to_string(), "sideways".to_string())]);
-        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
-        assert!(BlockFtl::new(&geo, &o).is_err());
+    }
+
+    #[test]
+    fn an_unknown_update_mode_is_refused_naming_the_option() {
+        let e = from_pairs::<BlockOptions>(ID, &[("update", "sideways")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`update` = `sideways`") && e.contains("out_of_place"),
+            "{e}"
+        );
+        let e = from_pairs::<BlockOptions>(ID, &[("grouped", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`grouped` = `maybe`"), "{e}");
     }
 }
 
@@ -493,15 +517,10 @@ mod recovery_tests {
     use super::*;
     use crate::logblock::tests::geometry;
     use ftlab_core::flash::FlashStats;
-    use std::collections::BTreeMap;
+    use ftlab_core::options::from_pairs;
 
     fn ftl(geo: &Geometry, opts: &[(&str, &str)]) -> BlockFtl {
-        let given: BTreeMap<String, String> = opts
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let o = SchemeOptions::resolve(SCHEME, OPTIONS, &given).unwrap();
-        BlockFtl::new(geo, &o).unwrap()
+        BlockFtl::new(geo, &from_pairs(ID, opts).unwrap()).unwrap()
     }
 
     fn w(lpn: u32, version: u32) -> PageWrite {

@@ -131,65 +131,77 @@ mod recover;
 #[cfg(test)]
 mod tests;
 
+use crate::auto::AutoOr;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use pmr::Pmr;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "cach";
+
 /// Options of the `cach` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "threshold",
-        default: "4",
-        help: "a group of more than this many pages goes to the BMR, else to the PMR \
-               (cach-ftl.txt §5.1: 4)",
-    },
-    OptionSpec {
-        name: "pmr_percent",
-        default: "auto",
-        help: "PMR size in percent of the physical blocks; auto: every block beyond the \
-               BMR (the paper's 10% of the flash is --op 11.12)",
-    },
-    OptionSpec {
-        name: "sync_free_blocks",
-        default: "auto",
-        help: "synchronous GC keeps more free PMR space than this many blocks; auto: \
-               min(3, PMR blocks - 2) (cach-ftl.txt §4.3.3: 3)",
-    },
-    OptionSpec {
-        name: "async_free_percent",
-        default: "10",
-        help: "idle-time GC runs while PMR free space is at most this percent of the PMR \
-               (cach-ftl.txt §4.3.3: 10)",
-    },
-    OptionSpec {
-        name: "async_gc",
-        default: "true",
-        help: "run interruptible GC in idle gaps (cach-ftl.txt §4.3.3)",
-    },
-    OptionSpec {
-        name: "pmr_gc_min_invalid",
-        default: "1",
-        help: "PMR-GC takes a victim only with at least this many invalid pages, else \
-               BMR-GC runs (cach-ftl.txt Algorithm 2, line 24: 1)",
-    },
-    OptionSpec {
-        name: "bmr_update",
-        default: "in_place",
-        help: "in_place (cach-ftl.txt §4.2.3) or out_of_place (new image to a spare \
-               block, old block erased later)",
-    },
-    OptionSpec {
-        name: "power_safe_bmr_gc",
-        default: "false",
-        help: "in idle time, start an in-place BMR-GC's erase only together with its \
-               program, so no block's data lives only in RAM between requests; false: \
-               the five interruption points of cach-ftl.txt §4.3.3",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CachOptions {
+    /// A group of more than this many pages goes to the BMR, else to the PMR
+    /// (cach-ftl.txt §5.1: 4).
+    pub threshold: u32,
+    /// PMR size in percent of the physical blocks; auto: every block beyond the BMR
+    /// (the paper's 10% of the flash is --op 11.12).
+    #[schemars(range(min = 0))]
+    pub pmr_percent: AutoOr<f64>,
+    /// Synchronous GC keeps more free PMR space than this many blocks; auto: min(3, PMR
+    /// blocks - 2) (cach-ftl.txt §4.3.3: 3).
+    #[schemars(range(min = 1))]
+    pub sync_free_blocks: AutoOr<u32>,
+    /// Idle-time GC runs while PMR free space is at most this percent of the PMR
+    /// (cach-ftl.txt §4.3.3: 10).
+    #[schemars(range(min = 0, max = 100))]
+    pub async_free_percent: f64,
+    /// Run interruptible GC in idle gaps (cach-ftl.txt §4.3.3).
+    pub async_gc: bool,
+    /// PMR-GC takes a victim only with at least this many invalid pages, else BMR-GC runs
+    /// (cach-ftl.txt Algorithm 2, line 24: 1).
+    #[schemars(range(min = 1))]
+    pub pmr_gc_min_invalid: u32,
+    /// in_place (cach-ftl.txt §4.2.3) or out_of_place (new image to a spare block, old
+    /// block erased later).
+    pub bmr_update: BmrUpdate,
+    /// In idle time, start an in-place BMR-GC's erase only together with its program, so
+    /// no block's data lives only in RAM between requests; false: the five interruption
+    /// points of cach-ftl.txt §4.3.3.
+    pub power_safe_bmr_gc: bool,
+}
+
+impl Default for CachOptions {
+    fn default() -> Self {
+        CachOptions {
+            threshold: 4,
+            pmr_percent: AutoOr::Auto,
+            sync_free_blocks: AutoOr::Auto,
+            async_free_percent: 10.0,
+            async_gc: true,
+            pmr_gc_min_invalid: 1,
+            bmr_update: BmrUpdate::InPlace,
+            power_safe_bmr_gc: false,
+        }
+    }
+}
+
+/// How CACH-FTL updates a BMR block (option `bmr_update`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BmrUpdate {
+    /// Rewrite the block in place (cach-ftl.txt §4.2.3).
+    InPlace,
+    /// Write the new image to a spare block and erase the old block later.
+    OutOfPlace,
+}
 
 /// Tag of the filler pages programmed below data in a BMR block (never read).
 const FILLER: PageTag = PageTag {
@@ -324,37 +336,34 @@ pub struct CachFtl {
     x: Extra,
 }
 
-fn parse_auto(opts: &SchemeOptions, key: &str) -> Result<Option<f64>, SchemeError> {
-    let raw: String = opts.get(key)?;
-    if raw.trim() == "auto" {
-        return Ok(None);
-    }
-    raw.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(Some)
-        .ok_or_else(|| opts.bad(key, "expected auto or a non-negative number"))
-}
-
 /// The PMR's size in blocks and the synchronous GC reserve, from the options; errors
 /// name the option (or `--op`) that would make them fit.
 fn region_sizes(
     geo: &Geometry,
-    opts: &SchemeOptions,
+    opts: &CachOptions,
     out_of_place: bool,
 ) -> Result<(u32, u32), SchemeError> {
     let logical = geo.logical_blocks();
     let spare_blocks = geo.blocks - logical;
     let reserve = u32::from(out_of_place);
     let room = spare_blocks.saturating_sub(reserve);
-    let pmr_blocks = match parse_auto(opts, "pmr_percent")? {
-        None => room,
-        Some(pct) => {
+    let pmr_blocks = match opts.pmr_percent {
+        AutoOr::Auto => room,
+        AutoOr::Value(pct) if !pct.is_finite() => {
+            return Err(bad(
+                ID,
+                "pmr_percent",
+                pct,
+                "expected auto or a non-negative number",
+            ))
+        }
+        AutoOr::Value(pct) => {
             let n = (pct / 100.0 * geo.blocks as f64).round() as u32;
             if n > room {
-                return Err(opts.bad(
+                return Err(bad(
+                    ID,
                     "pmr_percent",
+                    pct,
                     format!(
                         "{n} PMR blocks do not fit the {room} blocks beyond the BMR{}; \
                          raise --op or lower pmr_percent",
@@ -370,18 +379,23 @@ fn region_sizes(
         }
     };
     if pmr_blocks < 3 {
-        return Err(opts.geometry_error(format!(
-            "the PMR needs at least 3 blocks (an active block, a victim and a free \
-             reserve) but has {pmr_blocks}; raise --op (the device has {spare_blocks} \
-             blocks beyond the logical ones) or pmr_percent"
-        )));
+        return Err(geometry_error(
+            ID,
+            format!(
+                "the PMR needs at least 3 blocks (an active block, a victim and a free \
+                 reserve) but has {pmr_blocks}; raise --op (the device has {spare_blocks} \
+                 blocks beyond the logical ones) or pmr_percent"
+            ),
+        ));
     }
-    let sync_free_blocks = match parse_auto(opts, "sync_free_blocks")? {
-        None => 3.min(pmr_blocks - 2),
-        Some(v) if v.fract() == 0.0 && v >= 1.0 && v <= (pmr_blocks - 2) as f64 => v as u32,
-        Some(_) => {
-            return Err(opts.bad(
+    let sync_free_blocks = match opts.sync_free_blocks {
+        AutoOr::Auto => 3.min(pmr_blocks - 2),
+        AutoOr::Value(v) if v >= 1 && v <= pmr_blocks - 2 => v,
+        AutoOr::Value(v) => {
+            return Err(bad(
+                ID,
                 "sync_free_blocks",
+                v,
                 format!(
                     "must be a whole number from 1 to PMR blocks - 2 = {}",
                     pmr_blocks - 2
@@ -394,27 +408,22 @@ fn region_sizes(
 
 impl CachFtl {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<CachFtl, SchemeError> {
+    pub fn new(geo: &Geometry, opts: &CachOptions) -> Result<CachFtl, SchemeError> {
         let ppb = geo.pages_per_block;
-        let threshold: u32 = opts.get("threshold")?;
-        let out_of_place = match opts.get::<String>("bmr_update")?.as_str() {
-            "in_place" => false,
-            "out_of_place" => true,
-            _ => return Err(opts.bad("bmr_update", "expected in_place or out_of_place")),
-        };
+        let threshold = opts.threshold;
+        let out_of_place = opts.bmr_update == BmrUpdate::OutOfPlace;
         let logical = geo.logical_blocks();
         let (pmr_blocks, sync_free_blocks) = region_sizes(geo, opts, out_of_place)?;
-        let min_invalid: u32 = opts.get("pmr_gc_min_invalid")?;
+        let min_invalid = opts.pmr_gc_min_invalid;
         if min_invalid == 0 || min_invalid > ppb {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "pmr_gc_min_invalid",
+                min_invalid,
                 format!("must be from 1 to the pages per block ({ppb})"),
             ));
         }
-        let async_pct: f64 = opts.get("async_free_percent")?;
-        if !(0.0..=100.0).contains(&async_pct) {
-            return Err(opts.bad("async_free_percent", "must be from 0 to 100"));
-        }
+        let async_pct = opts.async_free_percent.clamp(0.0, 100.0);
         let pmr_pages = pmr_blocks * ppb;
         let first_spare = logical + pmr_blocks;
         let spare = if out_of_place {
@@ -426,9 +435,9 @@ impl CachFtl {
             geo: geo.clone(),
             ppb,
             threshold,
-            async_gc: opts.get("async_gc")?,
+            async_gc: opts.async_gc,
             out_of_place,
-            power_safe_bmr_gc: opts.get("power_safe_bmr_gc")?,
+            power_safe_bmr_gc: opts.power_safe_bmr_gc,
             sync_free_blocks,
             sync_free_pages: sync_free_blocks * ppb,
             async_free_pages: (async_pct / 100.0 * pmr_pages as f64).floor() as u32,

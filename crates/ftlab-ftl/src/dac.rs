@@ -39,28 +39,41 @@
 //!   victims, superblock-ftl.txt §5.1; DAC only collects sealed blocks, so it is 1) and
 //!   `merge_count` (GC victims: the paper counts DAC's block reclamations as its merges).
 
+use crate::auto::AutoOr;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::GreedyIndex;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "dac";
+
 /// Options of the `dac` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "regions",
-        default: "auto",
-        help: "number of regions K (superblock-ftl.txt §2.4; auto: 4, fewer if the spare blocks \
-               cannot hold K active blocks plus the GC reserve)",
-    },
-    OptionSpec {
-        name: "gc_threshold",
-        default: "2",
-        help: "GC runs while fewer than this many blocks are free (at least 2)",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct DacOptions {
+    /// Number of regions K (superblock-ftl.txt §2.4; auto: 4, fewer if the spare blocks
+    /// cannot hold K active blocks plus the GC reserve).
+    #[schemars(range(min = 1, max = 255))]
+    pub regions: AutoOr<u32>,
+    /// GC runs while fewer than this many blocks are free (at least 2: one block for the
+    /// host, one for a GC victim's copies).
+    #[schemars(range(min = 2))]
+    pub gc_threshold: u32,
+}
+
+impl Default for DacOptions {
+    fn default() -> Self {
+        DacOptions {
+            regions: AutoOr::Auto,
+            gc_threshold: 2,
+        }
+    }
+}
 
 const UNMAPPED: u32 = u32::MAX;
 const NO_BLOCK: u32 = u32::MAX;
@@ -84,42 +97,42 @@ pub struct DacFtl {
 
 impl DacFtl {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<DacFtl, SchemeError> {
-        let gc_threshold: u32 = opts.get("gc_threshold")?;
-        if gc_threshold < 2 {
-            return Err(opts.bad(
-                "gc_threshold",
-                "must be at least 2 (one block for the host, one for a GC victim's copies)",
-            ));
-        }
+    pub fn new(geo: &Geometry, opts: &DacOptions) -> Result<DacFtl, SchemeError> {
+        let gc_threshold = opts.gc_threshold.max(2);
         let spare = geo.blocks.saturating_sub(geo.logical_blocks());
-        let raw: String = opts.get("regions")?;
-        let regions = if raw.trim() == "auto" {
-            let fit = spare.saturating_sub(gc_threshold);
-            if fit == 0 {
-                return Err(opts.geometry_error(format!(
-                    "needs at least {} physical blocks (logical blocks + gc_threshold + 1 \
-                     region) but the geometry has {}; raise --op or lower gc_threshold",
-                    geo.logical_blocks() + gc_threshold + 1,
-                    geo.blocks
-                )));
+        let regions = match opts.regions {
+            AutoOr::Auto => {
+                let fit = spare.saturating_sub(gc_threshold);
+                if fit == 0 {
+                    return Err(geometry_error(
+                        ID,
+                        format!(
+                            "needs at least {} physical blocks (logical blocks + gc_threshold \
+                             + 1 region) but the geometry has {}; raise --op or lower \
+                             gc_threshold",
+                            geo.logical_blocks() + gc_threshold + 1,
+                            geo.blocks
+                        ),
+                    ));
+                }
+                fit.min(DEFAULT_REGIONS)
             }
-            fit.min(DEFAULT_REGIONS)
-        } else {
-            let k: u32 = opts.get("regions")?;
-            if !(1..=255).contains(&k) {
-                return Err(opts.bad("regions", "must be 1 to 255, or auto"));
+            AutoOr::Value(k) => {
+                let k = k.clamp(1, 255);
+                let needed = geo.logical_blocks() + gc_threshold + k;
+                if geo.blocks < needed {
+                    return Err(geometry_error(
+                        ID,
+                        format!(
+                            "regions = {k} needs at least {needed} physical blocks (logical \
+                             blocks + gc_threshold + one active block per region) but the \
+                             geometry has {}; raise --op or lower regions",
+                            geo.blocks
+                        ),
+                    ));
+                }
+                k
             }
-            let needed = geo.logical_blocks() + gc_threshold + k;
-            if geo.blocks < needed {
-                return Err(opts.geometry_error(format!(
-                    "regions = {k} needs at least {needed} physical blocks (logical blocks + \
-                     gc_threshold + one active block per region) but the geometry has {}; \
-                     raise --op or lower regions",
-                    geo.blocks
-                )));
-            }
-            k
         };
         Ok(DacFtl {
             geo: geo.clone(),
@@ -351,7 +364,7 @@ impl Ftl for DacFtl {
 mod tests {
     use super::*;
     use ftlab_core::geometry::GeometryBuilder;
-    use std::collections::BTreeMap;
+    use ftlab_core::options::from_pairs;
 
     fn geo(op: f64) -> Geometry {
         GeometryBuilder {
@@ -368,12 +381,8 @@ mod tests {
         .unwrap()
     }
 
-    fn opts(pairs: &[(&str, &str)]) -> SchemeOptions {
-        let given: BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        SchemeOptions::resolve("dac", OPTIONS, &given).unwrap()
+    fn opts(pairs: &[(&str, &str)]) -> DacOptions {
+        from_pairs(ID, pairs).unwrap()
     }
 
     fn tag(lpn: u32, version: u32) -> PageTag {
@@ -399,14 +408,29 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("regions = 4"), "{e}");
-        let e = DacFtl::new(&geo(50.0), &opts(&[("gc_threshold", "1")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("gc_threshold"), "{e}");
-        let e = DacFtl::new(&geo(50.0), &opts(&[("regions", "0")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("regions"), "{e}");
+        let e = DacFtl::new(&geo(10.0), &opts(&[])).err().unwrap();
+        assert!(
+            e.to_string().contains("--op") && e.to_string().contains("gc_threshold"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn out_of_range_options_are_refused_naming_the_key() {
+        for (key, value, why) in [
+            ("gc_threshold", "1", "at least 2"),
+            ("regions", "0", "from 1 to 255"),
+            ("regions", "256", "from 1 to 255"),
+            ("regions", "few", "`auto` or a number"),
+        ] {
+            let e = from_pairs::<DacOptions>(ID, &[(key, value)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`{key}` = `{value}`")) && e.contains(why),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -109,11 +109,11 @@
 //!   avoids keeping; a controller would need it, or several passes, during recovery
 //!   only.
 
+use crate::auto::AutoOr;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{SchemeError, SchemeOptions};
-use ftlab_core::units::parse_size;
+use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::victim::GreedyIndex;
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
@@ -210,34 +210,29 @@ pub(crate) struct Layout {
     pub tpages: u32,
 }
 
-pub(crate) fn auto_or<T: std::str::FromStr>(
-    opts: &SchemeOptions,
-    key: &str,
-) -> Result<Option<T>, SchemeError> {
-    let raw: String = opts.get(key)?;
-    if raw.trim() == "auto" {
-        return Ok(None);
-    }
-    raw.trim()
-        .parse::<T>()
-        .map(Some)
-        .map_err(|_| opts.bad(key, "expected `auto` or a whole number"))
-}
-
-/// Resolves `entries_per_page`.
-pub(crate) fn layout(geo: &Geometry, opts: &SchemeOptions) -> Result<Layout, SchemeError> {
+/// Resolves `entries_per_page` for `scheme`.
+pub(crate) fn layout(
+    geo: &Geometry,
+    scheme: &str,
+    entries_per_page: AutoOr<u32>,
+) -> Result<Layout, SchemeError> {
     if geo.logical_pages >= TRANS_MARK {
-        return Err(opts.geometry_error(format!(
-            "{} logical pages do not fit the 31 bits a translation page's spare tag leaves \
-             for an LPN; lower --capacity or raise the page size",
-            geo.logical_pages
-        )));
+        return Err(geometry_error(
+            scheme,
+            format!(
+                "{} logical pages do not fit the 31 bits a translation page's spare tag \
+                 leaves for an LPN; lower --capacity or raise the page size",
+                geo.logical_pages
+            ),
+        ));
     }
     let max = geo.page_size / 4;
-    let epp = auto_or::<u32>(opts, "entries_per_page")?.unwrap_or(max);
+    let epp = entries_per_page.unwrap_or(max);
     if epp == 0 || epp > max {
-        return Err(opts.bad(
+        return Err(bad(
+            scheme,
             "entries_per_page",
+            entries_per_page,
             format!(
                 "must be 1 to {max} (a {} B page holds page_size / 4 entries of 4 bytes)",
                 geo.page_size
@@ -248,12 +243,6 @@ pub(crate) fn layout(geo: &Geometry, opts: &SchemeOptions) -> Result<Layout, Sch
         epp,
         tpages: geo.logical_pages.div_ceil(epp),
     })
-}
-
-/// Resolves `cmt_bytes` (a size: `131072`, `128KiB`, `1MiB`).
-pub(crate) fn cmt_bytes(opts: &SchemeOptions) -> Result<u64, SchemeError> {
-    let raw: String = opts.get("cmt_bytes")?;
-    parse_size(&raw).map_err(|e| opts.bad("cmt_bytes", e))
 }
 
 /// Pages beyond the logical ones and the translation pages, minus the one invalid page
@@ -309,35 +298,36 @@ fn op_for_pages(geo: &Geometry, pages: i64) -> f64 {
 }
 
 /// Resolves `gc_threshold` for a scheme that keeps at least `open_min` open data blocks:
-/// `auto` is [`MIN_GC_THRESHOLD`]; a geometry that cannot hold the threshold is refused
-/// with the over-provisioning it would need.
+/// `auto` is [`MIN_GC_THRESHOLD`], and so is anything below it (the options' schema
+/// refuses such values); a geometry that cannot hold the threshold is refused with the
+/// over-provisioning it would need.
 pub(crate) fn gc_threshold(
     geo: &Geometry,
-    opts: &SchemeOptions,
+    scheme: &str,
+    gc_threshold: AutoOr<u32>,
     tpages: u32,
     open_min: u32,
 ) -> Result<u32, SchemeError> {
     let need = |theta: u32| (open_min + theta) as i64 * geo.pages_per_block as i64;
     let refuse = |theta: u32| {
         let pages = geo.logical_pages as i64 + tpages as i64 + need(theta) + 1;
-        opts.geometry_error(format!(
-            "needs {} pages beyond the {} logical pages and {tpages} translation pages \
-             ({open_min} open data block(s) + gc_threshold {theta} blocks, plus one page), \
-             but the geometry has {}; raise --op to at least {}, or raise entries_per_page",
-            need(theta) + 1,
-            geo.logical_pages,
-            headroom_pages(geo, tpages) + 1,
-            op_for_pages(geo, pages)
-        ))
+        geometry_error(
+            scheme,
+            format!(
+                "needs {} pages beyond the {} logical pages and {tpages} translation pages \
+                 ({open_min} open data block(s) + gc_threshold {theta} blocks, plus one \
+                 page), but the geometry has {}; raise --op to at least {}, or raise \
+                 entries_per_page",
+                need(theta) + 1,
+                geo.logical_pages,
+                headroom_pages(geo, tpages) + 1,
+                op_for_pages(geo, pages)
+            ),
+        )
     };
-    let theta = auto_or::<u32>(opts, "gc_threshold")?.unwrap_or(MIN_GC_THRESHOLD);
-    if theta < MIN_GC_THRESHOLD {
-        return Err(opts.bad(
-            "gc_threshold",
-            "must be at least 3 (tpm.txt Table I: \"The minimum number of free blocks: 3\"; \
-             with 2, GC of a full device can run the free pool dry)",
-        ));
-    }
+    let theta = gc_threshold
+        .unwrap_or(MIN_GC_THRESHOLD)
+        .max(MIN_GC_THRESHOLD);
     if !fits(geo, tpages, open_min, theta) {
         return Err(refuse(theta));
     }
@@ -1010,19 +1000,41 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{churn, geometry, opts, Overwrites};
+    use crate::testutil::{churn, geometry, Overwrites};
+    use ftlab_core::options::from_pairs;
+
+    /// Options of `dftl` or `tpm`, for the tests that run both.
+    enum DemandOptions {
+        Dftl(crate::dftl::DftlOptions),
+        Tpm(crate::tpm::TpmOptions),
+    }
+
+    /// The options of `scheme` (`dftl` or `tpm`) from `given`, or why they are refused.
+    fn demand_opts(scheme: &str, given: &[(&str, &str)]) -> Result<DemandOptions, SchemeError> {
+        Ok(match scheme {
+            "dftl" => DemandOptions::Dftl(from_pairs(crate::dftl::ID, given)?),
+            _ => DemandOptions::Tpm(from_pairs(crate::tpm::ID, given)?),
+        })
+    }
 
     /// `gc_threshold` below 3 is refused citing tpm.txt Table I; a geometry too tight for
     /// the threshold is refused with an `--op` that both schemes then accept.
     #[test]
     fn threshold_below_3_refused_and_suggested_op_accepted() {
         let geo = geometry(2048, 4, 64, 100.0);
-        for t in ["1", "2"] {
-            let o = opts("dftl", crate::dftl::OPTIONS, &[("gc_threshold", t)]);
-            let e = crate::dftl::Dftl::new(&geo, &o).err().unwrap().to_string();
-            assert!(e.contains("gc_threshold") && e.contains("Table I"), "{e}");
+        for scheme in ["dftl", "tpm"] {
+            for t in ["1", "2"] {
+                let e = demand_opts(scheme, &[("gc_threshold", t)])
+                    .err()
+                    .unwrap()
+                    .to_string();
+                assert!(
+                    e.contains("`gc_threshold`") && e.contains("at least 3"),
+                    "{e}"
+                );
+            }
         }
-        let o = opts("dftl", crate::dftl::OPTIONS, &[]);
+        let o = crate::dftl::DftlOptions::default();
         assert_eq!(crate::dftl::Dftl::new(&geo, &o).unwrap().gc_threshold(), 3);
         for (ppb, lpns, epp) in [
             (4u32, 32u64, "auto"),
@@ -1031,15 +1043,10 @@ mod tests {
             (16, 512, "1"),
         ] {
             for scheme in ["dftl", "tpm"] {
-                let specs = if scheme == "dftl" {
-                    crate::dftl::OPTIONS
-                } else {
-                    crate::tpm::OPTIONS
-                };
-                let o = opts(scheme, specs, &[("entries_per_page", epp)]);
-                let build = |g: &Geometry| match scheme {
-                    "dftl" => crate::dftl::Dftl::new(g, &o).err(),
-                    _ => crate::tpm::Tpm::new(g, &o).err(),
+                let o = demand_opts(scheme, &[("entries_per_page", epp)]).unwrap();
+                let build = |g: &Geometry| match &o {
+                    DemandOptions::Dftl(o) => crate::dftl::Dftl::new(g, o).err(),
+                    DemandOptions::Tpm(o) => crate::tpm::Tpm::new(g, o).err(),
                 };
                 let e = build(&geometry(2048, ppb, lpns, 0.0)).unwrap().to_string();
                 let op: f64 = e
@@ -1062,17 +1069,13 @@ mod tests {
         }
     }
 
-    /// `scheme` (`dftl` or `tpm`) on `geo` with options `o`, if it accepts the geometry.
-    fn demand_ftl(
-        scheme: &str,
-        o: &SchemeOptions,
-        geo: &Geometry,
-    ) -> Option<Box<dyn ftlab_core::ftl::Ftl>> {
-        match scheme {
-            "dftl" => crate::dftl::Dftl::new(geo, o)
+    /// `dftl` or `tpm` on `geo` with options `o`, if it accepts the geometry.
+    fn demand_ftl(o: &DemandOptions, geo: &Geometry) -> Option<Box<dyn ftlab_core::ftl::Ftl>> {
+        match o {
+            DemandOptions::Dftl(o) => crate::dftl::Dftl::new(geo, o)
                 .ok()
                 .map(|f| Box::new(f) as _),
-            _ => crate::tpm::Tpm::new(geo, o).ok().map(|f| Box::new(f) as _),
+            DemandOptions::Tpm(o) => crate::tpm::Tpm::new(geo, o).ok().map(|f| Box::new(f) as _),
         }
     }
 
@@ -1092,7 +1095,7 @@ mod tests {
     #[test]
     fn regression_gc_round_drains_the_pool_dftl() {
         let given = [("entries_per_page", "2"), ("cmt_bytes", "8")];
-        let o = opts("dftl", crate::dftl::OPTIONS, &given);
+        let o = from_pairs(crate::dftl::ID, &given).unwrap();
         let geo = tightest(4, 64, |g| crate::dftl::Dftl::new(g, &o).is_ok());
         let mut f = crate::dftl::Dftl::new(&geo, &o).unwrap();
         let mut flash = Flash::new(&geo);
@@ -1104,7 +1107,7 @@ mod tests {
     #[test]
     fn regression_gc_round_drains_the_pool_tpm() {
         let given = [("entries_per_page", "1"), ("cmt_bytes", "4")];
-        let o = opts("tpm", crate::tpm::OPTIONS, &given);
+        let o = from_pairs(crate::tpm::ID, &given).unwrap();
         let geo = tightest(2, 16, |g| crate::tpm::Tpm::new(g, &o).is_ok());
         let mut f = crate::tpm::Tpm::new(&geo, &o).unwrap();
         let mut flash = Flash::new(&geo);
@@ -1117,7 +1120,7 @@ mod tests {
     #[test]
     fn regression_gc_stops_below_reserve_tpm() {
         let given = [("entries_per_page", "16"), ("cmt_bytes", "64")];
-        let o = opts("tpm", crate::tpm::OPTIONS, &given);
+        let o = from_pairs(crate::tpm::ID, &given).unwrap();
         let geo = tightest(2, 64, |g| crate::tpm::Tpm::new(g, &o).is_ok());
         let mut f = crate::tpm::Tpm::new(&geo, &o).unwrap();
         let mut flash = Flash::new(&geo);
@@ -1132,16 +1135,9 @@ mod tests {
     #[test]
     fn regression_long_gc_is_not_an_endless_loop() {
         for scheme in ["dftl", "tpm"] {
-            let (specs, cmt) = match scheme {
-                "dftl" => (crate::dftl::OPTIONS, "8"),
-                _ => (crate::tpm::OPTIONS, "16"),
-            };
-            let o = opts(
-                scheme,
-                specs,
-                &[("entries_per_page", "4"), ("cmt_bytes", cmt)],
-            );
-            let build = |g: &Geometry| demand_ftl(scheme, &o, g);
+            let cmt = if scheme == "dftl" { "8" } else { "16" };
+            let o = demand_opts(scheme, &[("entries_per_page", "4"), ("cmt_bytes", cmt)]).unwrap();
+            let build = |g: &Geometry| demand_ftl(&o, g);
             let geo = tightest(64, 4096, |g| build(g).is_some());
             let mut f = build(&geo).unwrap();
             let mut flash = Flash::new(&geo);
@@ -1164,20 +1160,17 @@ mod tests {
     #[test]
     fn full_device_random_overwrites_with_threshold_3() {
         for (scheme, epp) in [("dftl", "16"), ("tpm", "16"), ("tpm", "64")] {
-            let (specs, cmt) = match scheme {
-                "dftl" => (crate::dftl::OPTIONS, "8".to_string()),
-                _ => (
-                    crate::tpm::OPTIONS,
-                    (epp.parse::<u32>().unwrap() * 4).to_string(),
-                ),
+            let cmt = match scheme {
+                "dftl" => "8".to_string(),
+                _ => (epp.parse::<u32>().unwrap() * 4).to_string(),
             };
             let given = [
                 ("entries_per_page", epp),
                 ("cmt_bytes", cmt.as_str()),
                 ("gc_threshold", "3"),
             ];
-            let o = opts(scheme, specs, &given);
-            let build = |g: &Geometry| demand_ftl(scheme, &o, g);
+            let o = demand_opts(scheme, &given).unwrap();
+            let build = |g: &Geometry| demand_ftl(&o, g);
             let geo = (0..400)
                 .map(|i| geometry(2048, 16, 1024, i as f64 * 0.5))
                 .find(|g| build(g).is_some())
@@ -1269,9 +1262,9 @@ mod tests {
                                 continue;
                             }
                             for cmt_pages in [1u32, 8] {
-                                let (specs, cmt) = match scheme {
-                                    "dftl" => (crate::dftl::OPTIONS, (8 * cmt_pages).to_string()),
-                                    _ => (crate::tpm::OPTIONS, (4 * epp * cmt_pages).to_string()),
+                                let cmt = match scheme {
+                                    "dftl" => (8 * cmt_pages).to_string(),
+                                    _ => (4 * epp * cmt_pages).to_string(),
                                 };
                                 let epp_s = epp.to_string();
                                 let given = [
@@ -1279,8 +1272,12 @@ mod tests {
                                     ("cmt_bytes", cmt.as_str()),
                                     ("gc_threshold", theta),
                                 ];
-                                let o = opts(scheme, specs, &given);
-                                let build = |g: &Geometry| demand_ftl(scheme, &o, g);
+                                // Options refused (a threshold below 3) are skipped, as
+                                // geometries the scheme refuses are.
+                                let Ok(o) = demand_opts(scheme, &given) else {
+                                    continue;
+                                };
+                                let build = |g: &Geometry| demand_ftl(&o, g);
                                 let Some(least) = (0..2000).map(|i| i as f64 * 0.5).find(|&op| {
                                     build(&geometry(2048, ppb, lpns as u64, op)).is_some()
                                 }) else {

@@ -42,32 +42,45 @@
 //!   its cost. The partly written data block, at most
 //!   one, becomes the current data block again.
 
+use crate::auto::AutoOr;
 use crate::demand::{self, Kind, Lru, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, JsonSchema, SchemeError};
+use ftlab_core::units::ByteSize;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "dftl";
 
 /// Options of the `dftl` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "cmt_bytes",
-        default: "512KiB",
-        help:
-            "RAM of the cached mapping table; 8 bytes per entry (tpm.txt §IV-B: 128 KiB to 1 MiB)",
-    },
-    OptionSpec {
-        name: "entries_per_page",
-        default: "auto",
-        help: "mappings per translation page; auto = page_size / 4 (tpm.txt §II: 512 for 2 KiB)",
-    },
-    OptionSpec {
-        name: "gc_threshold",
-        default: "auto",
-        help: "GC runs while fewer blocks are free; auto = 3, the least accepted (tpm.txt Table I)",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct DftlOptions {
+    /// RAM of the cached mapping table; 8 bytes per entry (tpm.txt §IV-B: 128 KiB to
+    /// 1 MiB).
+    pub cmt_bytes: ByteSize,
+    /// Mappings per translation page; auto = page_size / 4 (tpm.txt §II: 512 for 2 KiB).
+    #[schemars(range(min = 1))]
+    pub entries_per_page: AutoOr<u32>,
+    /// GC runs while fewer blocks are free; auto = 3, the least accepted (tpm.txt Table I:
+    /// "The minimum number of free blocks: 3"; with 2, GC of a full device can run the
+    /// free pool dry).
+    #[schemars(range(min = demand::MIN_GC_THRESHOLD))]
+    pub gc_threshold: AutoOr<u32>,
+}
+
+impl Default for DftlOptions {
+    fn default() -> Self {
+        DftlOptions {
+            cmt_bytes: ByteSize(512 << 10),
+            entries_per_page: AutoOr::Auto,
+            gc_threshold: AutoOr::Auto,
+        }
+    }
+}
 
 /// Bytes of one CMT entry: a 4-byte LPN and a 4-byte PPN.
 pub const ENTRY_BYTES: u64 = 8;
@@ -90,19 +103,21 @@ pub struct Dftl {
 
 impl Dftl {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Dftl, SchemeError> {
-        let lay = demand::layout(geo, opts)?;
-        let bytes = demand::cmt_bytes(opts)?;
+    pub fn new(geo: &Geometry, opts: &DftlOptions) -> Result<Dftl, SchemeError> {
+        let lay = demand::layout(geo, ID, opts.entries_per_page)?;
+        let bytes = opts.cmt_bytes.0;
         if bytes < ENTRY_BYTES {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "cmt_bytes",
+                opts.cmt_bytes,
                 format!("must hold at least one {ENTRY_BYTES}-byte entry"),
             ));
         }
         let slots = (bytes / ENTRY_BYTES).min(geo.logical_pages as u64) as u32;
-        let theta = demand::gc_threshold(geo, opts, lay.tpages, 1)?;
+        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, 1)?;
         Ok(Dftl {
-            s: Space::new(geo, lay, theta, "dftl"),
+            s: Space::new(geo, lay, theta, ID),
             active: None,
             lru: Lru::new(slots),
             slot_lpn: vec![NONE; slots as usize],
@@ -424,10 +439,16 @@ impl Dftl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{geometry, opts, tag};
+    use crate::testutil::{geometry, tag};
+    use ftlab_core::options::from_pairs;
 
     fn dftl(geo: &Geometry, given: &[(&str, &str)]) -> Dftl {
-        Dftl::new(geo, &opts("dftl", OPTIONS, given)).unwrap()
+        build(geo, given).unwrap()
+    }
+
+    /// The FTL, or the error of its options or of its constructor.
+    fn build(geo: &Geometry, given: &[(&str, &str)]) -> Result<Dftl, SchemeError> {
+        Dftl::new(geo, &from_pairs(ID, given)?)
     }
 
     fn tstats(f: &Dftl) -> (u64, u64) {
@@ -552,22 +573,22 @@ mod tests {
     #[test]
     fn refuses_impossible_options_naming_them() {
         let geo = geometry(2048, 4, 64, 100.0);
-        let e = Dftl::new(&geo, &opts("dftl", OPTIONS, &[("cmt_bytes", "4")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("cmt_bytes"), "{e}");
-        let e = Dftl::new(&geo, &opts("dftl", OPTIONS, &[("entries_per_page", "600")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("entries_per_page"), "{e}");
-        let e = Dftl::new(&geo, &opts("dftl", OPTIONS, &[("gc_threshold", "1")]))
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("gc_threshold"), "{e}");
+        for (key, value, why) in [
+            ("cmt_bytes", "4", "at least one 8-byte entry"),
+            ("cmt_bytes", "lots", "not a size"),
+            ("entries_per_page", "600", "must be 1 to 512"),
+            ("entries_per_page", "0", "at least 1"),
+            ("gc_threshold", "1", "at least 3"),
+            ("gc_threshold", "2", "at least 3"),
+        ] {
+            let e = build(&geo, &[(key, value)]).err().unwrap().to_string();
+            assert!(
+                e.contains(&format!("`{key}` = `{value}")) && e.contains(why),
+                "{e}"
+            );
+        }
         let tight = geometry(2048, 4, 32, 0.0);
-        let e = Dftl::new(&tight, &opts("dftl", OPTIONS, &[]))
-            .err()
-            .unwrap();
+        let e = Dftl::new(&tight, &DftlOptions::default()).err().unwrap();
         assert!(e.to_string().contains("--op"), "{e}");
         let f = dftl(&geo, &[("cmt_bytes", "128KiB")]);
         assert_eq!(f.cmt_entries(), 64); // capped at one entry per logical page

@@ -126,60 +126,62 @@
 //!   like the FM-hit counters, since it lived in RAM only.
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
+use crate::auto::AutoOr;
 use crate::logblock::{
-    compose, count_or_auto, erased_pool, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
+    compose, erased_pool, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
 };
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "fast";
+
 /// Options of the `fast` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "sw_logs",
-        default: "1",
-        help: "sequential (SW) log blocks; 0 disables the SW log (co-op-buffer-ftl.txt \
-               §2.4.2: one)",
-    },
-    OptionSpec {
-        name: "rw_logs",
-        default: "auto",
-        help: "random (RW) log blocks shared by all data blocks; auto: every spare block \
-               but the SW logs and the merge reserve, so --op sets it",
-    },
-    OptionSpec {
-        name: "rw_threshold",
-        default: "auto",
-        help: "RW threshold in pages answered to CO-OP buffers; auto: 70 per 128 pages \
-               (co-op-buffer-ftl.txt §5.2.2) scaled to the block",
-    },
-    OptionSpec {
-        name: "rw_adapt",
-        default: "true",
-        help: "adapt the RW threshold by one page per RW reclaim from its full-merge hit \
-               ratio (co-op-buffer-ftl.txt §5.2.2)",
-    },
-    OptionSpec {
-        name: "osm",
-        default: "false",
-        help: "Optimized Switch Merge: complete-block writes to the SW log, all else to \
-               RW logs (co-op-buffer-ftl.txt §5.2.2)",
-    },
-    OptionSpec {
-        name: "ba_gc",
-        default: "false",
-        help: "BA-GC with a bagc buffer: BA-VBS RW victim choice and BA-BM full merges \
-               (co-op-buffer-ftl.txt §3)",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct FastOptions {
+    /// Sequential (SW) log blocks; 0 disables the SW log (co-op-buffer-ftl.txt §2.4.2:
+    /// one).
+    pub sw_logs: u32,
+    /// Random (RW) log blocks shared by all data blocks; auto: every spare block but the
+    /// SW logs and the merge reserve, so --op sets it.
+    #[schemars(range(min = 1))]
+    pub rw_logs: AutoOr<u32>,
+    /// RW threshold in pages answered to CO-OP buffers; auto: 70 per 128 pages
+    /// (co-op-buffer-ftl.txt §5.2.2) scaled to the block.
+    #[schemars(range(min = 1))]
+    pub rw_threshold: AutoOr<u32>,
+    /// Adapt the RW threshold by one page per RW reclaim from its full-merge hit ratio
+    /// (co-op-buffer-ftl.txt §5.2.2).
+    pub rw_adapt: bool,
+    /// Optimized Switch Merge: complete-block writes to the SW log, all else to RW logs
+    /// (co-op-buffer-ftl.txt §5.2.2).
+    pub osm: bool,
+    /// BA-GC with a bagc buffer: BA-VBS RW victim choice and BA-BM full merges
+    /// (co-op-buffer-ftl.txt §3).
+    pub ba_gc: bool,
+}
+
+impl Default for FastOptions {
+    fn default() -> Self {
+        FastOptions {
+            sw_logs: 1,
+            rw_logs: AutoOr::Auto,
+            rw_threshold: AutoOr::Auto,
+            rw_adapt: true,
+            osm: false,
+            ba_gc: false,
+        }
+    }
+}
 
 /// The buffer view lent for one group (BA-GC), threaded through the write path.
 type Bv<'a> = Option<&'a mut dyn BufferView>;
-
-const SCHEME: &str = "fast";
 
 /// The roles power-loss recovery found for the programmed blocks.
 struct Roles {
@@ -237,39 +239,48 @@ pub struct Fast {
 
 impl Fast {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Fast, SchemeError> {
+    pub fn new(geo: &Geometry, opts: &FastOptions) -> Result<Fast, SchemeError> {
         let ppb = geo.pages_per_block;
         let spare = geo.spare_blocks();
-        let sw_logs: u32 = opts.get("sw_logs")?;
-        let rw_logs = count_or_auto(
-            opts,
-            "rw_logs",
-            spare.saturating_sub(sw_logs.saturating_add(1)),
-        )?;
+        let sw_logs = opts.sw_logs;
+        let rw_logs = opts
+            .rw_logs
+            .unwrap_or(spare.saturating_sub(sw_logs.saturating_add(1)));
         let auto_threshold = ((ppb as f64 * 70.0 / 128.0).round() as u32).max(1);
-        let rw_threshold = count_or_auto(opts, "rw_threshold", auto_threshold)?;
+        let rw_threshold = opts.rw_threshold.unwrap_or(auto_threshold);
         if rw_threshold == 0 || rw_threshold > ppb {
-            return Err(opts.bad("rw_threshold", format!("must be 1 to {ppb} pages")));
+            return Err(bad(
+                ID,
+                "rw_threshold",
+                opts.rw_threshold,
+                format!("must be 1 to {ppb} pages"),
+            ));
         }
-        let rw_adapt: bool = opts.get("rw_adapt")?;
-        let osm: bool = opts.get("osm")?;
-        let ba_gc: bool = opts.get("ba_gc")?;
+        let rw_adapt = opts.rw_adapt;
+        let osm = opts.osm;
+        let ba_gc = opts.ba_gc;
         if osm && sw_logs == 0 {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "osm",
+                osm,
                 "needs sw_logs of at least 1 (OSM writes to the SW log)",
             ));
         }
         let needed = sw_logs as u64 + rw_logs as u64 + 1;
         if rw_logs == 0 || needed > spare as u64 {
-            return Err(opts.geometry_error(format!(
-                "sw_logs = {sw_logs} and rw_logs = {rw_logs} need {} spare blocks (the log \
-                 blocks, at least one RW, and one merge reserve) but the geometry has \
-                 {spare} ({} physical - {} logical); raise --op or lower sw_logs/rw_logs",
-                needed.max(sw_logs as u64 + 2),
-                geo.blocks,
-                geo.logical_blocks()
-            )));
+            return Err(geometry_error(
+                ID,
+                format!(
+                    "sw_logs = {sw_logs} and rw_logs = {rw_logs} need {} spare blocks (the \
+                     log blocks, at least one RW, and one merge reserve) but the geometry \
+                     has {spare} ({} physical - {} logical); raise --op or lower \
+                     sw_logs/rw_logs",
+                    needed.max(sw_logs as u64 + 2),
+                    geo.blocks,
+                    geo.logical_blocks()
+                ),
+            ));
         }
         let free_sw = SwLog {
             pbn: Pbn(NONE),
@@ -357,7 +368,7 @@ impl Fast {
         if d != NONE && flash.write_ptr(Pbn(d)) == o {
             flash.program(self.geo.ppn(Pbn(d), o), tag, Cause::Host);
         } else if d == NONE && o == 0 && sw.is_none() {
-            let pbn = self.pool.take(SCHEME);
+            let pbn = self.pool.take(ID);
             self.dmap[lbn.idx()] = pbn.0;
             flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
         } else if let Some(s) = sw.filter(|&s| !self.osm && self.sw[s].written == o) {
@@ -401,7 +412,7 @@ impl Fast {
             }
         };
         self.sw[s] = SwLog {
-            pbn: self.pool.take(SCHEME),
+            pbn: self.pool.take(ID),
             lbn,
             written: 0,
             stamp: self.clock,
@@ -483,7 +494,7 @@ impl Fast {
             self.reclaim_rw(flash, victim, bv);
         }
         let desc = self.rw_free.pop().expect("a RW log is free");
-        self.rw_pbn[desc as usize] = self.pool.take(SCHEME).0;
+        self.rw_pbn[desc as usize] = self.pool.take(ID).0;
         self.rw_written[desc as usize] = 0;
         self.rw_ring.push_back(desc);
         desc
@@ -556,7 +567,7 @@ impl Fast {
         }
         self.dmap[lbn.idx()] = NONE;
         if any {
-            let dst = self.pool.take(SCHEME);
+            let dst = self.pool.take(ID);
             let done = compose(flash, dst, 0, &self.srcs, first_lpn, Cause::Merge);
             self.counters.fillers += done.fillers;
             self.stats.merge_pages_copied += done.copied;
@@ -1015,14 +1026,10 @@ impl Ftl for Fast {
 mod tests {
     use super::*;
     use crate::logblock::tests::geometry;
-    use std::collections::BTreeMap;
+    use ftlab_core::options::from_pairs;
 
     fn fast(geo: &Geometry, opts: &[(&str, &str)]) -> Result<Fast, SchemeError> {
-        let given: BTreeMap<String, String> = opts
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Fast::new(geo, &SchemeOptions::resolve(SCHEME, OPTIONS, &given)?)
+        Fast::new(geo, &from_pairs(ID, opts)?)
     }
 
     fn w(lpn: u32, version: u32) -> PageWrite {
@@ -1215,6 +1222,29 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("rw_threshold"), "{e}");
+        let e = fast(&small, &[("osm", "true"), ("sw_logs", "0")])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("`osm`") && e.contains("sw_logs"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_options_are_refused_naming_the_key() {
+        for (key, value, why) in [
+            ("rw_threshold", "0", "at least 1"),
+            ("rw_logs", "0", "at least 1"),
+            ("rw_logs", "many", "`auto` or a number"),
+            ("sw_logs", "-1", "u32"),
+        ] {
+            let e = from_pairs::<FastOptions>(ID, &[(key, value)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`{key}` = `{value}`")) && e.contains(why),
+                "{e}"
+            );
+        }
     }
 
     fn recovered(geo: &Geometry, opts: &[(&str, &str)], f: &mut Flash) -> Fast {

@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auto;
 pub mod bast;
 pub mod block;
 pub mod cach;
@@ -20,9 +21,7 @@ pub mod tpm;
 #[cfg(test)]
 mod testutil {
     use ftlab_core::geometry::{Geometry, GeometryBuilder};
-    use ftlab_core::options::{OptionSpec, SchemeOptions};
     use ftlab_core::{Lpn, PageTag};
-    use std::collections::BTreeMap;
 
     /// A one-die device of `logical_pages` pages with `op` percent over-provisioning.
     pub fn geometry(page_size: u32, pages_per_block: u32, logical_pages: u64, op: f64) -> Geometry {
@@ -38,15 +37,6 @@ mod testutil {
         }
         .build()
         .unwrap()
-    }
-
-    /// Resolved options with the given overrides.
-    pub fn opts(scheme: &str, specs: &[OptionSpec], given: &[(&str, &str)]) -> SchemeOptions {
-        let given: BTreeMap<String, String> = given
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        SchemeOptions::resolve(scheme, specs, &given).unwrap()
     }
 
     /// The tag of version `version` of `lpn`.
@@ -273,5 +263,37 @@ mod testutil {
                 "lpn {l}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod options_tests {
+    use ftlab_core::options::{from_pairs, resolve, Options, OptionsDef};
+
+    /// Defaults resolve from no input, read back from their own serialised form (what
+    /// the configuration echo shows), and every option has help and a shown default.
+    fn check<O: Options + PartialEq>(id: &str) {
+        let def = OptionsDef::of::<O>();
+        assert_eq!(from_pairs::<O>(id, &[]).unwrap(), O::default(), "{id}");
+        let shown = (def.resolve)(id, &Default::default()).unwrap();
+        let map = shown.as_object().expect("an object").clone();
+        assert_eq!(resolve::<O>(id, &map).unwrap(), O::default(), "{id}");
+        for f in def.fields() {
+            assert!(!f.help.is_empty(), "{id}.{}: no help", f.name);
+            assert_ne!(f.default, "none", "{id}.{}: no default", f.name);
+        }
+    }
+
+    #[test]
+    fn every_scheme_lists_its_options_with_help_and_defaults() {
+        check::<crate::page::PageOptions>(crate::page::ID);
+        check::<crate::block::BlockOptions>(crate::block::ID);
+        check::<crate::bast::BastOptions>(crate::bast::ID);
+        check::<crate::fast::FastOptions>(crate::fast::ID);
+        check::<crate::cach::CachOptions>(crate::cach::ID);
+        check::<crate::dftl::DftlOptions>(crate::dftl::ID);
+        check::<crate::tpm::TpmOptions>(crate::tpm::ID);
+        check::<crate::dac::DacOptions>(crate::dac::ID);
+        check::<crate::superblock::SuperblockOptions>(crate::superblock::ID);
     }
 }

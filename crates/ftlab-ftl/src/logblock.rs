@@ -31,7 +31,6 @@
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{SchemeError, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -40,21 +39,6 @@ pub(crate) const NONE: u32 = u32::MAX;
 
 /// [`Shape::lbn`] of a block holding pages of several logical blocks.
 pub(crate) const MIXED: u32 = u32::MAX - 1;
-
-/// Reads a count option that may be `auto` (then `auto` is returned).
-pub(crate) fn count_or_auto(
-    opts: &SchemeOptions,
-    key: &str,
-    auto: u32,
-) -> Result<u32, SchemeError> {
-    let raw: String = opts.get(key)?;
-    match raw.trim() {
-        "auto" => Ok(auto),
-        t => t
-            .parse::<u32>()
-            .map_err(|_| opts.bad(key, "expected `auto` or a whole number")),
-    }
-}
 
 /// The pool of erased blocks, first in first out.
 #[derive(Clone, Debug)]

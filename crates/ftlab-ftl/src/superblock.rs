@@ -14,7 +14,8 @@
 //! block is left, the least recently used superblock owning U-blocks runs MergeAll with
 //! hot/cold classification (Fig. 11).
 //!
-//! Choices the paper leaves open, as options (see [`OPTIONS`]) or documented defaults:
+//! Choices the paper leaves open, as options (see [`SuperblockOptions`]) or documented
+//! defaults:
 //! - `superblock_size` N (default 4, §5.1). The last superblock may have fewer logical
 //!   blocks when N does not divide the device.
 //! - `max_u_blocks` M (default `auto`): "the total number of D-blocks and U-blocks that
@@ -65,7 +66,7 @@
 //!   a full page table, so a wrong PGD or PT shows up as an oracle violation, and the map
 //!   survives a power loss with the flash (recovery: see the `snapshot` module, §4.4).
 //! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
-//!   and `snapshot` modules and [`OPTIONS`].
+//!   and `snapshot` modules and [`SuperblockOptions`].
 //! - `mapping = map_page` (SB-P, §4.2.3): see the `mappage` module. SB-S parts whose spare
 //!   area cannot hold the Table III layout are refused, naming that option.
 //! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
@@ -77,86 +78,28 @@ mod inplace;
 mod layout;
 mod mappage;
 mod merge;
+mod options;
 mod snapshot;
 #[cfg(test)]
 mod tests;
 
 pub use layout::{AddressSplit, Ecc, SpareLayout, Split};
+pub use options::{EccOption, Mapping, OnOff, Placement, Snapshots, SuperblockOptions};
 pub use snapshot::RecoveryReport;
 use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
 
+use crate::auto::AutoOr;
 use cache::{MapCache, SbLru, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::nand::Latencies;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use std::collections::VecDeque;
 
-/// Options of the `superblock` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "superblock_size",
-        default: "4",
-        help: "logical blocks per superblock, N (superblock-ftl.txt §5.1: 4)",
-    },
-    OptionSpec {
-        name: "max_u_blocks",
-        default: "auto",
-        help: "most U-blocks a superblock may own, M (auto: the spare layout's block limit - N; \
-               N with map pages)",
-    },
-    OptionSpec {
-        name: "mapping",
-        default: "spare",
-        help: "page-level map in spare areas (spare: SB-S, §4.2.2) or in map pages (map_page: \
-               SB-P, §4.2.3)",
-    },
-    OptionSpec {
-        name: "placement",
-        default: "oop",
-        help: "D-blocks out-of-place (oop) or in-place (ip): the SB-n-OOP / SB-n-IP variants of \
-               Table VI",
-    },
-    OptionSpec {
-        name: "hot_cold",
-        default: "on",
-        help: "MergeAll compacts hot blocks before cold ones (Fig. 11); off: allocation order",
-    },
-    OptionSpec {
-        name: "map_cache_entries",
-        default: "16",
-        help: "PMD+PT entries in the LRU map cache (superblock-ftl.txt §5.1: 16)",
-    },
-    OptionSpec {
-        name: "ecc",
-        default: "auto",
-        help: "spare-area ECC budget of Table III: slc, mlc4, or auto (slc up to 2 KiB pages)",
-    },
-    OptionSpec {
-        name: "snapshots",
-        default: "auto",
-        help: "full + partial snapshots for power-loss recovery (§4.4): on, off, or auto (on \
-               when the spare blocks hold the snapshot area and 2 more blocks)",
-    },
-    OptionSpec {
-        name: "background_merge",
-        default: "off",
-        help: "merge the LRU superblock in idle time while free blocks are below \
-               background_free_blocks (§4.3; off as in the paper's evaluation)",
-    },
-    OptionSpec {
-        name: "background_free_blocks",
-        default: "2",
-        help: "free blocks background merges aim to keep",
-    },
-    OptionSpec {
-        name: "pt_bits",
-        default: "4",
-        help: "t: a PT holds 2^t entries (Table III: 4); clamped to the page-offset bits",
-    },
-];
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "superblock";
 
 /// Owner codes of blocks that belong to no superblock.
 const OWN_FREE: u32 = u32::MAX;
@@ -249,54 +192,37 @@ fn spare_pt(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
     &flash.spare_words(Ppn(ppn))[pmd_len..]
 }
 
-fn parse_on_off(opts: &SchemeOptions, key: &str) -> Result<bool, SchemeError> {
-    let v: String = opts.get(key)?;
-    match v.trim() {
-        "on" | "true" => Ok(true),
-        "off" | "false" => Ok(false),
-        _ => Err(opts.bad(key, "expected on or off")),
-    }
-}
-
 impl SuperblockFtl {
     /// Builds the FTL for `geo`; `lat` prices the merge cost reported in `extra`.
     pub fn new(
         geo: &Geometry,
         lat: Latencies,
-        opts: &SchemeOptions,
+        opts: &SuperblockOptions,
     ) -> Result<SuperblockFtl, SchemeError> {
-        let n: u32 = opts.get("superblock_size")?;
+        let n = opts.superblock_size;
         if n == 0 || n > geo.logical_blocks() {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "superblock_size",
+                n,
                 format!("must be 1 to the logical blocks ({})", geo.logical_blocks()),
             ));
         }
-        let t: u32 = opts.get("pt_bits")?;
-        if !(1..=12).contains(&t) {
-            return Err(opts.bad("pt_bits", "must be 1 to 12"));
-        }
-        let ecc = match opts.get::<String>("ecc")?.trim() {
-            "auto" => Ecc::auto(geo.page_size),
-            "slc" => Ecc::Slc,
-            "mlc4" => Ecc::Mlc4,
-            _ => return Err(opts.bad("ecc", "expected slc, mlc4 or auto")),
-        };
+        let t = opts.pt_bits.clamp(1, 12);
+        let ecc = opts.ecc.resolve(geo.page_size);
         let split = AddressSplit::new(n, geo.pages_per_block, t);
-        let map_pages = match opts.get::<String>("mapping")?.trim() {
-            "spare" => false,
-            "map_page" => true,
-            _ => return Err(opts.bad("mapping", "expected spare or map_page")),
-        };
-        let (layout, limit) = Self::block_limit(geo, opts, &split, ecc, map_pages)?;
-        let m = match opts.get::<String>("max_u_blocks")?.trim() {
-            "auto" if map_pages => n.min(limit.saturating_sub(n)),
-            "auto" => limit.saturating_sub(n),
-            _ => opts.get::<u32>("max_u_blocks")?,
+        let map_pages = opts.mapping == Mapping::MapPage;
+        let (layout, limit) = Self::block_limit(geo, &split, ecc, map_pages)?;
+        let m = match opts.max_u_blocks {
+            AutoOr::Auto if map_pages => n.min(limit.saturating_sub(n)),
+            AutoOr::Auto => limit.saturating_sub(n),
+            AutoOr::Value(m) => m,
         };
         if m == 0 || n + m > limit {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "max_u_blocks",
+                opts.max_u_blocks,
                 format!(
                     "N + M must be {} to {limit} (the blocks the {} can address); lower \
                      max_u_blocks or superblock_size",
@@ -309,19 +235,14 @@ impl SuperblockFtl {
                 ),
             ));
         }
-        let entries: usize = opts.get("map_cache_entries")?;
-        if entries == 0 || entries > 1 << 20 {
-            return Err(opts.bad("map_cache_entries", "must be 1 to 1048576"));
-        }
+        let entries = opts.map_cache_entries.clamp(1, 1 << 20) as usize;
         let lbns = geo.logical_blocks();
-        let ip = match opts.get::<String>("placement")?.trim() {
-            "oop" => false,
-            "ip" => true,
-            _ => return Err(opts.bad("placement", "expected oop or ip")),
-        };
+        let ip = opts.placement == Placement::Ip;
         if ip && map_pages {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "placement",
+                opts.placement,
                 "in-place D-blocks are not implemented with mapping = map_page",
             ));
         }
@@ -331,46 +252,51 @@ impl SuperblockFtl {
         // With map pages, a superblock whose data fills its N blocks needs one more block
         // for its map page.
         let base = lbns + reserve + 1 + if map_pages { lbns.div_ceil(n) } else { 0 };
-        let snapshots = match opts.get::<String>("snapshots")?.trim() {
-            "auto" => !map_pages && geo.blocks > base + area,
-            _ => parse_on_off(opts, "snapshots")?,
+        let snapshots = match opts.snapshots {
+            Snapshots::Auto => !map_pages && geo.blocks > base + area,
+            Snapshots::On => true,
+            Snapshots::Off => false,
         };
         if snapshots && map_pages {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "snapshots",
+                opts.snapshots,
                 "snapshots and recovery are not implemented with mapping = map_page",
             ));
         }
         let needed = base + if snapshots { area } else { 0 };
         if geo.blocks < needed {
-            return Err(opts.geometry_error(format!(
-                "needs at least {needed} physical blocks (logical blocks + {reserve} \
-                 reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
-                if snapshots {
-                    format!(" + {area} for snapshots")
-                } else if map_pages {
-                    " + 1 per superblock for its map page".to_string()
-                } else {
-                    String::new()
-                },
-                geo.blocks,
-                if snapshots {
-                    " or set snapshots = off"
-                } else {
-                    ""
-                }
-            )));
+            return Err(geometry_error(
+                ID,
+                format!(
+                    "needs at least {needed} physical blocks (logical blocks + {reserve} \
+                     reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
+                    if snapshots {
+                        format!(" + {area} for snapshots")
+                    } else if map_pages {
+                        " + 1 per superblock for its map page".to_string()
+                    } else {
+                        String::new()
+                    },
+                    geo.blocks,
+                    if snapshots {
+                        " or set snapshots = off"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
         }
-        let background_free: u32 = opts.get("background_free_blocks")?;
         let cfg = Cfg {
             n,
             max_blocks: n + m,
             row: n + m + reserve,
-            hot_cold: parse_on_off(opts, "hot_cold")?,
+            hot_cold: opts.hot_cold.is_on(),
             ip,
             reserve,
-            background: parse_on_off(opts, "background_merge")?,
-            background_free,
+            background: opts.background_merge.is_on(),
+            background_free: opts.background_free_blocks,
         };
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
@@ -388,7 +314,6 @@ impl SuperblockFtl {
     /// The spare layout (SB-S) and the most blocks a superblock may use.
     fn block_limit(
         geo: &Geometry,
-        opts: &SchemeOptions,
         split: &AddressSplit,
         ecc: Ecc,
         map_pages: bool,
@@ -396,12 +321,14 @@ impl SuperblockFtl {
         if map_pages {
             let ptes = split.n * (split.pmd_len() * split.pt_len()) as u32;
             let limit = mappage::map_page_limit(geo.page_size, ptes, geo.pages_per_block)
-                .map_err(|why| opts.bad("superblock_size", why))?;
+                .map_err(|why| bad(ID, "superblock_size", split.n, why))?;
             // The simulator packs a PTE in 16 bits and PBMT entries in 32.
             let words = 1 + limit.min(geo.blocks) + ptes.div_ceil(2);
             if words * 4 > geo.page_size {
-                return Err(opts.bad(
+                return Err(bad(
+                    ID,
                     "superblock_size",
+                    split.n,
                     format!(
                         "with map pages the simulator needs {} bytes per map page (16-bit \
                          PTEs), more than a {}-byte page; lower superblock_size",
@@ -414,11 +341,14 @@ impl SuperblockFtl {
         }
         let layout = SpareLayout::compute(geo.spare_bytes, geo.page_size, split, ecc, geo.blocks)
             .map_err(|why| {
-            opts.geometry_error(format!(
-                "the SB-S spare layout (Table III) does not fit: {why}; use mapping = \
-                     map_page, a larger nand_params.spare_bytes, ecc = slc, or a smaller \
-                     pt_bits"
-            ))
+            geometry_error(
+                ID,
+                format!(
+                    "the SB-S spare layout (Table III) does not fit: {why}; use mapping = \
+                         map_page, a larger nand_params.spare_bytes, ecc = slc, or a smaller \
+                         pt_bits"
+                ),
+            )
         })?;
         Ok((Some(layout), layout.blocks_per_superblock()))
     }

@@ -58,38 +58,50 @@
 //!   §IV-C quotes 96 KB of GTD for 32 GB, which no entry size we can derive reproduces
 //!   (32768 entries of 2 KiB pages x 512 mappings would be 3 bytes each).
 
+use crate::auto::AutoOr;
 use crate::demand::{self, Kind, Lru, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
+use ftlab_core::units::ByteSize;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use serde::{Deserialize, Serialize};
+
+/// Scheme id in the registry and in errors.
+pub const ID: &str = "tpm";
 
 /// Options of the `tpm` FTL.
-pub const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "cmt_bytes",
-        default: "512KiB",
-        help:
-            "RAM of the cached mapping table; one translation page per entries_per_page * 4 bytes",
-    },
-    OptionSpec {
-        name: "entries_per_page",
-        default: "auto",
-        help: "mappings per translation page; auto = page_size / 4 (tpm.txt §II: 512 for 2 KiB)",
-    },
-    OptionSpec {
-        name: "gc_threshold",
-        default: "auto",
-        help: "GC runs while fewer blocks are free; auto = 3, the least accepted (tpm.txt Table I)",
-    },
-    OptionSpec {
-        name: "write_pointers",
-        default: "auto",
-        help: "data write pointers; auto = one per translation page (tpm.txt §III-C) if the \
-               over-provisioning holds that many open blocks, else as many as it holds",
-    },
-];
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TpmOptions {
+    /// RAM of the cached mapping table; one translation page per entries_per_page * 4
+    /// bytes.
+    pub cmt_bytes: ByteSize,
+    /// Mappings per translation page; auto = page_size / 4 (tpm.txt §II: 512 for 2 KiB).
+    #[schemars(range(min = 1))]
+    pub entries_per_page: AutoOr<u32>,
+    /// GC runs while fewer blocks are free; auto = 3, the least accepted (tpm.txt Table I:
+    /// "The minimum number of free blocks: 3"; with 2, GC of a full device can run the
+    /// free pool dry).
+    #[schemars(range(min = demand::MIN_GC_THRESHOLD))]
+    pub gc_threshold: AutoOr<u32>,
+    /// Data write pointers; auto = one per translation page (tpm.txt §III-C) if the
+    /// over-provisioning holds that many open blocks, else as many as it holds.
+    #[schemars(range(min = 1))]
+    pub write_pointers: AutoOr<u32>,
+}
+
+impl Default for TpmOptions {
+    fn default() -> Self {
+        TpmOptions {
+            cmt_bytes: ByteSize(512 << 10),
+            entries_per_page: AutoOr::Auto,
+            gc_threshold: AutoOr::Auto,
+            write_pointers: AutoOr::Auto,
+        }
+    }
+}
 
 /// The TPM FTL.
 pub struct Tpm {
@@ -118,40 +130,48 @@ pub struct Tpm {
 
 impl Tpm {
     /// Builds the FTL for `geo`.
-    pub fn new(geo: &Geometry, opts: &SchemeOptions) -> Result<Tpm, SchemeError> {
-        let lay = demand::layout(geo, opts)?;
-        let bytes = demand::cmt_bytes(opts)?;
+    pub fn new(geo: &Geometry, opts: &TpmOptions) -> Result<Tpm, SchemeError> {
+        let lay = demand::layout(geo, ID, opts.entries_per_page)?;
+        let bytes = opts.cmt_bytes.0;
         let page_bytes = lay.epp as u64 * 4;
         if bytes < page_bytes {
-            return Err(opts.bad(
+            return Err(bad(
+                ID,
                 "cmt_bytes",
+                opts.cmt_bytes,
                 format!("must hold at least one translation page ({page_bytes} bytes)"),
             ));
         }
         let slots = (bytes / page_bytes).min(lay.tpages as u64) as u32;
-        let theta = demand::gc_threshold(geo, opts, lay.tpages, 1)?;
-        let wps = match demand::auto_or::<u32>(opts, "write_pointers")? {
-            None => lay.tpages.min(demand::auto_open(geo, lay.tpages, theta)),
-            Some(w) if w == 0 || w > lay.tpages => {
-                return Err(opts.bad(
+        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, 1)?;
+        let wps = match opts.write_pointers {
+            AutoOr::Auto => lay.tpages.min(demand::auto_open(geo, lay.tpages, theta)),
+            AutoOr::Value(w) if w == 0 || w > lay.tpages => {
+                return Err(bad(
+                    ID,
                     "write_pointers",
+                    w,
                     format!("must be 1 to {} (one per translation page)", lay.tpages),
                 ))
             }
-            Some(w) if !demand::fits(geo, lay.tpages, w, theta) => {
-                return Err(opts.geometry_error(format!(
-                    "{w} write pointers need {w} open data blocks, but the over-provisioning \
-                     holds {} with gc_threshold {theta}; raise --op or lower write_pointers",
-                    demand::max_open(geo, lay.tpages, theta)
-                )))
+            AutoOr::Value(w) if !demand::fits(geo, lay.tpages, w, theta) => {
+                return Err(geometry_error(
+                    ID,
+                    format!(
+                        "{w} write pointers need {w} open data blocks, but the \
+                         over-provisioning holds {} with gc_threshold {theta}; raise --op or \
+                         lower write_pointers",
+                        demand::max_open(geo, lay.tpages, theta)
+                    ),
+                ))
             }
-            Some(w) => w,
+            AutoOr::Value(w) => w,
         };
         debug_assert!(wps >= 1, "gc_threshold checked room for one open block");
         let per_wp = lay.tpages.div_ceil(wps);
         let groups = lay.tpages.div_ceil(per_wp);
         Ok(Tpm {
-            s: Space::new(geo, lay, theta, "tpm"),
+            s: Space::new(geo, lay, theta, ID),
             lru: Lru::new(slots),
             slot_tpage: vec![NONE; slots as usize],
             slot_updates: vec![0; slots as usize],
@@ -616,10 +636,16 @@ impl Ftl for Tpm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{churn, geometry, opts, tag};
+    use crate::testutil::{churn, geometry, tag};
+    use ftlab_core::options::from_pairs;
 
     fn tpm(geo: &Geometry, given: &[(&str, &str)]) -> Tpm {
-        Tpm::new(geo, &opts("tpm", OPTIONS, given)).unwrap()
+        build(geo, given).unwrap()
+    }
+
+    /// The FTL, or the error of its options or of its constructor.
+    fn build(geo: &Geometry, given: &[(&str, &str)]) -> Result<Tpm, SchemeError> {
+        Tpm::new(geo, &from_pairs(ID, given)?)
     }
 
     /// Every programmed page of every data block belongs to the block's one
@@ -736,8 +762,8 @@ mod tests {
         // DFTL on a tighter device (fuller victims) writes more than one per victim.
         let geo = geometry(2048, 4, 256, 25.0);
         let given = [("entries_per_page", "8"), ("cmt_bytes", "16")];
-        let mut d =
-            crate::dftl::Dftl::new(&geo, &opts("dftl", crate::dftl::OPTIONS, &given)).unwrap();
+        let o = from_pairs(crate::dftl::ID, &given).unwrap();
+        let mut d = crate::dftl::Dftl::new(&geo, &o).unwrap();
         let mut flash = Flash::new(&geo);
         churn(&mut d, &mut flash, 256, 20_000, 3);
         let s = d.stats();
@@ -770,24 +796,33 @@ mod tests {
         let geo = geometry(2048, 4, 512, 25.0);
         let f = tpm(&geo, &[("entries_per_page", "8")]);
         assert!(f.write_pointers() < 64 && f.write_pointers() >= 1);
-        let e = Tpm::new(
-            &geo,
-            &opts(
-                "tpm",
-                OPTIONS,
-                &[("entries_per_page", "8"), ("write_pointers", "64")],
-            ),
-        )
-        .err()
-        .unwrap();
+        let e = build(&geo, &[("entries_per_page", "8"), ("write_pointers", "64")])
+            .err()
+            .unwrap();
         assert!(
             e.to_string().contains("write_pointers") && e.to_string().contains("--op"),
             "{e}"
         );
-        let e = Tpm::new(&geo, &opts("tpm", OPTIONS, &[("cmt_bytes", "1KiB")]))
-            .err()
-            .unwrap();
+        let e = build(&geo, &[("cmt_bytes", "1KiB")]).err().unwrap();
         assert!(e.to_string().contains("cmt_bytes"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_options_are_refused_naming_the_key() {
+        let geo = geometry(2048, 4, 512, 25.0);
+        for (key, value, why) in [
+            ("write_pointers", "0", "at least 1"),
+            ("write_pointers", "65", "must be 1 to 64"),
+            ("entries_per_page", "0", "at least 1"),
+            ("gc_threshold", "2", "at least 3"),
+        ] {
+            let given = [("entries_per_page", "8"), (key, value)];
+            let e = build(&geo, &given).err().unwrap().to_string();
+            assert!(
+                e.contains(&format!("`{key}` = `{value}`")) && e.contains(why),
+                "{e}"
+            );
+        }
     }
 
     /// Algorithm III.1's invariant survives a power loss: every data block still holds

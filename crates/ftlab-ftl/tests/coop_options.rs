@@ -5,11 +5,10 @@
 use ftlab_core::flash::{Flash, FlashStats};
 use ftlab_core::ftl::{Answer, Ftl, GroupInfo, Query};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::{OptionSpec, SchemeOptions};
 use ftlab_core::{Lbn, Lpn, PageTag};
-use ftlab_ftl::bast::{self, Bast};
-use ftlab_ftl::fast::{self, Fast};
-use std::collections::BTreeMap;
+use ftlab_ftl::auto::AutoOr;
+use ftlab_ftl::bast::{Bast, BastOptions};
+use ftlab_ftl::fast::{Fast, FastOptions};
 
 /// 4 logical blocks of 4 pages on `blocks` physical blocks.
 fn geometry(blocks: u32) -> Geometry {
@@ -22,14 +21,6 @@ fn geometry(blocks: u32) -> Geometry {
         channels: 1,
         dies_per_channel: 1,
     }
-}
-
-fn opts(specs: &[OptionSpec], kv: &[(&str, &str)]) -> SchemeOptions {
-    let given: BTreeMap<String, String> = kv
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    SchemeOptions::resolve("test", specs, &given).unwrap()
 }
 
 /// Writes versions of LPNs, one group per call, and checks reads at the end.
@@ -93,7 +84,14 @@ impl Driver {
 #[test]
 fn bast_osm_writes_a_complete_group_to_a_free_block() {
     let geo = geometry(8);
-    let mut ftl = Bast::new(&geo, &opts(bast::OPTIONS, &[("osm", "true")])).unwrap();
+    let mut ftl = Bast::new(
+        &geo,
+        &BastOptions {
+            osm: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut ftl);
     d.write(&mut ftl, &[2], 0);
@@ -118,7 +116,14 @@ fn bast_osm_writes_a_complete_group_to_a_free_block() {
 #[test]
 fn fast_osm_sends_complete_groups_to_the_sw_log_and_the_rest_to_rw_logs() {
     let geo = geometry(8);
-    let mut ftl = Fast::new(&geo, &opts(fast::OPTIONS, &[("osm", "true")])).unwrap();
+    let mut ftl = Fast::new(
+        &geo,
+        &FastOptions {
+            osm: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut ftl);
     // Offset 0 of an incomplete group: a RW log under OSM, not the SW log.
@@ -131,7 +136,7 @@ fn fast_osm_sends_complete_groups_to_the_sw_log_and_the_rest_to_rw_logs() {
     assert_eq!(ftl.stats().merges_switch, 1, "unpadded: an original switch");
     d.verify(&mut ftl);
     // Without OSM the padded complete group is a padding switch merge.
-    let mut plain = Fast::new(&geo, &opts(fast::OPTIONS, &[])).unwrap();
+    let mut plain = Fast::new(&geo, &FastOptions::default()).unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut plain);
     d.write(&mut plain, &[0, 1, 2, 3], 3);
@@ -148,10 +153,13 @@ fn fast_rw_threshold_rises_with_full_merge_hits_and_falls_without() {
         Answer::Count(t) => t,
         a => panic!("{a:?}"),
     };
-    let rw2 = [("rw_logs", "2")];
+    let rw2 = FastOptions {
+        rw_logs: AutoOr::Value(2),
+        ..Default::default()
+    };
     // One page rewritten over and over: every reclaimed RW log holds only stale
     // copies (full-merge hits).
-    let mut ftl = Fast::new(&geo, &opts(fast::OPTIONS, &rw2)).unwrap();
+    let mut ftl = Fast::new(&geo, &rw2).unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut ftl);
     assert_eq!(threshold(&ftl), 2, "70/128 of 4 pages");
@@ -162,7 +170,7 @@ fn fast_rw_threshold_rises_with_full_merge_hits_and_falls_without() {
     assert!(ftl.stats().extra["fm_hit_ratio"] == 1.0);
     d.verify(&mut ftl);
     // Pages of different blocks in each RW log: every reclaim needs full merges.
-    let mut ftl = Fast::new(&geo, &opts(fast::OPTIONS, &rw2)).unwrap();
+    let mut ftl = Fast::new(&geo, &rw2).unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut ftl);
     for l in [1, 2, 3, 5, 9, 10, 11, 13, 14] {
@@ -178,7 +186,11 @@ fn fast_rw_threshold_rises_with_full_merge_hits_and_falls_without() {
     // Fixed when rw_adapt is off.
     let mut ftl = Fast::new(
         &geo,
-        &opts(fast::OPTIONS, &[("rw_logs", "2"), ("rw_adapt", "false")]),
+        &FastOptions {
+            rw_logs: AutoOr::Value(2),
+            rw_adapt: false,
+            ..Default::default()
+        },
     )
     .unwrap();
     let mut d = Driver::new(&geo);
@@ -193,7 +205,11 @@ fn fast_rw_threshold_rises_with_full_merge_hits_and_falls_without() {
 fn fast_osm_without_a_sw_log_is_refused_naming_the_option() {
     let e = Fast::new(
         &geometry(8),
-        &opts(fast::OPTIONS, &[("osm", "true"), ("sw_logs", "0")]),
+        &FastOptions {
+            osm: true,
+            sw_logs: 0,
+            ..Default::default()
+        },
     )
     .err()
     .unwrap();
@@ -230,7 +246,14 @@ impl ftlab_core::ftl::BufferView for FakeView {
 #[test]
 fn bast_ba_vbs_reclaims_the_log_with_most_cold_dirty_pages_unless_they_fit() {
     let geo = geometry(8);
-    let mut ftl = Bast::new(&geo, &opts(bast::OPTIONS, &[("ba_gc", "true")])).unwrap();
+    let mut ftl = Bast::new(
+        &geo,
+        &BastOptions {
+            ba_gc: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut ftl);
     for l in [1, 5, 9] {
@@ -267,7 +290,11 @@ fn bast_ba_vbs_reclaims_the_log_with_most_cold_dirty_pages_unless_they_fit() {
 #[test]
 fn fast_ba_gc_reclaims_the_rw_log_with_cold_dirty_pages_and_merges_from_the_buffer() {
     let geo = geometry(8);
-    let o = opts(fast::OPTIONS, &[("rw_logs", "2"), ("ba_gc", "true")]);
+    let o = FastOptions {
+        rw_logs: AutoOr::Value(2),
+        ba_gc: true,
+        ..Default::default()
+    };
     let mut ftl = Fast::new(&geo, &o).unwrap();
     let mut d = Driver::new(&geo);
     d.fill(&mut ftl);

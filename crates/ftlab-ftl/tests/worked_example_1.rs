@@ -15,9 +15,8 @@
 use ftlab_core::flash::{Cause, Flash, FlashStats};
 use ftlab_core::ftl::Ftl;
 use ftlab_core::geometry::Geometry;
-use ftlab_core::options::SchemeOptions;
 use ftlab_core::{Lpn, PageTag};
-use std::collections::BTreeMap;
+use ftlab_ftl::auto::AutoOr;
 
 /// Three full data blocks of 4 pages (P0..P11), one U-block, one merge reserve.
 fn geometry() -> Geometry {
@@ -30,18 +29,6 @@ fn geometry() -> Geometry {
         channels: 1,
         dies_per_channel: 1,
     }
-}
-
-fn options(
-    scheme: &str,
-    specs: &[ftlab_core::options::OptionSpec],
-    given: &[(&str, &str)],
-) -> SchemeOptions {
-    let given: BTreeMap<String, String> = given
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    SchemeOptions::resolve(scheme, specs, &given).unwrap()
 }
 
 /// Fills the data blocks, zeroes the counters, replays W and returns the flash.
@@ -98,8 +85,11 @@ fn copies(f: &Flash) -> (u64, u64) {
 
 #[test]
 fn worked_example_1_log_block_scheme_costs_4_erases_and_8_copies() {
-    use ftlab_ftl::bast::{Bast, OPTIONS};
-    let opts = options("bast", OPTIONS, &[("log_blocks", "1")]);
+    use ftlab_ftl::bast::{Bast, BastOptions};
+    let opts = BastOptions {
+        log_blocks: AutoOr::Value(1),
+        ..Default::default()
+    };
     let mut ftl = Bast::new(&geometry(), &opts).unwrap();
     let flash = replay(&mut ftl);
     assert_eq!(erases(&flash), 4);
@@ -118,8 +108,12 @@ fn worked_example_1_log_block_scheme_costs_4_erases_and_8_copies() {
 
 #[test]
 fn worked_example_1_fast_without_sequential_log_costs_3_erases_and_8_copies() {
-    use ftlab_ftl::fast::{Fast, OPTIONS};
-    let opts = options("fast", OPTIONS, &[("sw_logs", "0"), ("rw_logs", "1")]);
+    use ftlab_ftl::fast::{Fast, FastOptions};
+    let opts = FastOptions {
+        sw_logs: 0,
+        rw_logs: AutoOr::Value(1),
+        ..Default::default()
+    };
     let mut ftl = Fast::new(&geometry(), &opts).unwrap();
     let flash = replay(&mut ftl);
     assert_eq!(erases(&flash), 3);
@@ -141,8 +135,8 @@ fn worked_example_1_fast_without_sequential_log_costs_3_erases_and_8_copies() {
 fn worked_example_1_block_mapping_rewrites_a_block_per_write() {
     // Not in the paper's figure: the same trace under pure block mapping, as the lower
     // bound. Each of the 5 updates rewrites its block: 5 erases, 3 copies each.
-    use ftlab_ftl::block::{BlockFtl, OPTIONS};
-    let mut ftl = BlockFtl::new(&geometry(), &options("block", OPTIONS, &[])).unwrap();
+    use ftlab_ftl::block::{BlockFtl, BlockOptions};
+    let mut ftl = BlockFtl::new(&geometry(), &BlockOptions::default()).unwrap();
     let flash = replay(&mut ftl);
     assert_eq!(erases(&flash), 5);
     assert_eq!(copies(&flash), (15, 15));

@@ -4,10 +4,11 @@ use ftlab_core::engine::{Engine, EngineConfig, Verify};
 use ftlab_core::flash::FlashStats;
 use ftlab_core::geometry::GeometryBuilder;
 use ftlab_core::nand::{preset, Latencies};
+use ftlab_core::options::from_pairs;
 use ftlab_core::request::{Op, Request};
+use ftlab_core::rng::SplitMix64;
 use ftlab_core::timing::SerialTiming;
 use ftlab_core::Nanos;
-use std::collections::BTreeMap;
 
 /// 2 KiB pages, `ppb` pages per block, `logical` logical blocks and exactly `extra`
 /// blocks beyond them.
@@ -26,12 +27,13 @@ fn geo(ppb: u32, logical: u32, extra: u32) -> Geometry {
     .unwrap()
 }
 
-fn opts(kv: &[(&str, &str)]) -> SchemeOptions {
-    let given: BTreeMap<String, String> = kv
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    SchemeOptions::resolve("cach", OPTIONS, &given).unwrap()
+fn opts(kv: &[(&str, &str)]) -> CachOptions {
+    from_pairs(ID, kv).unwrap()
+}
+
+/// The FTL with options `kv`, or the error of the options or of the constructor.
+fn build(g: &Geometry, kv: &[(&str, &str)]) -> Result<CachFtl, SchemeError> {
+    CachFtl::new(g, &from_pairs(ID, kv)?)
 }
 
 fn lat() -> Latencies {
@@ -535,9 +537,7 @@ fn impossible_options_and_geometries_are_errors_naming_the_fix() {
         (&[("bmr_update", "out_of_place")], 3, "--op"),
     ];
     for &(kv, extra, needle) in cases {
-        let e = CachFtl::new(&geo(4, 16, extra), &opts(kv))
-            .err()
-            .expect("refused");
+        let e = build(&geo(4, 16, extra), kv).err().expect("refused");
         assert!(e.to_string().contains(needle), "{kv:?}: {e}");
     }
 }
@@ -565,19 +565,6 @@ fn mapping_bytes_count_the_bmr_table_its_validity_bits_and_the_pmr_table() {
     assert_eq!(f.paper_map_bytes(), (4096 + pmr_pages as u64) * 4);
 }
 
-/// SplitMix64, for the randomized test.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n.max(1)
-    }
-}
-
 #[test]
 fn random_groups_trims_and_idle_gaps_keep_every_write() {
     for (seed, ppb, kv) in [
@@ -592,7 +579,7 @@ fn random_groups_trims_and_idle_gaps_keep_every_write() {
         (5, 4, vec![("async_gc", "false"), ("threshold", "0")]),
     ] {
         let mut r = Rig::new(geo(ppb, 24, 6), &kv);
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let pages = r.geo.logical_pages as u64;
         for step in 0..6000 {
             match rng.below(10) {
@@ -890,7 +877,7 @@ fn random_power_losses_keep_every_write() {
         ),
     ] {
         let mut r = Rig::new(geo(ppb, 24, 6), &kv);
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let pages = r.geo.logical_pages as u64;
         let (mut losses, mut lost, mut merges) = (0, 0, 0);
         for step in 0..8000 {

@@ -5,7 +5,7 @@ use super::*;
 use ftlab_core::flash::FlashStats;
 use ftlab_core::geometry::GeometryBuilder;
 use ftlab_core::nand;
-use std::collections::BTreeMap;
+use ftlab_core::options::from_pairs;
 
 pub(super) fn geo(ppb: u32, logical_blocks: u32, op: f64, spare: u32) -> Geometry {
     GeometryBuilder {
@@ -22,12 +22,13 @@ pub(super) fn geo(ppb: u32, logical_blocks: u32, op: f64, spare: u32) -> Geometr
     .unwrap()
 }
 
-pub(super) fn opts(pairs: &[(&str, &str)]) -> SchemeOptions {
-    let given: BTreeMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    SchemeOptions::resolve("superblock", OPTIONS, &given).unwrap()
+pub(super) fn opts(pairs: &[(&str, &str)]) -> SuperblockOptions {
+    from_pairs(ID, pairs).unwrap()
+}
+
+/// The FTL, or the error of its options or of its constructor.
+pub(super) fn build(g: &Geometry, pairs: &[(&str, &str)]) -> Result<SuperblockFtl, SchemeError> {
+    SuperblockFtl::new(g, lat(), &from_pairs(ID, pairs)?)
 }
 
 pub(super) fn lat() -> Latencies {
@@ -276,9 +277,7 @@ fn a_spare_area_that_does_not_fit_is_refused() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("max_u_blocks"), "{e}");
-    let e = SuperblockFtl::new(&g, lat(), &opts(&[("hot_cold", "maybe")]))
-        .err()
-        .unwrap();
+    let e = build(&g, &[("hot_cold", "maybe")]).err().unwrap();
     assert!(e.to_string().contains("hot_cold"), "{e}");
     let g = geo(64, 8, 0.0, 64);
     let e = SuperblockFtl::new(&g, lat(), &opts(&[])).err().unwrap();
@@ -788,7 +787,7 @@ fn map_page_refusals_name_the_option() {
         ),
         (&[("mapping", "maps")][..], "mapping"),
     ] {
-        let e = SuperblockFtl::new(&g, lat(), &opts(pairs)).err().unwrap();
+        let e = build(&g, pairs).err().unwrap();
         assert!(e.to_string().contains(key), "{e}");
     }
     let e = SuperblockFtl::new(
