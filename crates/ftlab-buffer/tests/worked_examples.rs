@@ -13,10 +13,9 @@ use ftlab_core::buffer::{Backend, Buffer};
 use ftlab_core::flash::{Flash, FlashStats};
 use ftlab_core::ftl::Ftl;
 use ftlab_core::geometry::{Geometry, GeometryBuilder};
-use ftlab_core::options::{OptionSpec, SchemeOptions};
+use ftlab_core::options::from_pairs;
 use ftlab_core::{Lpn, PageTag};
 use ftlab_ftl::bast::{self, Bast};
-use std::collections::BTreeMap;
 
 const N: u32 = 8;
 
@@ -36,16 +35,6 @@ fn geometry() -> Geometry {
     .unwrap()
 }
 
-/// Options of the `bast` FTL, through its string-options API (`bast` is not converted to
-/// typed options yet).
-fn opts(specs: &[OptionSpec], kv: &[(&str, &str)]) -> SchemeOptions {
-    let given: BTreeMap<String, String> = kv
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    SchemeOptions::resolve("test", specs, &given).unwrap()
-}
-
 /// A BAST device with logical block 0 written once, in place, and a version counter
 /// per page so the test can check every read.
 struct Sim {
@@ -60,7 +49,11 @@ impl Sim {
         let geo = geometry();
         let mut sim = Sim {
             flash: Flash::new(&geo),
-            ftl: Bast::new(&geo, &opts(bast::OPTIONS, bast_opts)).unwrap(),
+            ftl: Bast::new(
+                &geo,
+                &from_pairs::<bast::BastOptions>(bast::ID, bast_opts).unwrap(),
+            )
+            .unwrap(),
             versions: vec![0; geo.logical_pages as usize],
             geo,
         };

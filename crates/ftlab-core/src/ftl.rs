@@ -215,6 +215,14 @@ pub trait Ftl {
         Err(RecoverError::Unsupported)
     }
 
+    /// Whether this instance, with its options, can [`Ftl::recover`] from a power loss:
+    /// checked before a run with planned power losses starts, so an impossible plan is
+    /// a configuration error rather than a failure half-way. The default says yes;
+    /// a scheme that recovers only with some options overrides it.
+    fn recovers(&self) -> bool {
+        true
+    }
+
     /// Appends the LPNs whose newest data this FTL holds only in controller RAM (say, a
     /// block image between the erase and the program of an interruptible GC). A power
     /// loss loses them; the engine reports them as lost, as it does a buffer's

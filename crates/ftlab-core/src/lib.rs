@@ -15,6 +15,7 @@ pub mod options;
 pub mod oracle;
 pub mod request;
 pub mod rng;
+pub mod stats;
 pub mod timing;
 pub mod u32map;
 pub mod units;

@@ -1020,6 +1020,12 @@ impl Ftl for SuperblockFtl {
         self.recover_from_flash(flash)
     }
 
+    /// Recovery needs the snapshots (§4.4): without them the PGD and the block lists
+    /// live only in RAM.
+    fn recovers(&self) -> bool {
+        self.snap.is_some()
+    }
+
     fn idle(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {
         if !self.cfg.background {
             return;

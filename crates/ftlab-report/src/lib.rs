@@ -14,8 +14,6 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub mod plot;
-
 /// Response-time summary in ns.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct ResponseNs {
@@ -314,11 +312,18 @@ pub struct WorkloadReport {
     pub late_records: u64,
 }
 
+/// The layout version of [`Report`] (its `report_version` key).
+pub const REPORT_VERSION: u32 = 2;
+
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct Report {
     /// ftlab version that produced it.
     pub ftlab_version: &'static str,
+    /// Version of this report's layout: bumped by every deliberate change of its keys
+    /// or of their types (CHANGELOG.md lists them). 2: scheme options echoed as typed
+    /// values (numbers, booleans) instead of text.
+    pub report_version: u32,
     /// Host side.
     pub host: HostReport,
     /// Flash side.
@@ -403,6 +408,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
     let hits = b.read_hits + b.write_hits;
     Report {
         ftlab_version: env!("CARGO_PKG_VERSION"),
+        report_version: REPORT_VERSION,
         host: HostReport {
             requests: h.requests,
             read_requests: h.read_requests,

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 
 /// Settings of the blkparse reader (config table `[blkparse]`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BlkparseSpec {
     /// The action replayed: `D` (dispatched to the device) or `Q` (queued), or any

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 
 /// The column mapping of the generic reader.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CsvSpec {
     /// Field separator: `,` (default), `;`, `tab`, `whitespace` (runs of blanks), or

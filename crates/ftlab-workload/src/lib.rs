@@ -16,6 +16,7 @@ pub mod blkparse;
 pub mod csv;
 pub mod fuzzing;
 pub mod input;
+pub mod mix;
 pub mod msr;
 pub mod parse;
 pub mod spc;
@@ -126,7 +127,7 @@ pub const FORMATS: &[FormatInfo] = &[
 ];
 
 /// Settings of the readers that have any (config tables `[csv]` and `[blkparse]`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReadOptions {
     /// The generic reader's column mapping.

@@ -48,7 +48,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 /// Where the next request goes (the older, two-valued setting).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {
     /// Sequential, local or random by the probabilities (uniformly random by default).
@@ -58,7 +58,7 @@ pub enum Pattern {
 }
 
 /// How random requests spread over the space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Address {
     /// Uniform.
@@ -70,7 +70,7 @@ pub enum Address {
 }
 
 /// How `p_local` combines with `p_sequential`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LocalMode {
     /// Exclusive probabilities (sum at most 1).
@@ -80,7 +80,7 @@ pub enum LocalMode {
 }
 
 /// A distribution with DiskSim's parameters, in the unit its key names.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Dist {
     /// Always `value`.
@@ -189,7 +189,7 @@ fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
 }
 
 /// Parameters of the synthetic workload (config table `[synthetic]`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SyntheticConfig {
     /// `random` (use the probabilities) or `sequential` (every request sequential).

@@ -7,24 +7,13 @@
 //! logical capacity of random writes brings GC to steady state, then the measured writes
 //! run. Only the measured phase is timed. Results go to BENCHMARKS.md by hand.
 
-use ftlab::config::Config;
-use ftlab::run::prepare;
+use ftlab::config::{Config, VerifyLevel};
+use ftlab::sim::prepare;
 use ftlab_core::flash::FlashStats;
 use ftlab_core::request::{Op, Request};
+use ftlab_core::rng::SplitMix64 as SplitMix;
 use ftlab_core::Nanos;
 use std::time::Instant;
-
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn main() {
     let measured: u64 = std::env::args()
@@ -32,30 +21,30 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(8 << 20);
     let verify = if std::env::args().any(|a| a == "off") {
-        "off"
+        VerifyLevel::Off
     } else {
-        "on"
+        VerifyLevel::On
     };
     let cfg = Config {
         ftl: "page".into(),
         nand: "mlc-k9gag08u0m".into(),
-        capacity: "4GiB".into(),
+        capacity: "4GiB".parse().expect("a size"),
         op: 7.0,
-        verify: verify.into(),
+        verify,
         ..Config::default()
     };
     let mut engine = prepare(&cfg).expect("valid config").engine;
     let pages = engine.geometry().logical_pages as u64;
     let t0 = Instant::now();
     engine.precondition_fill();
-    let mut rng = SplitMix(42);
+    let mut rng = SplitMix::new(42);
     let mut now = 0u64;
     let mut write = |engine: &mut ftlab_core::engine::Engine, rng: &mut SplitMix| {
         now += 100_000;
         let req = Request {
             arrival: Nanos(now),
             op: Op::Write,
-            offset: (rng.next() % pages) * 4096,
+            offset: (rng.next_u64() % pages) * 4096,
             len: 4096,
         };
         engine.submit(&req).expect("no violation");
@@ -73,7 +62,7 @@ fn main() {
     let o = engine.outcome();
     let programs = FlashStats::total(&o.flash.programs);
     println!(
-        "page_gc (verify {verify}): {measured} host page writes in {secs:.2} s = {:.2} M writes/s; \
+        "page_gc (verify {verify:?}): {measured} host page writes in {secs:.2} s = {:.2} M writes/s; \
          WA {:.3}, {} GC runs, {} pages copied",
         measured as f64 / secs / 1e6,
         programs as f64 / o.host.pages_written as f64,

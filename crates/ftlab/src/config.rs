@@ -1,14 +1,73 @@
-//! The run configuration: every setting of a run, loadable from TOML (`--config`),
-//! overridable key by key (`--set key=value`, dotted for tables) and by flags. The
-//! resolved configuration is echoed in every report, so a report says how to rerun it.
+//! The run configuration: one typed [`Config`] for every setting of a run. TOML files
+//! (`--config`), `--set key=value` (dotted for tables), command-line flags and the
+//! Python package all deserialize into it, in layers ([`load`]); an error names the key,
+//! the value and what is allowed. The resolved configuration is echoed in every report,
+//! so a report says how to rerun it; `ftlab config show` prints it as TOML and `ftlab
+//! config schema` prints its JSON Schema ([`schema`]).
 
+use ftlab_core::options::OptionMap;
+use ftlab_core::units::ByteSize;
 use ftlab_workload::blkparse::BlkparseSpec;
 use ftlab_workload::csv::CsvSpec;
+use ftlab_workload::mix::MixConfig;
 use ftlab_workload::synthetic::SyntheticConfig;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::Path;
 use thiserror::Error;
+
+/// The timing model (`timing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingModel {
+    /// The papers' model: one flash operation at a time, requests first-come
+    /// first-served.
+    Serial,
+    /// Channels x dies: array time on the die, page transfer on the channel.
+    Parallel,
+}
+
+/// How much the run checks (`verify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifyLevel {
+    /// Every host read checked against the last write; everything read back at the end.
+    On,
+    /// No checks.
+    Off,
+    /// As `on`, plus the deep invariant checks every `deep_every` requests.
+    Deep,
+}
+
+/// What the device holds before the measured workload (`precondition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Precondition {
+    /// A fresh device.
+    None,
+    /// Every logical page written once, then the counters reset.
+    Fill,
+}
+
+/// How `fold` brings addresses beyond the capacity into it (`fold_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FoldMode {
+    /// Wrap around.
+    Modulo,
+    /// Pack the distinct blocks the trace touches at the start of the space.
+    Compact,
+}
+
+/// How replayed devices share the address space (`device_layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceLayout {
+    /// Overlapping: every device's offsets land in the same space.
+    Shared,
+    /// Each device its own region, one after the other.
+    SideBySide,
+}
 
 /// A configuration could not be loaded.
 #[derive(Debug, Error)]
@@ -32,7 +91,7 @@ pub enum ConfigError {
 }
 
 /// Overrides of the NAND preset's numbers (all optional).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NandParams {
     /// Data bytes per page.
@@ -52,7 +111,7 @@ pub struct NandParams {
 }
 
 /// Every setting of a run. Field names are the TOML keys and `--set` keys.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// FTL id (`ftlab list`).
@@ -62,21 +121,22 @@ pub struct Config {
     /// NAND preset id.
     pub nand: String,
     /// Logical capacity, e.g. `1GiB`.
-    pub capacity: String,
+    pub capacity: ByteSize,
     /// Over-provisioning in percent of the logical capacity.
+    #[schemars(range(min = 0.0))]
     pub op: f64,
     /// Seed of every random stream in the run.
     pub seed: u64,
-    /// Timing model: `serial` or `parallel`.
-    pub timing: String,
+    /// Timing model.
+    pub timing: TimingModel,
     /// Channels (parallel timing).
     pub channels: u32,
     /// Dies per channel (parallel timing).
     pub dies: u32,
     /// Channel bandwidth in MiB/s (parallel timing: page transfer time).
     pub channel_mib_s: f64,
-    /// `on` (check every read, read everything back at the end), `off`, or `deep`.
-    pub verify: String,
+    /// Checking: every read against the last write (`on`), none, or `deep`.
+    pub verify: VerifyLevel,
     /// Requests between deep checks under `verify = "deep"`.
     pub deep_every: u64,
     /// Read-modify-write partly covered pages instead of writing them whole.
@@ -84,7 +144,7 @@ pub struct Config {
     /// Offer idle gaps to the buffer and FTL.
     pub idle: bool,
     /// `none`, or `fill`: write every logical page once before measuring.
-    pub precondition: String,
+    pub precondition: Precondition,
     /// Passes over the workload before the measured ones (not reported).
     pub warmup: u32,
     /// Measured passes over the workload (after the warm-up ones).
@@ -97,12 +157,12 @@ pub struct Config {
     pub fold: bool,
     /// How `fold` folds: `modulo` (wrap around) or `compact` (pack the distinct blocks
     /// the trace touches at the start of the space).
-    pub fold_mode: String,
+    pub fold_mode: FoldMode,
     /// Devices (SPC ASUs, MSR disks, blkparse `maj*256+min`) replayed; empty: all.
     pub devices: Vec<u32>,
     /// How the replayed devices share the address space: `shared` (overlapping) or
     /// `side_by_side` (each its own region).
-    pub device_layout: String,
+    pub device_layout: DeviceLayout,
     /// Sectors added to every offset, e.g. 1 or -63 to align a partition that starts at
     /// sector 63 (superblock-ftl.txt §5.3).
     pub shift_sectors: i64,
@@ -133,16 +193,16 @@ pub struct Config {
     pub synthetic: SyntheticConfig,
     /// The swarm-testing request mix (reads, writes, trims, flushes, partial pages),
     /// used instead of the synthetic workload when set and no trace is given.
-    pub mix: Option<crate::testkit::MixConfig>,
+    pub mix: Option<MixConfig>,
     /// Overrides of the preset's geometry and latencies.
     pub nand_params: NandParams,
     /// Power losses: request numbers (`5000`), simulated times (`t=2.5`, seconds) or
     /// random request numbers drawn from the seed (`random:5`).
     pub power_loss: Vec<String>,
-    /// Options of the FTL (`ftlab list` shows them).
-    pub ftl_options: BTreeMap<String, toml::Value>,
+    /// Options of the FTL (`ftlab list` shows them; the JSON Schema has each FTL's).
+    pub ftl_options: OptionMap,
     /// Options of the buffer.
-    pub buffer_options: BTreeMap<String, toml::Value>,
+    pub buffer_options: OptionMap,
 }
 
 impl Default for Config {
@@ -151,26 +211,26 @@ impl Default for Config {
             ftl: "page".into(),
             buffer: "none".into(),
             nand: ftlab_core::nand::DEFAULT_PRESET.into(),
-            capacity: "1GiB".into(),
+            capacity: ByteSize(1 << 30),
             op: 7.0,
             seed: 1,
-            timing: "serial".into(),
+            timing: TimingModel::Serial,
             channels: 1,
             dies: 1,
             channel_mib_s: 40.0,
-            verify: "on".into(),
+            verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,
             idle: true,
-            precondition: "none".into(),
+            precondition: Precondition::None,
             warmup: 0,
             replay: 1,
             trace: None,
             format: "spc".into(),
             fold: false,
-            fold_mode: "modulo".into(),
+            fold_mode: FoldMode::Modulo,
             devices: Vec::new(),
-            device_layout: "shared".into(),
+            device_layout: DeviceLayout::Shared,
             shift_sectors: 0,
             time_scale: 1.0,
             max_gap_ms: None,
@@ -186,8 +246,8 @@ impl Default for Config {
             mix: None,
             nand_params: NandParams::default(),
             power_loss: Vec::new(),
-            ftl_options: BTreeMap::new(),
-            buffer_options: BTreeMap::new(),
+            ftl_options: OptionMap::new(),
+            buffer_options: OptionMap::new(),
         }
     }
 }
@@ -226,9 +286,29 @@ pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
         origin: origin.into(),
         why: e.to_string(),
     })?;
-    Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Invalid {
-        origin: origin.into(),
-        why: e.to_string().trim().to_string(),
+    from_table(table, origin)
+}
+
+/// Deserializes a whole TOML table; an error names the dotted key it is about.
+pub fn from_table(table: toml::Table, origin: &str) -> Result<Config, ConfigError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        let why = e.into_inner().to_string();
+        // The TOML deserializer appends "in `key`"; the key leads the message instead.
+        let why = why
+            .lines()
+            .filter(|l| !l.starts_with("in `"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let why = why.trim();
+        ConfigError::Invalid {
+            origin: origin.into(),
+            why: if key == "." || why.starts_with("unknown field") {
+                why.to_string()
+            } else {
+                format!("`{key}`: {why}")
+            },
+        }
     })
 }
 
@@ -237,7 +317,7 @@ pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
 pub fn load(
     file: Option<&Path>,
     sets: &[String],
-    flags: &[(&str, toml::Value)],
+    flags: &[(String, toml::Value)],
 ) -> Result<Config, ConfigError> {
     let mut table = match file {
         Some(path) => {
@@ -274,18 +354,57 @@ pub fn load(
         Some(p) => p.display().to_string(),
         None => "configuration".into(),
     };
-    Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Invalid {
-        origin,
-        why: e.to_string().trim().to_string(),
-    })
+    from_table(table, &origin)
 }
 
-/// A TOML value as the text a scheme option parser reads.
-pub fn option_text(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
+impl Config {
+    /// The configuration as a TOML document (what `ftlab config show` prints; loading
+    /// it back gives the same configuration).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a configuration is TOML")
     }
+}
+
+/// The JSON Schema of [`Config`], with each scheme's options: `ftl_options` and
+/// `buffer_options` are checked against the options of the scheme `ftl` and `buffer`
+/// name (for editors, and for the Python package).
+pub fn schema() -> serde_json::Value {
+    let mut root = schemars::schema_for!(Config).to_value();
+    let mut conditions = Vec::new();
+    for (key, opts_key, ids) in [
+        (
+            "ftl",
+            "ftl_options",
+            crate::registry::FTLS
+                .iter()
+                .map(|e| (e.id, (e.options.schema)()))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "buffer",
+            "buffer_options",
+            crate::registry::BUFFERS
+                .iter()
+                .map(|e| (e.id, (e.options.schema)()))
+                .collect(),
+        ),
+    ] {
+        let names: Vec<&str> = ids.iter().map(|(id, _)| *id).collect();
+        root["properties"][key]["enum"] = serde_json::json!(names);
+        for (id, s) in ids {
+            let mut s = s.to_value();
+            if let Some(o) = s.as_object_mut() {
+                o.remove("$schema");
+                o.remove("title");
+            }
+            conditions.push(serde_json::json!({
+                "if": { "properties": { key: { "const": id } } },
+                "then": { "properties": { opts_key: s } },
+            }));
+        }
+    }
+    root["allOf"] = serde_json::Value::Array(conditions);
+    root
 }
 
 #[cfg(test)]
@@ -305,13 +424,13 @@ mod tests {
         let c = load(
             Some(&f),
             &["op=12.5".into(), "synthetic.count=7".into()],
-            &[("seed", toml::Value::Integer(9))],
+            &[("seed".into(), toml::Value::Integer(9))],
         )
         .unwrap();
         assert_eq!(c.op, 12.5);
         assert_eq!(c.seed, 9);
         assert_eq!(c.synthetic.count, 7);
-        assert_eq!(option_text(&c.ftl_options["gc_threshold"]), "5");
+        assert_eq!(c.ftl_options["gc_threshold"], 5);
     }
 
     #[test]
@@ -320,5 +439,66 @@ mod tests {
         assert!(e.to_string().contains("unknown field `fo`"), "{e}");
         let e = load(None, &["novalue".into()], &[]).unwrap_err();
         assert!(e.to_string().contains("KEY=VALUE"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_key_the_value_and_what_is_allowed() {
+        let e = load(None, &["timing=paralel".into()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`timing`") && e.contains("paralel") && e.contains("parallel"),
+            "{e}"
+        );
+        let e = load(None, &["synthetic.count=lots".into()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`synthetic.count`") && e.contains("lots"), "{e}");
+        let e = load(None, &["capacity=12 parsecs".into()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`capacity`") && e.contains("parsecs"), "{e}");
+    }
+
+    #[test]
+    fn show_prints_toml_that_loads_back() {
+        let mut c = Config {
+            op: 12.5,
+            timing: TimingModel::Parallel,
+            ..Config::default()
+        };
+        c.ftl_options.insert("gc_threshold".into(), 5.into());
+        let text = c.to_toml();
+        assert!(
+            text.contains("timing = \"parallel\"") && text.contains("capacity = \"1GiB\""),
+            "{text}"
+        );
+        assert_eq!(parse_str(&text, "shown").unwrap(), c);
+    }
+
+    #[test]
+    fn the_schema_knows_every_key_and_every_schemes_options() {
+        let s = schema();
+        let props = s["properties"].as_object().unwrap();
+        for key in [
+            "ftl",
+            "buffer",
+            "capacity",
+            "timing",
+            "verify",
+            "synthetic",
+            "ftl_options",
+        ] {
+            assert!(props.contains_key(key), "{key}");
+        }
+        assert!(s["properties"]["ftl"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&"dftl".into()));
+        let text = s.to_string();
+        assert!(
+            text.contains("gc_threshold") && text.contains("\"if\""),
+            "{text}"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! their corpora. Bad input may be refused with an error; it must never panic.
 
 use crate::config::parse_str;
-use crate::run::{device_geometry, prepare};
+use crate::sim::{device_geometry, prepare};
 
 /// Largest device (physical pages) the config target builds an engine for, so fuzzing
 /// exercises scheme construction without allocating gigabytes.

@@ -1,15 +1,42 @@
-//! ftlab: a trace-driven simulator of NAND flash translation layers and write buffers.
+//! ftlab: a trace-driven simulator of NAND flash translation layers and write buffers,
+//! as a library.
 //!
-//! This crate holds the scheme [`registry`], the run [`config`] and the [`run`]
-//! orchestration; the `ftlab` binary is a thin command line over them.
+//! ```no_run
+//! use ftlab::{Config, NoObserver, Simulation, Workload};
+//!
+//! let mut cfg = Config::default();
+//! cfg.ftl = "dftl".into();
+//! cfg.synthetic.count = 10_000;
+//! let out = Simulation::new(cfg)?.run(Workload::Configured, &mut NoObserver)?;
+//! assert!(out.failure.is_none(), "the oracle found nothing wrong");
+//! println!("WAF {:?}", out.report.waf);
+//! # Ok::<(), ftlab::RunError>(())
+//! ```
+//!
+//! Modules, in the order a run goes through them (no module imports one after it):
+//! - [`config`]: the one typed [`Config`], loaded in layers from TOML, `--set` and flags;
+//! - [`registry`]: every FTL, buffer and timing model, their options and capabilities;
+//! - [`source`]: the workload a configuration names, through its transforms;
+//! - [`powerloss`]: when power losses strike;
+//! - [`sim`]: [`Simulation`], the [`Observer`] hook and the report;
+//! - [`testkit`], [`swarm`], [`fuzzing`]: the conformance profiles, swarm testing and
+//!   the fuzz entry points, built on the above.
 
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod error;
 pub mod fuzzing;
 pub mod powerloss;
 pub mod registry;
-pub mod reproduce;
-pub mod run;
+pub mod sim;
+pub mod source;
 pub mod swarm;
 pub mod testkit;
+
+pub use config::Config;
+pub use error::RunError;
+pub use ftlab_report::Report;
+pub use sim::{
+    run, Failure, NoObserver, Observer, Progress, ProgressFn, RunOutput, Simulation, Workload,
+};

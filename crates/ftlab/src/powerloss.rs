@@ -8,8 +8,10 @@
 //! counted first, with a dry pass through its transforms).
 
 use crate::config::Config;
-use crate::run::{name_source, setting, workload_stream, RunError};
+use crate::error::{setting, RunError};
+use crate::source::{name_source, workload_stream};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::rng::SplitMix64;
 use ftlab_core::Nanos;
 use ftlab_workload::transform::Counters;
 use std::collections::BTreeSet;
@@ -21,14 +23,6 @@ pub struct PowerLossPlan {
     requests: BTreeSet<u64>,
     times: Vec<Nanos>,
     next_time: usize,
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl PowerLossPlan {
@@ -50,10 +44,10 @@ impl PowerLossPlan {
                 if k > total {
                     return Err(bad(&format!("only {total} requests in the run")));
                 }
-                let mut state = cfg.seed ^ 0x005E_ED0F_9043;
+                let mut rng = SplitMix64::new(cfg.seed ^ 0x005E_ED0F_9043);
                 let mut drawn = BTreeSet::new();
                 while (drawn.len() as u64) < k {
-                    drawn.insert(1 + splitmix(&mut state) % total);
+                    drawn.insert(1 + rng.below(total));
                 }
                 plan.requests.extend(drawn);
             } else {
@@ -101,11 +95,11 @@ fn total_requests(cfg: &Config, geo: &Geometry) -> Result<u64, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::prepare;
+    use crate::sim::prepare;
 
     fn plan(specs: &[&str]) -> Result<PowerLossPlan, RunError> {
         let mut cfg = Config {
-            capacity: "16MiB".into(),
+            capacity: "16MiB".parse().unwrap(),
             ..Config::default()
         };
         cfg.synthetic.count = 1000;

@@ -1,23 +1,75 @@
-//! The one registry of schemes: FTLs, buffers and timing models by id. The CLI, the
-//! listings, the docs and the tests all read it; no other code matches on scheme names.
+//! The one registry of schemes: FTLs, buffers and timing models by id, with what each
+//! can do ([`Capabilities`]). The CLI, the listings, the docs, the swarm and the tests
+//! all read it; no other code matches on scheme names. Adding a scheme is one file and
+//! one entry here (docs/adding-a-scheme.md); the conformance suite and the swarm pick it
+//! up with no new test code.
 
+use ftlab_buffer as b;
 use ftlab_core::buffer::{Buffer, Passthrough};
 use ftlab_core::ftl::Ftl;
-use ftlab_core::geometry::Geometry;
-use ftlab_core::nand::Latencies;
-use ftlab_core::options::{OptionSpec, SchemeError, SchemeOptions};
+use ftlab_core::options::{resolve, BuildContext, NoOptions, OptionMap, OptionsDef, SchemeError};
+use ftlab_ftl as f;
 
-/// What a constructor gets.
-pub struct BuildContext<'a> {
-    /// Device geometry.
-    pub geo: &'a Geometry,
-    /// Operation latencies.
-    pub latencies: Latencies,
-    /// The run's seed, for schemes that randomise.
-    pub seed: u64,
-    /// The scheme's resolved options.
-    pub opts: &'a SchemeOptions,
+/// How a scheme comes back after a power loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// From flash alone, with any options.
+    Always,
+    /// Only with option `option` set to `value` (or resolving to it).
+    WithOption {
+        /// The option.
+        option: &'static str,
+        /// The value it needs.
+        value: &'static str,
+    },
 }
+
+/// What an FTL can do, for code that must not match on names (tests, the swarm, the
+/// CLI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Maps whole logical blocks (merges, not page GC, reclaim space).
+    pub block_mapped: bool,
+    /// Keeps the page map in translation pages on flash, cached in RAM (DFTL, TPM).
+    pub demand_paged: bool,
+    /// Answers a buffer's merge queries (co-op-buffer-ftl.txt Table 3).
+    pub merge_queries: bool,
+    /// Power-loss recovery.
+    pub recovery: Recovery,
+}
+
+/// The smallest workable over-provisioning and geometry are not declared here: each
+/// constructor refuses what it cannot run on (naming the option that would fix it), and
+/// [`crate::sim::smallest_op`] finds the least over-provisioning a scheme accepts by
+/// asking it, so the figure cannot drift from the code.
+const PAGE_MAPPED: Capabilities = Capabilities {
+    block_mapped: false,
+    demand_paged: false,
+    merge_queries: false,
+    recovery: Recovery::Always,
+};
+
+const BLOCK_MAPPED: Capabilities = Capabilities {
+    block_mapped: true,
+    ..PAGE_MAPPED
+};
+
+const LOG_BLOCKS: Capabilities = Capabilities {
+    merge_queries: true,
+    ..BLOCK_MAPPED
+};
+
+const DEMAND_PAGED: Capabilities = Capabilities {
+    demand_paged: true,
+    ..PAGE_MAPPED
+};
+
+/// An FTL constructor: from the run's context and the options as given (checked
+/// against the entry's options type).
+pub type BuildFtl = fn(&BuildContext<'_>, &OptionMap) -> Result<Box<dyn Ftl>, SchemeError>;
+
+/// A buffer constructor.
+pub type BuildBuffer = fn(&BuildContext<'_>, &OptionMap) -> Result<Box<dyn Buffer>, SchemeError>;
 
 /// A registered FTL.
 pub struct FtlEntry {
@@ -27,10 +79,12 @@ pub struct FtlEntry {
     pub description: &'static str,
     /// Paper and section.
     pub source: &'static str,
-    /// Declared options.
-    pub options: &'static [OptionSpec],
-    /// Constructor.
-    pub build: fn(&BuildContext<'_>) -> Result<Box<dyn Ftl>, SchemeError>,
+    /// What it can do.
+    pub caps: Capabilities,
+    /// Its options.
+    pub options: OptionsDef,
+    /// Constructor, from options as given (checked against [`FtlEntry::options`]).
+    pub build: BuildFtl,
 }
 
 /// A registered write buffer.
@@ -41,91 +95,103 @@ pub struct BufferEntry {
     pub description: &'static str,
     /// Paper and section.
     pub source: &'static str,
-    /// Declared options.
-    pub options: &'static [OptionSpec],
-    /// Constructor.
-    pub build: fn(&BuildContext<'_>) -> Result<Box<dyn Buffer>, SchemeError>,
+    /// Its options.
+    pub options: OptionsDef,
+    /// Constructor, from options as given.
+    pub build: BuildBuffer,
+}
+
+impl BufferEntry {
+    /// Whether the buffer holds data (it has a `size`): everything but `none`.
+    pub fn holds_data(&self) -> bool {
+        self.options.fields().iter().any(|f| f.name == "size")
+    }
 }
 
 /// Every FTL, in the order `ftlab list` shows them.
 pub const FTLS: &[FtlEntry] = &[
     FtlEntry {
-        id: "page",
+        id: f::page::ID,
         description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
         source: "baseline of all papers; tpm.txt §II",
-        options: &[OptionSpec {
-            name: "gc_threshold",
-            default: "3",
-            help: "GC runs while fewer than this many blocks are free (tpm.txt Table I: 3)",
-        }],
-        build: |c| {
-            let o = legacy::<ftlab_ftl::page::PageOptions>(c.opts)?;
-            Ok(Box::new(ftlab_ftl::page::PageFtl::new(c.geo, &o)?))
-        },
+        caps: PAGE_MAPPED,
+        options: OptionsDef::of::<f::page::PageOptions>(),
+        build: |c, o| Ok(Box::new(f::page::PageFtl::new(c.geo, &resolve(f::page::ID, o)?)?)),
     },
     FtlEntry {
-        id: "block",
+        id: f::block::ID,
         description: "block mapping: fixed offsets, a block rewrite per updated group",
         source: "cach-ftl.txt §2, §4.2.3, §5",
-        options: ftlab_ftl::block::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::block::BlockFtl::new(c.geo, c.opts)?)),
+        caps: BLOCK_MAPPED,
+        options: OptionsDef::of::<f::block::BlockOptions>(),
+        build: |c, o| Ok(Box::new(f::block::BlockFtl::new(c.geo, &resolve(f::block::ID, o)?)?)),
     },
     FtlEntry {
-        id: "bast",
+        id: f::bast::ID,
         description: "log block scheme: one log block per data block, LRU reclaim",
         source: "superblock-ftl.txt §2.3-2.4; co-op-buffer-ftl.txt §2.4.1",
-        options: ftlab_ftl::bast::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::bast::Bast::new(c.geo, c.opts)?)),
+        caps: LOG_BLOCKS,
+        options: OptionsDef::of::<f::bast::BastOptions>(),
+        build: |c, o| Ok(Box::new(f::bast::Bast::new(c.geo, &resolve(f::bast::ID, o)?)?)),
     },
     FtlEntry {
-        id: "fast",
+        id: f::fast::ID,
         description: "FAST: shared RW log blocks (round robin) and a sequential log",
         source: "co-op-buffer-ftl.txt §2.4.2; superblock-ftl.txt §2.4",
-        options: ftlab_ftl::fast::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::fast::Fast::new(c.geo, c.opts)?)),
+        caps: LOG_BLOCKS,
+        options: OptionsDef::of::<f::fast::FastOptions>(),
+        build: |c, o| Ok(Box::new(f::fast::Fast::new(c.geo, &resolve(f::fast::ID, o)?)?)),
     },
     FtlEntry {
-        id: "cach",
+        id: f::cach::ID,
         description: "CACH-FTL: groups above a threshold to a block-mapped region (in-place \
                       rewrite), smaller ones to a page-mapped over-provisioning region; \
                       sync and idle-time interruptible GC",
         source: "cach-ftl.txt §4",
-        options: ftlab_ftl::cach::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::cach::CachFtl::new(c.geo, c.opts)?)),
+        caps: BLOCK_MAPPED,
+        options: OptionsDef::of::<f::cach::CachOptions>(),
+        build: |c, o| Ok(Box::new(f::cach::CachFtl::new(c.geo, &resolve(f::cach::ID, o)?)?)),
     },
     FtlEntry {
-        id: "dftl",
+        id: f::dftl::ID,
         description: "DFTL: page table in translation pages, GTD in RAM, LRU cache of single entries",
         source: "tpm.txt §II; Gupta et al. ASPLOS'09",
-        options: ftlab_ftl::dftl::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::dftl::Dftl::new(c.geo, c.opts)?)),
+        caps: DEMAND_PAGED,
+        options: OptionsDef::of::<f::dftl::DftlOptions>(),
+        build: |c, o| Ok(Box::new(f::dftl::Dftl::new(c.geo, &resolve(f::dftl::ID, o)?)?)),
     },
     FtlEntry {
-        id: "tpm",
+        id: f::tpm::ID,
         description: "TPM: DFTL with a cache of whole translation pages and one write pointer per translation page",
         source: "tpm.txt §III",
-        options: ftlab_ftl::tpm::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::tpm::Tpm::new(c.geo, c.opts)?)),
+        caps: DEMAND_PAGED,
+        options: OptionsDef::of::<f::tpm::TpmOptions>(),
+        build: |c, o| Ok(Box::new(f::tpm::Tpm::new(c.geo, &resolve(f::tpm::ID, o)?)?)),
     },
     FtlEntry {
-        id: "dac",
+        id: f::dac::ID,
         description: "DAC: page mapping with K regions by update frequency, greedy GC",
         source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",
-        options: ftlab_ftl::dac::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_ftl::dac::DacFtl::new(c.geo, c.opts)?)),
+        caps: PAGE_MAPPED,
+        options: OptionsDef::of::<f::dac::DacOptions>(),
+        build: |c, o| Ok(Box::new(f::dac::DacFtl::new(c.geo, &resolve(f::dac::ID, o)?)?)),
     },
     FtlEntry {
-        id: "superblock",
+        id: f::superblock::ID,
         description: "Superblock FTL: N logical blocks share N+M physical blocks, page-mapped \
                       inside; PMD/PT in spare areas, LRU map cache, MergeSome/MergeAll",
         source: "superblock-ftl.txt §4",
-        options: ftlab_ftl::superblock::OPTIONS,
-        build: |c| {
-            Ok(Box::new(ftlab_ftl::superblock::SuperblockFtl::new(
-                c.geo,
-                c.latencies,
-                c.opts,
-            )?))
+        caps: Capabilities {
+            recovery: Recovery::WithOption {
+                option: "snapshots",
+                value: "on",
+            },
+            ..BLOCK_MAPPED
+        },
+        options: OptionsDef::of::<f::superblock::SuperblockOptions>(),
+        build: |c, o| {
+            let opts = resolve(f::superblock::ID, o)?;
+            Ok(Box::new(f::superblock::SuperblockFtl::new(c.geo, c.latencies, &opts)?))
         },
     },
 ];
@@ -136,65 +202,68 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: "none",
         description: "no buffer: host requests go straight to the FTL",
         source: "-",
-        options: &[],
-        build: |_| Ok(Box::new(Passthrough::default())),
+        options: OptionsDef::of::<NoOptions>(),
+        build: |_, o| {
+            resolve::<NoOptions>("none", o)?;
+            Ok(Box::new(Passthrough::default()))
+        },
     },
     BufferEntry {
-        id: "lru",
+        id: b::lru::ID,
         description: "page LRU write buffer, evicts single pages",
         source: "superblock-ftl.txt §5.3; co-op-buffer-ftl.txt §3",
-        options: ftlab_buffer::lru::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::lru::new(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::lru::LruOptions>(),
+        build: |c, o| Ok(Box::new(b::lru::new(c.geo, &resolve(b::lru::ID, o)?)?)),
     },
     BufferEntry {
-        id: "clash",
+        id: b::clash::ID,
         description: "C-lash: p-space of pages + b-space of blocks; largest group to the \
                       b-space (free block, switch, or LRU block flushed with a late merge)",
         source: "c-lash.txt §3",
-        options: ftlab_buffer::clash::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::clash::Clash::new(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::clash::ClashOptions>(),
+        build: |c, o| Ok(Box::new(b::clash::Clash::new(c.geo, &resolve(b::clash::ID, o)?)?)),
     },
     BufferEntry {
-        id: "fab",
+        id: b::fab::ID,
         description: "FAB: block-level, victim = block with most pages (LRU on ties), no padding",
         source: "co-op-buffer-ftl.txt §3 (Jo et al. 2006)",
-        options: ftlab_buffer::fab::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::fab::new(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::fab::FabOptions>(),
+        build: |c, o| Ok(Box::new(b::fab::new(c.geo, &resolve(b::fab::ID, o)?)?)),
     },
     BufferEntry {
-        id: "bplru",
+        id: b::bplru::BPLRU_ID,
         description: "BPLRU: block LRU + LRU compensation, victims padded into complete blocks",
         source: "co-op-buffer-ftl.txt §3 (Kim and Ahn 2008)",
-        options: ftlab_buffer::bplru::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::bplru::new_bplru(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::bplru::BplruOptions>(),
+        build: |c, o| Ok(Box::new(b::bplru::new_bplru(c.geo, &resolve(b::bplru::BPLRU_ID, o)?)?)),
     },
     BufferEntry {
-        id: "blru",
+        id: b::bplru::BLRU_ID,
         description: "BLRU: BPLRU without padding",
         source: "co-op-buffer-ftl.txt §6",
-        options: ftlab_buffer::bplru::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::bplru::new_blru(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::bplru::BplruOptions>(),
+        build: |c, o| Ok(Box::new(b::bplru::new_blru(c.geo, &resolve(b::bplru::BLRU_ID, o)?)?)),
     },
     BufferEntry {
-        id: "bpref",
+        id: b::bpref::ID,
         description: "BP-REF: page LRU, victim window, pads dense victim blocks",
         source: "co-op-buffer-ftl.txt §3 (Seo and Shin 2008)",
-        options: ftlab_buffer::bpref::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::bpref::new(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::bpref::BprefOptions>(),
+        build: |c, o| Ok(Box::new(b::bpref::new(c.geo, &resolve(b::bpref::ID, o)?)?)),
     },
     BufferEntry {
-        id: "bagc",
+        id: b::bagc::ID,
         description: "BA-GC buffer side: 3-region (hot/warm/cold) block LRU, no padding",
         source: "co-op-buffer-ftl.txt §3 (Lee, Shin and Kim 2008)",
-        options: ftlab_buffer::bagc::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::bagc::new(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::bagc::BagcOptions>(),
+        build: |c, o| Ok(Box::new(b::bagc::new(c.geo, &resolve(b::bagc::ID, o)?)?)),
     },
     BufferEntry {
-        id: "coop",
+        id: b::coop::ID,
         description: "CO-OP: block LRU + LRU compensation, pads only when the FTL says a full merge would follow",
         source: "co-op-buffer-ftl.txt §5 (Algorithms 1 and 2)",
-        options: ftlab_buffer::coop::OPTIONS,
-        build: |c| Ok(Box::new(ftlab_buffer::coop::new(c.geo, c.opts)?)),
+        options: OptionsDef::of::<b::coop::CoopOptions>(),
+        build: |c, o| Ok(Box::new(b::coop::new(c.geo, &resolve(b::coop::ID, o)?)?)),
     },
 ];
 
@@ -228,14 +297,4 @@ pub fn ftl_ids() -> String {
 /// Ids of all buffers, comma-separated.
 pub fn buffer_ids() -> String {
     BUFFERS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
-}
-
-/// Transitional: typed options from the string options the registry still resolves.
-fn legacy<O: ftlab_core::options::Options>(o: &SchemeOptions) -> Result<O, SchemeError> {
-    let map = o
-        .values()
-        .iter()
-        .map(|(k, v)| (k.clone(), ftlab_core::options::value_of_text(v)))
-        .collect();
-    ftlab_core::options::resolve(o.scheme(), &map)
 }

@@ -9,28 +9,28 @@
 //! A drawn configuration the scheme refuses for its geometry (say, too few spare blocks
 //! for its log blocks) is counted as skipped, not as a failure.
 
-use crate::config::Config;
+use crate::config::{Config, TimingModel, VerifyLevel};
+use crate::error::RunError;
 use crate::registry::{BUFFERS, FTLS};
-use crate::run::{run, RunError};
-use crate::testkit::MixConfig;
-use ftlab_core::ftl::RecoverError;
+use crate::sim::{run, NoObserver};
 use ftlab_core::nand::PRESETS;
+use ftlab_core::rng::SplitMix64;
+use ftlab_core::units::ByteSize;
+use ftlab_workload::mix::MixConfig;
 use std::collections::BTreeMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// A tiny deterministic generator for drawing cases (SplitMix64).
-struct Draw(u64);
+/// Draws cases from SplitMix64.
+struct Draw(SplitMix64);
 
 impl Draw {
+    fn new(seed: u64) -> Draw {
+        Draw(SplitMix64::new(seed))
+    }
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.below(n)
     }
     fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len() as u64) as usize]
@@ -42,12 +42,12 @@ impl Draw {
 
 /// The seed of run `i` of a swarm started with `seed`.
 pub fn case_seed(seed: u64, i: u64) -> u64 {
-    Draw(seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93)).next()
+    Draw::new(seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93)).next()
 }
 
 /// Draws the configuration of one run from its seed. `max_requests` caps its length.
 pub fn draw(case_seed: u64, max_requests: u64) -> Config {
-    let mut d = Draw(case_seed);
+    let mut d = Draw::new(case_seed);
     let preset = &PRESETS[d.below(PRESETS.len() as u64) as usize];
     let ppb = d.pick(&[4u32, 8, 16, 32, preset.pages_per_block]);
     let logical_blocks = d.pick(&[8u64, 12, 16, 32, 64, 256]);
@@ -56,13 +56,13 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         ftl: FTLS[d.below(FTLS.len() as u64) as usize].id.into(),
         buffer: BUFFERS[d.below(BUFFERS.len() as u64) as usize].id.into(),
         nand: preset.id.into(),
-        capacity: format!("{capacity}"),
+        capacity: ByteSize(capacity),
         op: d.pick(&[10.0, 15.0, 25.0, 50.0, 100.0]),
         seed: case_seed,
-        timing: d.pick(&["serial", "parallel"]).into(),
+        timing: d.pick(&[TimingModel::Serial, TimingModel::Parallel]),
         channels: d.pick(&[1, 2, 4]),
         dies: d.pick(&[1, 2]),
-        verify: "deep".into(),
+        verify: VerifyLevel::Deep,
         deep_every: d.pick(&[50, 200, 1000]),
         rmw: d.below(4) == 0,
         idle: d.below(4) != 0,
@@ -157,27 +157,19 @@ pub enum Verdict {
     Failed(String),
 }
 
-/// Runs one drawn case, catching panics (broken assertions inside a scheme).
+/// Runs one drawn case. Panics inside a scheme (broken assertions) are caught at the
+/// run boundary and come back as [`Failure::Internal`](crate::Failure::Internal).
 pub fn run_case(cfg: &Config) -> Verdict {
-    let result = catch_unwind(AssertUnwindSafe(|| run(cfg, &mut |_| {})));
-    match result {
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panic".into());
-            Verdict::Failed(format!("panic: {msg}"))
-        }
-        Ok(Err(RunError::Scheme(e))) => Verdict::Skipped(e.to_string()),
-        Ok(Err(
-            e @ RunError::Recovery {
-                why: RecoverError::Unsupported,
-                ..
+    match run(cfg, &mut NoObserver) {
+        Err(RunError::Scheme(e)) => Verdict::Skipped(e.to_string()),
+        // A scheme that cannot recover with the drawn options is refused up front.
+        Err(
+            e @ RunError::Setting {
+                key: "power_loss", ..
             },
-        )) => Verdict::Skipped(e.to_string()),
-        Ok(Err(e)) => Verdict::Failed(e.to_string()),
-        Ok(Ok(out)) => match out.failure {
+        ) => Verdict::Skipped(e.to_string()),
+        Err(e) => Verdict::Failed(e.to_string()),
+        Ok(out) => match out.failure {
             Some(f) => Verdict::Failed(f.to_string()),
             None => Verdict::Passed {
                 requests: out.requests,

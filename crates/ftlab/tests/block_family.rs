@@ -26,7 +26,7 @@ fn option_variants_keep_every_write() {
                 cfg.deep_every = 50;
                 for (k, v) in opts {
                     cfg.ftl_options
-                        .insert(k.to_string(), toml::Value::String(v.to_string()));
+                        .insert(k.to_string(), ftlab_core::options::value_of_text(v));
                 }
                 let what = format!("{ftl} {opts:?} / {} / seed {seed}", p.name);
                 let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));

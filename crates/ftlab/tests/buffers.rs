@@ -11,9 +11,7 @@ use ftlab_core::flash::Cause;
 
 /// The buffers this suite squeezes (every registered buffer with a `size` option).
 fn sized_buffers() -> impl Iterator<Item = &'static ftlab::registry::BufferEntry> {
-    BUFFERS
-        .iter()
-        .filter(|b| b.options.iter().any(|o| o.name == "size"))
+    BUFFERS.iter().filter(|b| b.holds_data())
 }
 
 #[test]
@@ -29,7 +27,7 @@ fn small_buffers_keep_every_write_and_account_padding() {
                     let seed = 7;
                     let mut cfg = config(ftl.id, buf.id, p, seed);
                     cfg.buffer_options
-                        .insert("size".into(), toml::Value::String(size.to_string()));
+                        .insert("size".into(), serde_json::Value::String(size.to_string()));
                     let what = format!("{} / {} / {} / size {size}", ftl.id, buf.id, p.name);
                     let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));
                     let requests = p.requests / 8;
@@ -90,13 +88,11 @@ fn coop_ftl_options_keep_every_write_under_every_buffer() {
                 let mut cfg = config(ftl, buf.id, p, seed);
                 for (k, v) in opts.iter() {
                     cfg.ftl_options
-                        .insert(k.to_string(), toml::Value::Boolean(*v));
+                        .insert(k.to_string(), serde_json::Value::Bool(*v));
                 }
-                if buf.options.iter().any(|o| o.name == "size") {
-                    cfg.buffer_options.insert(
-                        "size".into(),
-                        toml::Value::String((ppb * page * 5 / 2).to_string()),
-                    );
+                if buf.holds_data() {
+                    cfg.buffer_options
+                        .insert("size".into(), serde_json::Value::from(ppb * page * 5 / 2));
                 }
                 let what = format!("{ftl} {opts:?} / {} / {}", buf.id, p.name);
                 let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));

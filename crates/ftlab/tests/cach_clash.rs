@@ -4,8 +4,9 @@
 //! insertion), and the report keys both schemes add, deterministically.
 
 use ftlab::config::Config;
-use ftlab::run::run;
+use ftlab::sim::run;
 use ftlab::testkit::{config, engine, Mix, MixConfig, PROFILES};
+use ftlab::NoObserver;
 use ftlab_core::engine::{Engine, SimError};
 
 /// The testkit's `exercise` with arrivals stretched 30 times, so the device goes idle
@@ -36,11 +37,11 @@ type Opts = &'static [(&'static str, &'static str)];
 fn set(cfg: &mut Config, ftl: Opts, buf: Opts) {
     for (k, v) in ftl {
         cfg.ftl_options
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
+            .insert(k.to_string(), ftlab_core::options::value_of_text(v));
     }
     for (k, v) in buf {
         cfg.buffer_options
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
+            .insert(k.to_string(), ftlab_core::options::value_of_text(v));
     }
 }
 
@@ -112,11 +113,11 @@ fn financial1(ftl: &str, buffer: &str) -> Config {
         buffer: buffer.into(),
         trace: Some("../../tests/data/financial1-first10k.spc".into()),
         format: "spc".into(),
-        capacity: "64MiB".into(),
+        capacity: "64MiB".parse().unwrap(),
         fold: true,
         op: 11.12,
         nand: "agrawal-4k".into(),
-        precondition: "fill".into(),
+        precondition: ftlab::config::Precondition::Fill,
         ..Config::default()
     }
 }
@@ -124,9 +125,9 @@ fn financial1(ftl: &str, buffer: &str) -> Config {
 #[test]
 fn clash_above_cach_reports_groups_regions_and_gc_deterministically() {
     let cfg = financial1("cach", "clash");
-    let a = run(&cfg, &mut |_| {}).unwrap();
+    let a = run(&cfg, &mut NoObserver).unwrap();
     assert!(a.failure.is_none(), "{:?}", a.failure);
-    let b = run(&cfg, &mut |_| {}).unwrap();
+    let b = run(&cfg, &mut NoObserver).unwrap();
     let (ja, jb) = (
         serde_json::to_string(&a.report).unwrap(),
         serde_json::to_string(&b.report).unwrap(),

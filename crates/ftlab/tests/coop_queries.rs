@@ -1,24 +1,21 @@
 //! The CO-OP query interface (co-op-buffer-ftl.txt Table 3) through the registry:
 //! the log-block FTLs answer, every other FTL says "not applicable".
 
-use ftlab::registry::{self, BuildContext};
+use ftlab::registry;
 use ftlab::testkit::{config, PROFILES};
 use ftlab_core::ftl::{Answer, Query};
-use ftlab_core::options::SchemeOptions;
+use ftlab_core::options::{BuildContext, OptionMap};
 use ftlab_core::Lbn;
-use std::collections::BTreeMap;
 
 fn answers(id: &str) -> Vec<Answer> {
-    let prepared = ftlab::run::prepare(&config(id, "none", &PROFILES[0], 1)).unwrap();
+    let prepared = ftlab::sim::prepare(&config(id, "none", &PROFILES[0], 1)).unwrap();
     let entry = registry::ftl(id).unwrap();
-    let opts = SchemeOptions::resolve(id, entry.options, &BTreeMap::new()).unwrap();
-    let ftl = (entry.build)(&BuildContext {
+    let ctx = BuildContext {
         geo: &prepared.geo,
         latencies: prepared.latencies,
         seed: 1,
-        opts: &opts,
-    })
-    .unwrap();
+    };
+    let ftl = (entry.build)(&ctx, &OptionMap::new()).unwrap();
     [
         Query::LogFreePages(Lbn(0)),
         Query::LogIsSequential(Lbn(0)),
@@ -33,6 +30,12 @@ fn answers(id: &str) -> Vec<Answer> {
 
 #[test]
 fn log_block_ftls_answer_on_a_fresh_tiny_device() {
+    let answering: Vec<&str> = registry::FTLS
+        .iter()
+        .filter(|e| e.caps.merge_queries)
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(answering, ["bast", "fast"], "the registry's capability");
     // Tiny profile: 8 logical blocks of 4 pages, 12 physical blocks.
     assert_eq!(
         answers("bast"),
@@ -59,7 +62,7 @@ fn log_block_ftls_answer_on_a_fresh_tiny_device() {
 #[test]
 fn other_ftls_answer_not_applicable() {
     for e in registry::FTLS {
-        if matches!(e.id, "bast" | "fast") {
+        if e.caps.merge_queries {
             continue;
         }
         assert!(

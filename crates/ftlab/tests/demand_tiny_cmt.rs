@@ -33,10 +33,14 @@ fn demand_paged_ftls_keep_every_write_with_tiny_cmts() {
                         buf.id, p.name
                     );
                     let mut cfg = config(ftl, buf.id, p, seed);
-                    cfg.ftl_options
-                        .insert("cmt_bytes".into(), toml::Value::Integer(cmt_bytes as i64));
-                    cfg.ftl_options
-                        .insert("entries_per_page".into(), toml::Value::Integer(epp as i64));
+                    cfg.ftl_options.insert(
+                        "cmt_bytes".into(),
+                        serde_json::Value::from(cmt_bytes as i64),
+                    );
+                    cfg.ftl_options.insert(
+                        "entries_per_page".into(),
+                        serde_json::Value::from(epp as i64),
+                    );
                     let mut e = engine(&cfg).unwrap_or_else(|err| panic!("{what}: {err}"));
                     if let Err(err) = exercise(&mut e, seed, p.requests, p.max_pages) {
                         panic!("{what}: {err}");
@@ -76,9 +80,9 @@ fn translation_counts_match_flash_map_operations() {
         let p = &PROFILES[1];
         let mut cfg = config(ftl, "none", p, 3);
         cfg.ftl_options
-            .insert("entries_per_page".into(), toml::Value::Integer(64));
+            .insert("entries_per_page".into(), serde_json::Value::from(64));
         cfg.ftl_options
-            .insert("cmt_bytes".into(), toml::Value::Integer(1024));
+            .insert("cmt_bytes".into(), serde_json::Value::from(1024));
         let mut e = engine(&cfg).unwrap();
         exercise(&mut e, 3, 5_000, p.max_pages).unwrap();
         let o = e.outcome();

@@ -2,14 +2,15 @@
 //! preconditioning, idle time and the parallel timing model.
 
 use ftlab::config::Config;
-use ftlab::run::{prepare, run};
+use ftlab::sim::{prepare, run};
+use ftlab::NoObserver;
 use ftlab_core::flash::Cause;
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
 
 fn small() -> Config {
     let mut c = Config {
-        capacity: "16MiB".into(),
+        capacity: "16MiB".parse().unwrap(),
         ..Config::default()
     };
     c.synthetic.count = 2000;
@@ -54,13 +55,13 @@ fn trim_discards_only_whole_pages() {
 
 #[test]
 fn warmup_passes_are_not_reported() {
-    let one = run(&small(), &mut |_| {}).unwrap().report;
+    let one = run(&small(), &mut NoObserver).unwrap().report;
     let warm = run(
         &Config {
             warmup: 2,
             ..small()
         },
-        &mut |_| {},
+        &mut NoObserver,
     )
     .unwrap();
     assert_eq!(warm.requests, 6000);
@@ -72,10 +73,10 @@ fn warmup_passes_are_not_reported() {
 #[test]
 fn precondition_fill_is_not_measured() {
     let cfg = Config {
-        precondition: "fill".into(),
+        precondition: ftlab::config::Precondition::Fill,
         ..small()
     };
-    let out = run(&cfg, &mut |_| {}).unwrap().report;
+    let out = run(&cfg, &mut NoObserver).unwrap().report;
     assert_eq!(
         out.flash.page_programs,
         out.host.pages_written + out.ftl.gc.pages_copied
@@ -85,15 +86,15 @@ fn precondition_fill_is_not_measured() {
 
 #[test]
 fn parallel_timing_is_never_slower_than_serial_here() {
-    let serial = run(&small(), &mut |_| {}).unwrap().report;
+    let serial = run(&small(), &mut NoObserver).unwrap().report;
     let parallel = run(
         &Config {
-            timing: "parallel".into(),
+            timing: ftlab::config::TimingModel::Parallel,
             channels: 4,
             dies: 2,
             ..small()
         },
-        &mut |_| {},
+        &mut NoObserver,
     )
     .unwrap()
     .report;
@@ -107,13 +108,13 @@ fn parallel_timing_is_never_slower_than_serial_here() {
 #[test]
 fn idle_gaps_do_not_change_a_page_run() {
     // `page` does no idle work, so offering idle time must change nothing.
-    let a = run(&small(), &mut |_| {}).unwrap().report;
+    let a = run(&small(), &mut NoObserver).unwrap().report;
     let b = run(
         &Config {
             idle: false,
             ..small()
         },
-        &mut |_| {},
+        &mut NoObserver,
     )
     .unwrap()
     .report;

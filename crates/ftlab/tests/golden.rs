@@ -4,7 +4,8 @@
 //! diff. Any other change in the numbers is a failure.
 
 use ftlab::config::Config;
-use ftlab::run::run;
+use ftlab::sim::run;
+use ftlab::NoObserver;
 
 const FIN1: &str = "../../tests/data/financial1-first10k.spc";
 
@@ -13,14 +14,14 @@ fn financial1_page() -> Config {
         ftl: "page".into(),
         trace: Some(FIN1.into()),
         format: "spc".into(),
-        capacity: "512MiB".into(),
-        precondition: "fill".into(),
+        capacity: "512MiB".parse().unwrap(),
+        precondition: ftlab::config::Precondition::Fill,
         ..Config::default()
     }
 }
 
 fn report_json(cfg: &Config) -> String {
-    let out = run(cfg, &mut |_| {}).expect("run succeeds");
+    let out = run(cfg, &mut NoObserver).expect("run succeeds");
     assert!(out.failure.is_none(), "{:?}", out.failure);
     serde_json::to_string_pretty(&out.report).unwrap() + "\n"
 }
@@ -52,7 +53,7 @@ fn golden(name: &str, actual: &str) {
 /// The same trace folded into 32 MiB: steady-state GC with real copies.
 fn financial1_page_folded() -> Config {
     Config {
-        capacity: "32MiB".into(),
+        capacity: "32MiB".parse().unwrap(),
         fold: true,
         ..financial1_page()
     }
@@ -77,8 +78,8 @@ fn same_config_same_bytes() {
     let b = report_json(&financial1_page());
     assert_eq!(a, b);
     let synth = Config {
-        capacity: "32MiB".into(),
-        precondition: "fill".into(),
+        capacity: "32MiB".parse().unwrap(),
+        precondition: ftlab::config::Precondition::Fill,
         ..Config::default()
     };
     let mut s = synth.clone();
@@ -89,7 +90,7 @@ fn same_config_same_bytes() {
 #[test]
 fn a_different_seed_changes_the_synthetic_run() {
     let mut a = Config {
-        capacity: "32MiB".into(),
+        capacity: "32MiB".parse().unwrap(),
         ..Config::default()
     };
     a.synthetic.count = 5_000;
@@ -100,7 +101,7 @@ fn a_different_seed_changes_the_synthetic_run() {
 
 #[test]
 fn gc_copies_in_the_folded_financial1_setup() {
-    let out = run(&financial1_page_folded(), &mut |_| {}).unwrap();
+    let out = run(&financial1_page_folded(), &mut NoObserver).unwrap();
     assert!(out.report.ftl.gc.invocations > 100);
     assert!(out.report.ftl.gc.pages_copied > 1000);
     assert!(out.report.waf.unwrap() > 2.0);

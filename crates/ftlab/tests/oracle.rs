@@ -70,7 +70,7 @@ fn engine(lose: u64, verify: Verify, p: &Profile) -> Engine {
 
 fn engine_with_witness(lose: u64, verify: Verify, p: &Profile) -> (Engine, Witness) {
     let witness = Witness::default();
-    let prepared = ftlab::run::prepare(&config("page", "none", p, 1)).unwrap();
+    let prepared = ftlab::sim::prepare(&config("page", "none", p, 1)).unwrap();
     let geo: Geometry = prepared.geo.clone();
     let opts = ftlab_ftl::page::PageOptions::default();
     let ftl = LosesOneWrite {

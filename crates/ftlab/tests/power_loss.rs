@@ -1,10 +1,11 @@
 //! Power loss: every FTL that supports recovery rebuilds a map under which every
 //! write it was handed reads back with its last version, at many points of a run.
 
-use ftlab::registry::{BUFFERS, FTLS};
-use ftlab::run::prepare;
-use ftlab::run::{run, RunError};
+use ftlab::registry::{Recovery, BUFFERS, FTLS};
+use ftlab::sim::prepare;
+use ftlab::sim::run;
 use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab::{NoObserver, RunError};
 use ftlab_core::buffer::Passthrough;
 use ftlab_core::flash::Flash;
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
@@ -28,7 +29,7 @@ fn with_power_losses(ftl: &str, profile: usize, seed: u64) -> ftlab::config::Con
 fn page_recovers_at_many_points() {
     for profile in 0..PROFILES.len() {
         for seed in 1..=3 {
-            let out = run(&with_power_losses("page", profile, seed), &mut |_| {}).unwrap();
+            let out = run(&with_power_losses("page", profile, seed), &mut NoObserver).unwrap();
             assert!(out.failure.is_none(), "{:?}", out.failure);
             let pl = &out.report.power_loss;
             assert_eq!(pl.events, 13);
@@ -48,7 +49,7 @@ fn every_buffer_reports_what_a_power_loss_loses() {
         for seed in 1..=2 {
             let mut cfg = with_power_losses("page", 0, seed);
             cfg.buffer = b.id.into();
-            let out = run(&cfg, &mut |_| {}).unwrap();
+            let out = run(&cfg, &mut NoObserver).unwrap();
             assert!(out.failure.is_none(), "{}: {:?}", b.id, out.failure);
             let pl = &out.report.power_loss;
             assert_eq!(pl.events, 13, "{}", b.id);
@@ -59,27 +60,37 @@ fn every_buffer_reports_what_a_power_loss_loses() {
     }
 }
 
-/// Every FTL recovers, except the superblock FTL without snapshots (its PGD and block
-/// lists live only in RAM; superblock-ftl.txt §4.4 recovers from the snapshots), which
-/// says so.
+/// Every FTL recovers, except one whose registry entry says it needs an option (the
+/// superblock FTL without snapshots: its PGD and block lists live only in RAM;
+/// superblock-ftl.txt §4.4 recovers from the snapshots). Such a run is refused before it
+/// starts, naming `power_loss` and the option that would make it recover.
 #[test]
 fn every_ftl_either_recovers_or_says_it_cannot() {
     for f in FTLS {
         let cfg = with_power_losses(f.id, 1, 7);
-        match run(&cfg, &mut |_| {}) {
+        match run(&cfg, &mut NoObserver) {
             Ok(out) => {
                 assert!(out.failure.is_none(), "{}: {:?}", f.id, out.failure);
                 assert_eq!(out.report.power_loss.events, 13, "{}", f.id);
             }
-            Err(RunError::Recovery {
-                why: RecoverError::Unsupported,
-                ..
-            }) if f.id == "superblock" => {
+            Err(
+                e @ RunError::Setting {
+                    key: "power_loss", ..
+                },
+            ) if matches!(f.caps.recovery, Recovery::WithOption { .. }) => {
+                let Recovery::WithOption { option, value } = f.caps.recovery else {
+                    unreachable!()
+                };
+                assert!(
+                    e.to_string()
+                        .contains(&format!("ftl_options.{option} = {value}")),
+                    "{e}"
+                );
                 let without = ftlab::config::Config {
                     power_loss: Vec::new(),
                     ..cfg
                 };
-                let out = run(&without, &mut |_| {}).unwrap();
+                let out = run(&without, &mut NoObserver).unwrap();
                 assert_eq!(
                     out.report.ftl.extra["snapshots"], 0.0,
                     "superblock with snapshots must recover"

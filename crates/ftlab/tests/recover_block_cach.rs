@@ -4,8 +4,9 @@
 //! each recovery), and a recovery cost that matches the flash it scanned.
 
 use ftlab::config::Config;
-use ftlab::run::{build_schemes, prepare, run};
+use ftlab::sim::{build_schemes, prepare, run};
 use ftlab::testkit::{config, Mix, MixConfig, PROFILES};
+use ftlab::NoObserver;
 use ftlab_core::engine::Recovery;
 use ftlab_core::flash::{Cause, Flash, FlashStats};
 use ftlab_core::nand::Latencies;
@@ -70,7 +71,7 @@ fn cfg(ftl: &str, opts: Opts, profile: usize, seed: u64) -> Config {
     });
     for (k, v) in opts {
         cfg.ftl_options
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
+            .insert(k.to_string(), ftlab_core::options::value_of_text(v));
     }
     cfg
 }
@@ -102,7 +103,7 @@ fn block_and_cach_recover_at_many_points_on_every_profile() {
                 let prepared = prepare(&c).unwrap();
                 let lat = prepared.latencies;
                 let physical = prepared.geo.physical_pages() as u64;
-                let out = run(&c, &mut |_| {})
+                let out = run(&c, &mut NoObserver)
                     .unwrap_or_else(|e| panic!("{ftl} {opts:?}: recovery must work: {e}"));
                 let at = format!("{ftl} {opts:?} {} seed {seed}", p.name);
                 assert!(out.failure.is_none(), "{at}: {:?}", out.failure);
@@ -151,7 +152,8 @@ fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
             {
                 if i > 0 && i % 250 == 0 {
                     let programmed = programmed_pages(e.flash());
-                    let (f, b, _, _) = build_schemes(&c, &geo, lat).unwrap();
+                    let s = build_schemes(&c, &geo, lat).unwrap();
+                    let (f, b) = (s.ftl, s.buffer);
                     let rec: Recovery = e.power_loss(f, b).unwrap().clone();
                     let at = format!("{ftl} {opts:?} profile {profile} request {i}");
                     e.check_deep().unwrap_or_else(|err| panic!("{at}: {err}"));

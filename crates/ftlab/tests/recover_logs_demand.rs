@@ -6,8 +6,9 @@
 //! flash it scanned.
 
 use ftlab::config::Config;
-use ftlab::run::{build_schemes, prepare, run};
+use ftlab::sim::{build_schemes, prepare, run};
 use ftlab::testkit::{config, Mix, MixConfig, PROFILES};
+use ftlab::NoObserver;
 use ftlab_core::engine::Recovery;
 use ftlab_core::flash::{Cause, Flash, FlashStats};
 use ftlab_core::nand::Latencies;
@@ -78,7 +79,7 @@ fn cfg(var: &Variant, profile: usize, seed: u64) -> Config {
     });
     for (k, v) in var.opts {
         cfg.ftl_options
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
+            .insert(k.to_string(), ftlab_core::options::value_of_text(v));
     }
     cfg
 }
@@ -131,7 +132,7 @@ fn logs_and_demand_paging_recover_at_many_points_on_every_profile() {
                 let lat = prepared.latencies;
                 let physical = prepared.geo.physical_pages() as u64;
                 let at = format!("{ftl} {} {opts:?} {} seed {seed}", var.buffer, p.name);
-                let out = run(&c, &mut |_| {})
+                let out = run(&c, &mut NoObserver)
                     .unwrap_or_else(|e| panic!("{at}: recovery must work: {e}"));
                 assert!(out.failure.is_none(), "{at}: {:?}", out.failure);
                 let pl = &out.report.power_loss;
@@ -192,7 +193,8 @@ fn recovery_reads_each_programmed_spare_once_and_is_consistent_at_once() {
                 if i > 0 && i % 250 == 0 {
                     let programmed = programmed_pages(e.flash());
                     let tpages_on_flash = translation_pages_on_flash(e.flash());
-                    let (f, b, _, _) = build_schemes(&c, &geo, lat).unwrap();
+                    let s = build_schemes(&c, &geo, lat).unwrap();
+                    let (f, b) = (s.ftl, s.buffer);
                     let rec: Recovery = e.power_loss(f, b).unwrap().clone();
                     let at = format!("{ftl} {opts:?} profile {profile} request {i}");
                     e.check_deep().unwrap_or_else(|err| panic!("{at}: {err}"));
@@ -256,7 +258,7 @@ fn coop_options_keep_working_after_recovery() {
             };
             let mut c = cfg(&var, profile, 7);
             c.ftl_options
-                .insert(opt.0.into(), toml::Value::String(opt.1.into()));
+                .insert(opt.0.into(), ftlab_core::options::value_of_text(opt.1));
             let prepared = prepare(&c).unwrap();
             let (geo, lat) = (prepared.geo.clone(), prepared.latencies);
             let mut e = prepared.engine;
@@ -274,7 +276,8 @@ fn coop_options_keep_working_after_recovery() {
             {
                 if i == 3000 {
                     before = merges(&e);
-                    let (f, b, _, _) = build_schemes(&c, &geo, lat).unwrap();
+                    let s = build_schemes(&c, &geo, lat).unwrap();
+                    let (f, b) = (s.ftl, s.buffer);
                     e.power_loss(f, b).unwrap();
                     e.check_deep().unwrap();
                     after_recovery = Some(merges(&e));

@@ -2,8 +2,9 @@
 //! superblock-ftl.txt §4.4) and DAC (spare scan): at many points of a random mix with
 //! trims, flushes and partial pages, every acknowledged write reads back, with deep checks.
 
-use ftlab::run::run;
+use ftlab::sim::run;
 use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab::NoObserver;
 
 fn with_power_losses(ftl: &str, profile: usize, op: f64, seed: u64, options: &[(&str, &str)]) {
     let p = &PROFILES[profile];
@@ -11,7 +12,7 @@ fn with_power_losses(ftl: &str, profile: usize, op: f64, seed: u64, options: &[(
     cfg.op = op;
     for (k, v) in options {
         cfg.ftl_options
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
+            .insert(k.to_string(), ftlab_core::options::value_of_text(v));
     }
     cfg.mix = Some(MixConfig {
         requests: 5000,
@@ -19,7 +20,7 @@ fn with_power_losses(ftl: &str, profile: usize, op: f64, seed: u64, options: &[(
         ..MixConfig::default()
     });
     cfg.power_loss = vec!["1,2,50,777,1000,1001,2500".into(), "random:12".into()];
-    let out = run(&cfg, &mut |_| {}).unwrap_or_else(|e| panic!("{ftl} {options:?}: {e}"));
+    let out = run(&cfg, &mut NoObserver).unwrap_or_else(|e| panic!("{ftl} {options:?}: {e}"));
     assert!(
         out.failure.is_none(),
         "{ftl} {options:?}: {:?}",

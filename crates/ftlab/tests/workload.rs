@@ -2,7 +2,7 @@
 //! records in the report, and generated workloads written and read back.
 
 use ftlab::config::{self, Config};
-use ftlab::run;
+use ftlab::NoObserver;
 use ftlab_workload::transform::Counters;
 use ftlab_workload::writer::TraceWriter;
 use ftlab_workload::{open_records, Record};
@@ -44,7 +44,7 @@ fn every_example_loads_validates_and_runs() {
             p.display()
         );
         let cfg = config::load(Some(p), &[], &[]).unwrap();
-        run::prepare(&cfg).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        ftlab::sim::prepare(&cfg).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         if cfg.format == "csv" {
             continue;
         }
@@ -56,7 +56,7 @@ fn every_example_loads_validates_and_runs() {
         )
         .unwrap();
         short.warmup = short.warmup.min(1);
-        let out = run::run(&short, &mut |_| {}).unwrap();
+        let out = ftlab::sim::run(&short, &mut NoObserver).unwrap();
         assert!(out.failure.is_none(), "{}", p.display());
         assert_eq!(out.report.host.requests, 300, "{}", p.display());
         n += 1;
@@ -77,11 +77,13 @@ fn spc_config(extra: &[&str]) -> Config {
 
 #[test]
 fn replay_and_warmup_compose() {
-    let one = run::run(&spc_config(&[]), &mut |_| {}).unwrap().report;
-    let two = run::run(&spc_config(&["replay=2"]), &mut |_| {})
+    let one = ftlab::sim::run(&spc_config(&[]), &mut NoObserver)
         .unwrap()
         .report;
-    let warm = run::run(&spc_config(&["warmup=2", "replay=2"]), &mut |_| {})
+    let two = ftlab::sim::run(&spc_config(&["replay=2"]), &mut NoObserver)
+        .unwrap()
+        .report;
+    let warm = ftlab::sim::run(&spc_config(&["warmup=2", "replay=2"]), &mut NoObserver)
         .unwrap()
         .report;
     assert_eq!(one.host.requests, 10_000);
@@ -111,8 +113,8 @@ fn skipped_records_reach_the_report() {
         "sort_window=1024".to_string(),
     ];
     let cfg = config::load(None, &base, &[]).unwrap();
-    match run::run(&cfg, &mut |_| {}) {
-        Err(run::RunError::Trace(e)) => {
+    match ftlab::sim::run(&cfg, &mut NoObserver) {
+        Err(ftlab::RunError::Trace(e)) => {
             assert_eq!((e.line, e.field), (29662, "time"));
         }
         Err(e) => panic!("{e}"),
@@ -121,7 +123,7 @@ fn skipped_records_reach_the_report() {
     let mut sets = base.to_vec();
     sets.push("skip_bad=true".into());
     let cfg = config::load(None, &sets, &[]).unwrap();
-    let out = run::run(&cfg, &mut |_| {}).unwrap();
+    let out = ftlab::sim::run(&cfg, &mut NoObserver).unwrap();
     assert!(out.failure.is_none());
     let w = &out.report.workload;
     assert_eq!((w.skipped_records, w.records_per_pass), (1, 9886));
@@ -132,7 +134,7 @@ fn skipped_records_reach_the_report() {
 
 #[test]
 fn devices_are_selected_or_laid_side_by_side() {
-    let asu0 = run::run(&spc_config(&["devices=[0]"]), &mut |_| {})
+    let asu0 = ftlab::sim::run(&spc_config(&["devices=[0]"]), &mut NoObserver)
         .unwrap()
         .report;
     assert_eq!(asu0.host.requests, 1013);
@@ -147,9 +149,9 @@ fn devices_are_selected_or_laid_side_by_side() {
         &[],
     )
     .unwrap();
-    let geo = run::device_geometry(&cfg).unwrap();
+    let geo = ftlab::sim::device_geometry(&cfg).unwrap();
     let c = Rc::new(Counters::default());
-    let recs: Vec<Record> = run::workload_stream(&cfg, &geo, &c)
+    let recs: Vec<Record> = ftlab::source::workload_stream(&cfg, &geo, &c)
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -170,14 +172,14 @@ fn devices_are_selected_or_laid_side_by_side() {
         max19 <= min20,
         "device 20's region starts after device 19's"
     );
-    let out = run::run(&cfg, &mut |_| {}).unwrap();
+    let out = ftlab::sim::run(&cfg, &mut NoObserver).unwrap();
     assert_eq!(out.report.host.requests, 2870);
 }
 
 fn generated(cfg: &Config) -> Vec<Record> {
-    let geo = run::device_geometry(cfg).unwrap();
+    let geo = ftlab::sim::device_geometry(cfg).unwrap();
     let c = Rc::new(Counters::default());
-    run::workload_stream(cfg, &geo, &c)
+    ftlab::source::workload_stream(cfg, &geo, &c)
         .unwrap()
         .map(Result::unwrap)
         .collect()
@@ -227,11 +229,11 @@ fn generated_workloads_round_trip_through_every_format() {
         }
         // Replaying the file runs exactly what the generator ran (times aside for MSR).
         if quantum == 1 {
-            let direct = run::run(&cfg, &mut |_| {}).unwrap().report;
+            let direct = ftlab::sim::run(&cfg, &mut NoObserver).unwrap().report;
             let mut from_file = cfg.clone();
             from_file.trace = Some(path.display().to_string());
             from_file.format = format.into();
-            let replayed = run::run(&from_file, &mut |_| {}).unwrap().report;
+            let replayed = ftlab::sim::run(&from_file, &mut NoObserver).unwrap().report;
             assert_eq!(direct.host, replayed.host, "{format}");
             assert_eq!(direct.flash, replayed.flash, "{format}");
         }
@@ -249,10 +251,10 @@ fn flush_every_issues_periodic_flushes() {
         "buffer_options.size=\"1MiB\"",
         "replay=2",
     ];
-    let plain = run::run(&spc_config(&buffered), &mut |_| {}).unwrap();
+    let plain = ftlab::sim::run(&spc_config(&buffered), &mut NoObserver).unwrap();
     let mut sets = buffered.to_vec();
     sets.push("flush_every=10");
-    let every10 = run::run(&spc_config(&sets), &mut |_| {}).unwrap();
+    let every10 = ftlab::sim::run(&spc_config(&sets), &mut NoObserver).unwrap();
     assert!(plain.failure.is_none() && every10.failure.is_none());
     let (p, f) = (&plain.report, &every10.report);
     assert_eq!(p.host.flush_requests, 0);
@@ -275,6 +277,8 @@ fn flush_every_issues_periodic_flushes() {
     assert!(fb.pages_flushed > pb.pages_flushed);
     let mut bad = buffered.to_vec();
     bad.push("flush_every=0");
-    let e = run::run(&spc_config(&bad), &mut |_| {}).err().unwrap();
+    let e = ftlab::sim::run(&spc_config(&bad), &mut NoObserver)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("flush_every"), "{e}");
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs the C-lash / CACH-FTL experiments of issue 7 and prints the markdown tables of
-docs/results.md. Run from the repository root after `cargo build --release -p ftlab`:
+docs/results.md. Run from the repository root after `cargo build --release -p ftlab-cli`:
 
     python3 docs/results/clash-cach/tables.py [fig4|sweep|clash|all] > /tmp/tables.md
 

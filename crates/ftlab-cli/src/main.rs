@@ -1,20 +1,34 @@
-//! The `ftlab` command line: a thin layer over the `ftlab` library.
+//! The `ftlab` command line: a thin layer over the `ftlab` library. It parses
+//! arguments into the library's [`Config`], runs, and prints; every flag of `run` is a
+//! config key (serialized from the flag structs below, so the two cannot drift).
+
+use ftlab_cli::reproduce;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ftlab::config::{self, Config};
+use ftlab::error::exit;
 use ftlab::registry;
-use ftlab::run::{self, RunOutput};
+use ftlab::sim::{self, Failure, Observer, Progress, RunOutput, Simulation, Workload};
+use ftlab::source;
+use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+const EXIT_CODES: &str = "Exit codes:
+  0  the run went through and found nothing wrong
+  1  the run found a violation: data lost, an invariant broken, a recovery that failed,
+     or an internal error (a bug in ftlab: the message gives the seed and the command
+     that replays it); the report is still written where one could be built
+  2  bad usage, configuration or input (nothing was simulated)";
+
 /// ftlab, the flash translation layer laboratory: a trace-driven simulator of NAND
 /// flash storage that runs page, block-mapped, demand-paged and hybrid FTLs under
 /// flash-aware write buffers, and checks every read against the last write.
 #[derive(Parser)]
-#[command(name = "ftlab", version, max_term_width = 100)]
+#[command(name = "ftlab", version, max_term_width = 100, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,7 +37,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a workload (a trace, or the synthetic default) and print a report.
+    #[command(after_help = EXIT_CODES)]
     Run(Box<RunArgs>),
+    /// Show the resolved configuration of a run (as TOML), or the JSON Schema of every
+    /// configuration key.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// List every FTL, buffer, NAND preset, timing model and trace format.
     List,
     /// Swarm testing: random geometries, schemes and workload mixes under the oracle and
@@ -86,6 +105,16 @@ struct FuzzArgs {
 }
 
 #[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the configuration a `run` with the same flags would use, as TOML: every
+    /// key, with the schemes' option defaults filled in (`ftlab run --config` reads it)
+    Show(Box<RunArgs>),
+    /// Print the JSON Schema of the configuration: every key with its type, default,
+    /// range and help, and each scheme's options (for editors and the Python package)
+    Schema,
+}
+
+#[derive(Subcommand)]
 enum TraceCommand {
     /// Request count, read/write ratio, size histogram, sequentiality (per request and
     /// per page, as cach-ftl.txt Table 2), address span, duration and devices of a trace,
@@ -98,13 +127,15 @@ enum TraceCommand {
 
 /// Flags that choose and transform the workload; each sets the config key of the same
 /// name (dashes as underscores) and can also be set in a --config file.
-#[derive(Args, Default)]
+#[derive(Args, Default, Serialize)]
 struct WorkloadArgs {
     /// SPC ASUs to replay, e.g. 0,2-4 (same as --device)
     #[arg(long, value_name = "LIST", conflicts_with = "device")]
+    #[serde(skip)]
     asu: Option<String>,
     /// Devices (MSR disks, MQSim devices, blkparse MAJ:MIN) to replay, e.g. 0,1 or 8:16
     #[arg(long, value_name = "LIST")]
+    #[serde(skip)]
     device: Option<String>,
     /// How the replayed devices share the address space: shared (overlapping) or
     /// side_by_side (each device its own region) [default: shared]
@@ -125,15 +156,18 @@ struct WorkloadArgs {
     max_gap_ms: Option<f64>,
     /// Replay records arriving at or after S seconds of trace time (S becomes time 0)
     #[arg(long, value_name = "S")]
+    #[serde(rename = "window_start_s")]
     window_start: Option<f64>,
     /// Stop at the first record arriving at or after S seconds of trace time
     #[arg(long, value_name = "S")]
+    #[serde(rename = "window_end_s")]
     window_end: Option<f64>,
     /// Hold N records to put a trace that is not time-ordered (blkparse) in order
     #[arg(long, value_name = "N")]
     sort_window: Option<u32>,
     /// Skip bad records and count them (workload.skipped_records) instead of stopping
     #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
     skip_bad: bool,
     /// Issue a flush-cache command after every N requests of each pass, as a host that
     /// bounds what a power loss can take does (co-op-buffer-ftl.txt §6.5)
@@ -141,30 +175,39 @@ struct WorkloadArgs {
     flush_every: Option<u64>,
     /// Generic csv format: columns (from 0) as time=N,offset=N,size=N,op=N[,device=N]
     #[arg(long, value_name = "MAP")]
+    #[serde(skip)]
     columns: Option<String>,
     /// Generic csv format: field separator: a character, tab or whitespace [default: ,]
     #[arg(long, value_name = "SEP")]
+    #[serde(rename = "csv.delimiter")]
     delimiter: Option<String>,
     /// Generic csv format: the first line is a header
     #[arg(long)]
+    #[serde(rename = "csv.header", skip_serializing_if = "is_false")]
     header: bool,
     /// Generic csv format: unit of the time column: s, ms, us, ns or 100ns [default: s]
     #[arg(long, value_name = "UNIT")]
+    #[serde(rename = "csv.time_unit")]
     time_unit: Option<String>,
     /// Generic csv format: unit of the offset column: bytes, sectors, kib or N bytes
     #[arg(long, value_name = "UNIT")]
+    #[serde(rename = "csv.offset_unit")]
     offset_unit: Option<String>,
     /// Generic csv format: unit of the size column (as --offset-unit)
     #[arg(long, value_name = "UNIT")]
+    #[serde(rename = "csv.size_unit")]
     size_unit: Option<String>,
     /// Generic csv format: op values that mean read, e.g. R,Read,1 [default: r,read]
     #[arg(long, value_name = "LIST")]
+    #[serde(skip)]
     read_values: Option<String>,
     /// Generic csv format: op values that mean write [default: w,write]
     #[arg(long, value_name = "LIST")]
+    #[serde(skip)]
     write_values: Option<String>,
     /// blkparse format: the action replayed, D (dispatch) or Q (queue) [default: D]
     #[arg(long, value_name = "ACTION")]
+    #[serde(rename = "blkparse.event")]
     blkparse_event: Option<String>,
 }
 
@@ -207,54 +250,35 @@ fn list_value(text: &str) -> toml::Value {
     )
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Flags as `(config key, value)` pairs, in the order given: the flag structs serialize
+/// into config keys (`None` flags are left out), so a flag and its key cannot drift.
+type Flags = Vec<(String, toml::Value)>;
+
+fn serialized_flags<T: Serialize>(args: &T, f: &mut Flags) -> anyhow::Result<()> {
+    if let toml::Value::Table(t) = toml::Value::try_from(args)? {
+        f.extend(t);
+    }
+    Ok(())
+}
+
 impl WorkloadArgs {
-    fn flags(&self, f: &mut Vec<(&'static str, toml::Value)>) -> anyhow::Result<()> {
-        use toml::Value::{Boolean, Float, Integer, String as S};
+    fn flags(&self, f: &mut Flags) -> anyhow::Result<()> {
+        use toml::Value::{Array, Integer};
+        serialized_flags(self, f)?;
         if let Some(list) = self.asu.as_ref().or(self.device.as_ref()) {
             let devs = parse_devices(list).map_err(|e| anyhow::anyhow!("--asu/--device: {e}"))?;
             let arr = devs.into_iter().map(|d| Integer(d as i64)).collect();
-            f.push(("devices", toml::Value::Array(arr)));
-        }
-        let mut s = |k, v: &Option<String>| {
-            if let Some(v) = v {
-                f.push((k, S(v.clone())));
-            }
-        };
-        s("device_layout", &self.device_layout);
-        s("csv.delimiter", &self.delimiter);
-        s("csv.time_unit", &self.time_unit);
-        s("csv.offset_unit", &self.offset_unit);
-        s("csv.size_unit", &self.size_unit);
-        s("blkparse.event", &self.blkparse_event);
-        let mut int = |k, v: Option<i64>| {
-            if let Some(v) = v {
-                f.push((k, Integer(v)));
-            }
-        };
-        int("shift_sectors", self.shift_sectors);
-        int("limit", self.limit.map(|v| v as i64));
-        int("sort_window", self.sort_window.map(i64::from));
-        int("flush_every", self.flush_every.map(|v| v as i64));
-        let mut float = |k, v: Option<f64>| {
-            if let Some(v) = v {
-                f.push((k, Float(v)));
-            }
-        };
-        float("time_scale", self.time_scale);
-        float("max_gap_ms", self.max_gap_ms);
-        float("window_start_s", self.window_start);
-        float("window_end_s", self.window_end);
-        if self.skip_bad {
-            f.push(("skip_bad", Boolean(true)));
-        }
-        if self.header {
-            f.push(("csv.header", Boolean(true)));
+            f.push(("devices".into(), Array(arr)));
         }
         if let Some(v) = &self.read_values {
-            f.push(("csv.read_values", list_value(v)));
+            f.push(("csv.read_values".into(), list_value(v)));
         }
         if let Some(v) = &self.write_values {
-            f.push(("csv.write_values", list_value(v)));
+            f.push(("csv.write_values".into(), list_value(v)));
         }
         if let Some(map) = &self.columns {
             for part in map.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -262,11 +286,7 @@ impl WorkloadArgs {
                     .split_once('=')
                     .ok_or_else(|| anyhow::anyhow!("--columns: `{part}` is not NAME=COLUMN"))?;
                 let key = match k.trim() {
-                    "time" => "csv.time",
-                    "offset" => "csv.offset",
-                    "size" => "csv.size",
-                    "op" => "csv.op",
-                    "device" => "csv.device",
+                    name @ ("time" | "offset" | "size" | "op" | "device") => format!("csv.{name}"),
                     other => anyhow::bail!(
                         "--columns: unknown column name `{other}` (time, offset, size, op, device)"
                     ),
@@ -333,8 +353,8 @@ struct GenArgs {
 }
 
 /// Every option can also be set in a TOML file (--config) or with --set KEY=VALUE;
-/// flags override --set, which overrides the file.
-#[derive(Args)]
+/// flags override --set, which overrides the file. `ftlab config show` prints the result.
+#[derive(Args, Serialize)]
 struct RunArgs {
     /// FTL id (see `ftlab list`) [default: page]
     #[arg(long, value_name = "ID")]
@@ -360,6 +380,7 @@ struct RunArgs {
     /// Fold addresses beyond the capacity into it: modulo (wrap around, the default) or
     /// compact (pack the distinct blocks the trace touches)
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "modulo")]
+    #[serde(skip)]
     fold: Option<String>,
     /// Seed of every random stream [default: 1]
     #[arg(long, value_name = "N")]
@@ -377,6 +398,7 @@ struct RunArgs {
     /// Measured passes over the workload (after the warm-up ones) [default: 1]
     #[arg(long, value_name = "N")]
     replay: Option<u32>,
+    #[serde(skip)]
     #[command(flatten)]
     workload: WorkloadArgs,
     /// Checking: on (every read checked, all data read back at the end), off, or deep
@@ -385,72 +407,74 @@ struct RunArgs {
     verify: Option<String>,
     /// Turn the read oracle off (same as --verify off)
     #[arg(long, conflicts_with = "verify")]
+    #[serde(skip)]
     no_verify: bool,
     /// Power loss before request N, at simulated time t=SECONDS, or at random:K points
     /// drawn from the seed; RAM state (and unflushed buffer data) is dropped and the FTL
     /// recovers from flash (repeatable, comma-separated)
     #[arg(long = "power-loss-at", value_name = "WHEN")]
+    #[serde(rename = "power_loss", skip_serializing_if = "Vec::is_empty")]
     power_loss_at: Vec<String>,
     /// TOML config file with any of these settings
     #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
     config: Option<PathBuf>,
     /// Set any config key, e.g. ftl_options.gc_threshold=5 or synthetic.count=1000
     /// (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[serde(skip)]
     sets: Vec<String>,
     /// Write the JSON report to PATH (- for stdout, replacing the summary)
     #[arg(long, value_name = "PATH")]
+    #[serde(skip)]
     json: Option<String>,
     /// No progress bar and no speed line on stderr
     #[arg(long, short)]
+    #[serde(skip)]
     quiet: bool,
 }
 
 impl RunArgs {
-    fn flags(&self) -> anyhow::Result<Vec<(&'static str, toml::Value)>> {
-        use toml::Value::{Boolean, Float, Integer, String as S};
+    fn flags(&self) -> anyhow::Result<Flags> {
+        use toml::Value::{Boolean, String as S};
         let mut f = Vec::new();
-        let mut s = |k, v: &Option<String>| {
-            if let Some(v) = v {
-                f.push((k, S(v.clone())));
-            }
-        };
-        s("ftl", &self.ftl);
-        s("buffer", &self.buffer);
-        s("nand", &self.nand);
-        s("capacity", &self.capacity);
-        s("format", &self.format);
-        s("timing", &self.timing);
-        s("precondition", &self.precondition);
-        s("verify", &self.verify);
-        if let Some(t) = &self.trace {
-            f.push(("trace", S(t.display().to_string())));
-        }
-        if let Some(v) = self.op {
-            f.push(("op", Float(v)));
-        }
-        if let Some(v) = self.seed {
-            f.push(("seed", Integer(v as i64)));
-        }
-        if let Some(v) = self.warmup {
-            f.push(("warmup", Integer(v as i64)));
-        }
-        if let Some(v) = self.replay {
-            f.push(("replay", Integer(v as i64)));
-        }
+        serialized_flags(self, &mut f)?;
         if let Some(mode) = &self.fold {
-            f.push(("fold", Boolean(true)));
-            f.push(("fold_mode", S(mode.clone())));
-        }
-        if !self.power_loss_at.is_empty() {
-            let v = self.power_loss_at.iter().cloned().map(S).collect();
-            f.push(("power_loss", toml::Value::Array(v)));
+            f.push(("fold".into(), Boolean(true)));
+            f.push(("fold_mode".into(), S(mode.clone())));
         }
         if self.no_verify {
-            f.push(("verify", S("off".into())));
+            f.push(("verify".into(), S("off".into())));
         }
         self.workload.flags(&mut f)?;
         Ok(f)
+    }
+
+    fn config(&self) -> anyhow::Result<Config> {
+        Ok(config::load(
+            self.config.as_deref(),
+            &self.sets,
+            &self.flags()?,
+        )?)
+    }
+}
+
+/// One line per option: key, default, help, and what is allowed (from the options'
+/// schema, the same one that checks them).
+fn list_options(w: &mut String, def: &ftlab_core::options::OptionsDef) {
+    use std::fmt::Write as _;
+    for o in def.fields() {
+        let mut allowed = Vec::new();
+        if o.kind.contains('|') {
+            allowed.push(o.kind.clone());
+        }
+        allowed.extend(o.range());
+        let allowed = if allowed.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", allowed.join("; "))
+        };
+        let _ = writeln!(w, "      {} = {}  {}{allowed}", o.name, o.default, o.help);
     }
 }
 
@@ -461,16 +485,12 @@ fn list() {
     let _ = writeln!(w, "FTLs (--ftl):");
     for e in registry::FTLS {
         let _ = writeln!(w, "  {:<12} {}  [{}]", e.id, e.description, e.source);
-        for o in e.options {
-            let _ = writeln!(w, "      {} = {}  {}", o.name, o.default, o.help);
-        }
+        list_options(w, &e.options);
     }
     let _ = writeln!(w, "\nWrite buffers (--buffer):");
     for e in registry::BUFFERS {
         let _ = writeln!(w, "  {:<12} {}  [{}]", e.id, e.description, e.source);
-        for o in e.options {
-            let _ = writeln!(w, "      {} = {}  {}", o.name, o.default, o.help);
-        }
+        list_options(w, &e.options);
     }
     let _ = writeln!(w, "\nNAND presets (--nand):");
     for p in ftlab_core::nand::PRESETS {
@@ -491,9 +511,18 @@ fn list() {
     print!("{out}");
 }
 
+/// The progress bar of `ftlab run`, as an observer of the simulation.
+struct Bar(indicatif::ProgressBar);
+
+impl Observer for Bar {
+    fn progress(&mut self, p: &Progress) {
+        self.0.set_position(p.requests);
+    }
+}
+
 fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let cfg: Config = config::load(args.config.as_deref(), &args.sets, &args.flags()?)?;
-    let total = run::requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64));
+    let cfg = args.config()?;
+    let total = sim::requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64));
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -511,12 +540,13 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
         b
     };
     let start = Instant::now();
+    let mut observer = Bar(bar);
     let RunOutput {
         report,
         failure,
         requests,
-    } = run::run(&cfg, &mut |n| bar.set_position(n))?;
-    bar.finish_and_clear();
+    } = Simulation::new(cfg.clone())?.run(Workload::Configured, &mut observer)?;
+    observer.0.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(
@@ -536,14 +566,45 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     std::io::stdout().flush()?;
     if let Some(f) = failure {
         eprintln!("error: {f}");
-        eprintln!(
-            "replay: ftlab run --config <the echoed config> --seed {} (the report's `config` \
-             holds every setting)",
-            cfg.seed
-        );
-        return Ok(ExitCode::from(1));
+        let saved = std::env::temp_dir().join(format!("ftlab-failed-seed-{}.toml", cfg.seed));
+        match std::fs::write(&saved, cfg.to_toml()) {
+            Ok(()) => eprintln!("replay: ftlab run --config {}", saved.display()),
+            Err(_) => eprintln!(
+                "replay: ftlab run --config <the report's `config`, as TOML> (seed {})",
+                cfg.seed
+            ),
+        }
+        if matches!(f, Failure::Internal { .. }) {
+            eprintln!("this is a bug in ftlab: please report it with the replay command");
+        }
+        return Ok(ExitCode::from(exit::FAILED));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(exit::CLEAN))
+}
+
+fn config_cmd(cmd: &ConfigCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ConfigCommand::Show(args) => {
+            let cfg = args.config()?;
+            // Resolving fills in the schemes' option defaults and checks every key.
+            let sim = Simulation::new(cfg.clone())?;
+            let mut shown = cfg;
+            let echo = sim.echo();
+            for (key, slot) in [
+                ("ftl_options", &mut shown.ftl_options),
+                ("buffer_options", &mut shown.buffer_options),
+            ] {
+                if let Some(map) = echo[key].as_object() {
+                    *slot = map.clone();
+                }
+            }
+            print!("{}", shown.to_toml());
+        }
+        ConfigCommand::Schema => {
+            println!("{}", serde_json::to_string_pretty(&config::schema())?);
+        }
+    }
+    Ok(ExitCode::from(exit::CLEAN))
 }
 
 fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
@@ -591,7 +652,7 @@ fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
 }
 
 fn reproduce_cmd(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
-    use ftlab::reproduce::{papers, reproduce_paper, Options};
+    use reproduce::{papers, reproduce_paper, Options};
     let list = if args.paper == "all" {
         papers(&args.experiments)?
     } else {
@@ -640,22 +701,22 @@ fn reproduce_cmd(args: &ReproduceArgs) -> anyhow::Result<ExitCode> {
 fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     use toml::Value::String as S;
     anyhow::ensure!(args.page_bytes > 0, "--page-bytes must be above 0");
-    let mut flags = vec![("trace", S(args.file.display().to_string()))];
+    let mut flags: Flags = vec![("trace".into(), S(args.file.display().to_string()))];
     if let Some(f) = &args.format {
-        flags.push(("format", S(f.clone())));
+        flags.push(("format".into(), S(f.clone())));
     }
     args.workload.flags(&mut flags)?;
     let mut cfg: Config = config::load(args.config.as_deref(), &args.sets, &flags)?;
     cfg.warmup = 0;
     cfg.replay = 1;
     cfg.fold = false;
-    let geo = run::device_geometry(&cfg)?;
-    ftlab_workload::check_format(&cfg.format, &run::read_options(&cfg))
+    let geo = sim::device_geometry(&cfg)?;
+    ftlab_workload::check_format(&cfg.format, &source::read_options(&cfg))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let counters = std::rc::Rc::new(ftlab_workload::transform::Counters::default());
     let mut b = ftlab_workload::stats::StatsBuilder::new(args.page_bytes);
-    for r in run::workload_stream(&cfg, &geo, &counters)? {
-        b.add(&r.map_err(|e| run::name_source(e, &cfg))?);
+    for r in source::workload_stream(&cfg, &geo, &counters)? {
+        b.add(&r.map_err(|e| source::name_source(e, &cfg))?);
     }
     let stats = b.finish(counters.skipped_records.get());
     if args.json {
@@ -669,18 +730,18 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
 
 fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
     use toml::Value::{Integer, String as S};
-    let mut flags = Vec::new();
+    let mut flags: Flags = Vec::new();
     if let Some(f) = &args.format {
-        flags.push(("format", S(f.clone())));
+        flags.push(("format".into(), S(f.clone())));
     }
     if let Some(n) = args.count {
-        flags.push(("synthetic.count", Integer(n as i64)));
+        flags.push(("synthetic.count".into(), Integer(n as i64)));
     }
     if let Some(n) = args.seed {
-        flags.push(("seed", Integer(n as i64)));
+        flags.push(("seed".into(), Integer(n as i64)));
     }
     if let Some(c) = &args.capacity {
-        flags.push(("capacity", S(c.clone())));
+        flags.push(("capacity".into(), S(c.clone())));
     }
     args.workload.flags(&mut flags)?;
     let mut cfg: Config = config::load(args.config.as_deref(), &args.sets, &flags)?;
@@ -690,7 +751,7 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
     );
     cfg.warmup = 0;
     cfg.replay = 1;
-    let geo = run::device_geometry(&cfg)?;
+    let geo = sim::device_geometry(&cfg)?;
     cfg.synthetic
         .validate(geo.logical_bytes())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -705,7 +766,7 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
     writer.begin(&mut out)?;
     let counters = std::rc::Rc::new(ftlab_workload::transform::Counters::default());
     let mut n = 0u64;
-    for r in run::workload_stream(&cfg, &geo, &counters)? {
+    for r in source::workload_stream(&cfg, &geo, &counters)? {
         writer.write(&mut out, &r?)?;
         n += 1;
     }
@@ -728,6 +789,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => run_cmd(args),
+        Command::Config(cmd) => config_cmd(cmd),
         Command::Fuzz(args) => Ok(fuzz_cmd(args)),
         Command::Reproduce(args) => reproduce_cmd(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
@@ -742,8 +804,8 @@ fn main() -> ExitCode {
                 .filter_map(|c| c.downcast_ref::<ftlab_workload::TraceError>())
                 .chain(
                     e.chain()
-                        .filter_map(|c| match c.downcast_ref::<run::RunError>() {
-                            Some(run::RunError::Trace(t)) => Some(t),
+                        .filter_map(|c| match c.downcast_ref::<ftlab::RunError>() {
+                            Some(ftlab::RunError::Trace(t)) => Some(t),
                             _ => None,
                         }),
                 )
@@ -751,7 +813,11 @@ fn main() -> ExitCode {
             if bad_record {
                 eprintln!("hint: --skip-bad skips bad records and counts them in the report");
             }
-            ExitCode::from(2)
+            let code = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<ftlab::RunError>())
+                .map_or(exit::USAGE, ftlab::RunError::exit_code);
+            ExitCode::from(code)
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const W: f64 = 780.0;
 const H: f64 = 440.0;
 const LEFT: f64 = 80.0;

@@ -1,6 +1,6 @@
 //! `ftlab reproduce` on a small experiment directory made here.
 
-use ftlab::reproduce::{reproduce_paper, Options};
+use ftlab_cli::reproduce::{reproduce_paper, Options};
 
 const EXP: &str = r#"
 title = "WA of page mapping vs over-provisioning"

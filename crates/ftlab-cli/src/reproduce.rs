@@ -15,9 +15,10 @@
 //! (`metrics`, e.g. merges by kind as stacked bars). See `experiments/README.md` for the
 //! file format.
 
-use crate::config::{set_key, Config};
-use crate::run::{run, RunError};
-use ftlab_report::plot::{self, Chart, Kind, Series};
+use ftlab::config::{set_key, Config};
+use ftlab::sim::{run, NoObserver};
+use ftlab::RunError;
+use ftlab_plot::{self as plot, Chart, Kind, Series};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -579,7 +580,7 @@ pub fn reproduce_paper(
                     series: ss[*si].name.clone(),
                     source: Box::new(e),
                 };
-                let r = match run(cfg, &mut |_| {}) {
+                let r = match run(cfg, &mut NoObserver) {
                     Err(e) => Err(ctx(e)),
                     Ok(out) => match out.failure {
                         Some(f) => Err(ReproError::Integrity {
@@ -1033,7 +1034,7 @@ mod tests {
 
     #[test]
     fn same_configurations_share_a_run_but_best_variants_do_not() {
-        let cfg = |op: f64| crate::config::parse_str(&format!("op = {op:?}"), "test").unwrap();
+        let cfg = |op: f64| ftlab::config::parse_str(&format!("op = {op:?}"), "test").unwrap();
         let (a, b) = (cfg(7.0), cfg(25.0));
         // Two variants of one series point (different op), and a second figure
         // (experiment 1) whose plain point configures the same run as variant 1.

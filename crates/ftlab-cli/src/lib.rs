@@ -1,0 +1,7 @@
+//! The parts of the `ftlab` command line that tests reach directly: `reproduce`, which
+//! reruns the papers' evaluations from experiment files. Everything it simulates goes
+//! through the `ftlab` library.
+
+#![warn(missing_docs)]
+
+pub mod reproduce;

@@ -1,0 +1,628 @@
+//! One simulation: [`Simulation::new`] resolves a [`Config`] (geometry, NAND preset,
+//! schemes and their options, timing, checks) into a ready engine, and
+//! [`Simulation::run`] streams a workload through it (warm-up passes first, then the
+//! measured ones, with the planned power losses) and builds the report. An
+//! [`Observer`] sees the run as it goes: progress, periodic snapshots of the engine and
+//! power losses; progress bars, timelines, live serving and Python callbacks hang there.
+//!
+//! A panic inside a scheme is caught here, at the run boundary, and returned as a
+//! [`Failure::Internal`] with the seed, never as an abort of the caller.
+
+use crate::config::{Config, Precondition, TimingModel, VerifyLevel};
+use crate::error::{setting, RunError};
+use crate::powerloss::PowerLossPlan;
+use crate::registry;
+use crate::source::{name_source, validate_workload, workload_stream};
+use ftlab_core::buffer::Buffer;
+use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
+use ftlab_core::ftl::{Ftl, RecoverError};
+use ftlab_core::geometry::{Geometry, GeometryBuilder};
+use ftlab_core::nand::{self, Latencies, NandPreset};
+use ftlab_core::options::BuildContext;
+use ftlab_core::request::Request;
+use ftlab_core::timing::{ParallelTiming, SerialTiming, Timing};
+use ftlab_core::Nanos;
+use ftlab_report::{Labels, Report, WorkloadReport};
+use ftlab_workload::transform::Counters;
+use ftlab_workload::{Record, RecordStream};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+
+/// What stopped a run before its end, found by the run itself (not bad input).
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Data loss or a broken invariant, found by the oracle or the deep checks.
+    #[error(transparent)]
+    Violation(SimError),
+    /// The FTL could not rebuild its state after a power loss.
+    #[error("recovery after the power loss before request {request} failed: {ftl}: {why}")]
+    Recovery {
+        /// FTL id.
+        ftl: String,
+        /// The request the power loss came before (1-based, over all passes).
+        request: u64,
+        /// Why.
+        why: RecoverError,
+    },
+    /// A panic inside the engine or a scheme: a bug in ftlab, not in the input.
+    #[error("internal error (a bug in ftlab, please report it) at request {request}, seed {seed}: {message}")]
+    Internal {
+        /// The panic message.
+        message: String,
+        /// Requests submitted before it.
+        request: u64,
+        /// The run's seed.
+        seed: u64,
+    },
+}
+
+/// The result of a run that got to the end, or stopped on a [`Failure`].
+pub struct RunOutput {
+    /// The report (up to the failure, if any).
+    pub report: Report,
+    /// What stopped the run, if anything did.
+    pub failure: Option<Failure>,
+    /// Requests simulated (all passes).
+    pub requests: u64,
+}
+
+/// Where the requests of a run come from.
+pub enum Workload {
+    /// The trace or generator the configuration names, through its transforms and
+    /// passes (what `ftlab run` does).
+    Configured,
+    /// Requests made by the caller (Python arrays, a live client), submitted in order
+    /// as one pass; the configuration's workload keys are ignored.
+    Requests(Box<dyn Iterator<Item = Request>>),
+}
+
+/// How a run is going, passed to [`Observer::progress`].
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Requests submitted so far (all passes).
+    pub requests: u64,
+    /// Requests the run will submit, when known in advance.
+    pub total: Option<u64>,
+    /// Simulated arrival time of the last request.
+    pub sim_time: Nanos,
+}
+
+/// Watches a run. Every method has a default that does nothing, so an observer
+/// implements only what it needs. Calls happen between requests, never inside one.
+pub trait Observer {
+    /// Called every [`Observer::progress_every`] requests and once at the end.
+    fn progress(&mut self, _p: &Progress) {}
+
+    /// Requests between [`Observer::progress`] calls.
+    fn progress_every(&self) -> u64 {
+        4096
+    }
+
+    /// Requests between [`Observer::snapshot`] calls; `None` (the default): no
+    /// snapshots.
+    fn snapshot_every(&self) -> Option<u64> {
+        None
+    }
+
+    /// A look at the engine (flash, FTL and buffer statistics, metrics so far) after
+    /// every [`Observer::snapshot_every`] requests and at the end of the run.
+    fn snapshot(&mut self, _p: &Progress, _engine: &Engine) {}
+
+    /// The measured part of the run starts (after preconditioning and warm-up passes):
+    /// the engine's counters were just reset.
+    fn measuring(&mut self, _p: &Progress) {}
+
+    /// A power loss struck before request `p.requests + 1` and the FTL recovered (or
+    /// failed to: see the run's failure).
+    fn power_loss(&mut self, _p: &Progress, _recovered: bool) {}
+}
+
+/// An observer that watches nothing.
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Calls a closure with the request count, every 4096 requests and at the end.
+pub struct ProgressFn<F: FnMut(u64)>(pub F);
+
+impl<F: FnMut(u64)> Observer for ProgressFn<F> {
+    fn progress(&mut self, p: &Progress) {
+        (self.0)(p.requests)
+    }
+}
+
+/// Everything resolved from a config before the engine starts.
+pub struct Prepared {
+    /// Geometry.
+    pub geo: Geometry,
+    /// Latencies.
+    pub latencies: Latencies,
+    /// The engine, ready for requests.
+    pub engine: Engine,
+    /// The echo of every setting, with scheme option defaults filled in.
+    pub echo: serde_json::Value,
+}
+
+fn latencies(p: &NandPreset, cfg: &Config) -> Result<Latencies, RunError> {
+    let n = &cfg.nand_params;
+    let pick = |key: &'static str, v: Option<f64>, d: f64| -> Result<Nanos, RunError> {
+        let us = v.unwrap_or(d);
+        if !us.is_finite() || us < 0.0 {
+            return Err(setting(key, format!("{us} is not a latency in µs")));
+        }
+        Ok(Nanos::from_us_f64(us))
+    };
+    Ok(Latencies {
+        read: pick("nand_params.read_us", n.read_us, p.read_us)?,
+        spare_read: pick(
+            "nand_params.spare_read_us",
+            n.spare_read_us,
+            p.spare_read_us,
+        )?,
+        program: pick("nand_params.program_us", n.program_us, p.program_us)?,
+        erase: pick("nand_params.erase_us", n.erase_us, p.erase_us)?,
+    })
+}
+
+fn preset_of(cfg: &Config) -> Result<&'static NandPreset, RunError> {
+    nand::preset(&cfg.nand).ok_or_else(|| {
+        let ids: Vec<&str> = nand::PRESETS.iter().map(|p| p.id).collect();
+        setting(
+            "nand",
+            format!(
+                "unknown NAND preset `{}` (known: {})",
+                cfg.nand,
+                ids.join(", ")
+            ),
+        )
+    })
+}
+
+fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
+    let n = &cfg.nand_params;
+    Ok(GeometryBuilder {
+        page_size: n.page_size.unwrap_or(preset.page_size),
+        pages_per_block: n.pages_per_block.unwrap_or(preset.pages_per_block),
+        spare_bytes: n.spare_bytes.unwrap_or(preset.spare_bytes),
+        logical_bytes: cfg.capacity.0,
+        op_percent: cfg.op,
+        channels: cfg.channels,
+        dies_per_channel: cfg.dies,
+        min_spare_blocks: 0,
+    }
+    .build()?)
+}
+
+/// The device geometry of a config, without building any scheme.
+pub fn device_geometry(cfg: &Config) -> Result<Geometry, RunError> {
+    geometry(cfg, preset_of(cfg)?)
+}
+
+/// Fresh FTL and buffer instances with their resolved options (as JSON, for the echo).
+pub struct Schemes {
+    /// The FTL.
+    pub ftl: Box<dyn Ftl>,
+    /// The buffer.
+    pub buffer: Box<dyn Buffer>,
+    /// The FTL's options, defaults filled in.
+    pub ftl_options: serde_json::Value,
+    /// The buffer's options, defaults filled in.
+    pub buffer_options: serde_json::Value,
+}
+
+/// The FTL and buffer instances a config names (fresh ones, as at the start of a run
+/// or after a power loss), with their resolved options.
+pub fn build_schemes(
+    cfg: &Config,
+    geo: &Geometry,
+    latencies: Latencies,
+) -> Result<Schemes, RunError> {
+    let ftl_entry = registry::ftl(&cfg.ftl).ok_or_else(|| {
+        setting(
+            "ftl",
+            format!("unknown FTL `{}` (known: {})", cfg.ftl, registry::ftl_ids()),
+        )
+    })?;
+    let buf_entry = registry::buffer(&cfg.buffer).ok_or_else(|| {
+        setting(
+            "buffer",
+            format!(
+                "unknown buffer `{}` (known: {})",
+                cfg.buffer,
+                registry::buffer_ids()
+            ),
+        )
+    })?;
+    let ctx = BuildContext {
+        geo,
+        latencies,
+        seed: cfg.seed,
+    };
+    let ftl_options = (ftl_entry.options.resolve)(ftl_entry.id, &cfg.ftl_options)?;
+    let buffer_options = (buf_entry.options.resolve)(buf_entry.id, &cfg.buffer_options)?;
+    let ftl = (ftl_entry.build)(&ctx, &cfg.ftl_options)?;
+    let buffer = (buf_entry.build)(&ctx, &cfg.buffer_options)?;
+    Ok(Schemes {
+        ftl,
+        buffer,
+        ftl_options,
+        buffer_options,
+    })
+}
+
+/// Resolves a config into a ready engine.
+pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+    let preset = preset_of(cfg)?;
+    let geo = geometry(cfg, preset)?;
+    let latencies = latencies(preset, cfg)?;
+    let schemes = build_schemes(cfg, &geo, latencies)?;
+    if !cfg.power_loss.is_empty() && !schemes.ftl.recovers() {
+        let how = match registry::ftl(&cfg.ftl).map(|e| e.caps.recovery) {
+            Some(registry::Recovery::WithOption { option, value }) => {
+                format!("; it recovers with ftl_options.{option} = {value}")
+            }
+            _ => String::new(),
+        };
+        return Err(setting(
+            "power_loss",
+            format!(
+                "the {} FTL cannot recover from a power loss with these options{how}",
+                cfg.ftl
+            ),
+        ));
+    }
+    let timing: Box<dyn Timing> = match cfg.timing {
+        TimingModel::Serial => Box::new(SerialTiming::new(latencies)),
+        TimingModel::Parallel => {
+            if !(cfg.channel_mib_s.is_finite() && cfg.channel_mib_s > 0.0) {
+                return Err(setting("channel_mib_s", "must be a positive bandwidth"));
+            }
+            let xfer = geo.page_size as f64 / (cfg.channel_mib_s * 1048576.0) * 1e9;
+            Box::new(ParallelTiming::new(
+                latencies,
+                geo.channels,
+                geo.dies_per_channel,
+                Nanos(xfer.round() as u64),
+            ))
+        }
+    };
+    let verify = match cfg.verify {
+        VerifyLevel::On => Verify::On,
+        VerifyLevel::Off => Verify::Off,
+        VerifyLevel::Deep => Verify::Deep {
+            every: cfg.deep_every.max(1),
+        },
+    };
+    validate_workload(cfg, &geo)?;
+    let echo = echo(cfg, &geo, &latencies, &schemes);
+    let engine = Engine::new(
+        &geo,
+        latencies,
+        schemes.ftl,
+        schemes.buffer,
+        timing,
+        EngineConfig {
+            verify,
+            rmw: cfg.rmw,
+            idle: cfg.idle,
+        },
+    );
+    Ok(Prepared {
+        geo,
+        latencies,
+        engine,
+        echo,
+    })
+}
+
+fn echo(cfg: &Config, geo: &Geometry, lat: &Latencies, schemes: &Schemes) -> serde_json::Value {
+    let mut v = serde_json::to_value(cfg).expect("config serialises");
+    let obj = v.as_object_mut().expect("config is an object");
+    obj.insert("ftl_options".into(), schemes.ftl_options.clone());
+    obj.insert("buffer_options".into(), schemes.buffer_options.clone());
+    obj.insert(
+        "device".into(),
+        serde_json::json!({ "geometry": geo, "latencies_ns": lat }),
+    );
+    v
+}
+
+/// The least over-provisioning, from `cfg.op` up in steps of 12.5 percentage points,
+/// with which the configured FTL and buffer accept the device: `cfg.op` itself when
+/// they do. Schemes refuse what they cannot run on, so asking them is the one source
+/// of this figure. Errors that more space does not cure are returned as they are.
+pub fn smallest_op(cfg: &Config) -> Result<f64, RunError> {
+    let mut c = cfg.clone();
+    let mut last = None;
+    for step in 0..=32 {
+        c.op = cfg.op + 12.5 * step as f64;
+        let preset = preset_of(&c)?;
+        let built = geometry(&c, preset).and_then(|geo| {
+            Ok(build_schemes(&c, &geo, latencies(preset, &c)?)?
+                .ftl
+                .mapping_bytes())
+        });
+        match built {
+            Ok(_) => return Ok(c.op),
+            Err(e @ (RunError::Scheme(_) | RunError::Geometry(_))) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.expect("at least one try"))
+}
+
+/// Requests the configured workload will submit per pass, if known in advance.
+pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
+    let n = match (&cfg.trace, &cfg.mix) {
+        (Some(_), _) => return None,
+        (None, Some(m)) => m.requests,
+        (None, None) => cfg.synthetic.count,
+    };
+    Some(cfg.limit.map_or(n, |l| l.min(n)))
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// A simulation, resolved from its configuration and ready to run.
+pub struct Simulation {
+    cfg: Config,
+    prepared: Prepared,
+}
+
+impl Simulation {
+    /// Resolves `cfg`: geometry, preset, schemes and their options, timing, checks and
+    /// the workload settings. Every error names the key it is about.
+    pub fn new(cfg: Config) -> Result<Simulation, RunError> {
+        let prepared = prepare(&cfg)?;
+        Ok(Simulation { cfg, prepared })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The device geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.prepared.geo
+    }
+
+    /// The resolved configuration as the report echoes it (scheme option defaults and
+    /// the device filled in).
+    pub fn echo(&self) -> &serde_json::Value {
+        &self.prepared.echo
+    }
+
+    /// Runs `workload` to its end (or to the first failure) and builds the report.
+    /// `Err` only for bad input found on the way (a malformed trace record, a request
+    /// beyond the device); what the run finds wrong is in [`RunOutput::failure`].
+    pub fn run(
+        self,
+        workload: Workload,
+        observer: &mut dyn Observer,
+    ) -> Result<RunOutput, RunError> {
+        let Simulation { cfg, prepared } = self;
+        let Prepared {
+            geo,
+            latencies,
+            mut engine,
+            echo,
+        } = prepared;
+        let counters = Rc::new(Counters::default());
+        let (stream, total, configured): (RecordStream, _, _) = match workload {
+            Workload::Configured => (
+                workload_stream(&cfg, &geo, &counters)?,
+                requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64)),
+                true,
+            ),
+            Workload::Requests(it) => (Box::new(it.map(|r| Ok(Record::generated(r)))), None, false),
+        };
+        let warmup = if configured { cfg.warmup } else { 0 };
+        let mut plan = PowerLossPlan::new(&cfg, &geo)?;
+        let mut st = Loop {
+            done: 0,
+            sim_time: Nanos(0),
+            failure: None,
+            total,
+        };
+        let looped = catch_unwind(AssertUnwindSafe(|| {
+            drive(
+                &cfg,
+                &geo,
+                latencies,
+                &mut engine,
+                stream,
+                warmup,
+                &mut plan,
+                observer,
+                &mut st,
+            )
+        }));
+        let input_error = match looped {
+            Ok(r) => r.err(),
+            Err(p) => {
+                st.failure = Some(Failure::Internal {
+                    message: panic_message(p.as_ref()),
+                    request: st.done,
+                    seed: cfg.seed,
+                });
+                None
+            }
+        };
+        if let Some(e) = input_error {
+            return Err(e);
+        }
+        let requests = st.done;
+        let progress = st.progress();
+        let mut failure = st.failure;
+        // The report: after a panic the engine may be half-way through a request, so
+        // building it is guarded too.
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            observer.progress(&progress);
+            observer.snapshot(&progress, &engine);
+            let mut outcome = engine.outcome();
+            if failure.is_none() {
+                match engine.verify_readback() {
+                    Ok(n) => outcome.reads_checked += n,
+                    Err(e) => failure = Some(Failure::Violation(e)),
+                }
+            }
+            let violations = u64::from(failure.is_some());
+            let mut report = ftlab_report::build(
+                &outcome,
+                Labels {
+                    ftl: &cfg.ftl,
+                    buffer: &cfg.buffer,
+                    latencies,
+                    violations,
+                    config: echo,
+                },
+            );
+            report.workload = WorkloadReport {
+                source: match (configured, &cfg.trace) {
+                    (false, _) => "requests",
+                    (true, Some(_)) => "trace",
+                    (true, None) => "synthetic",
+                }
+                .into(),
+                path: cfg.trace.clone().filter(|_| configured),
+                format: cfg
+                    .trace
+                    .as_ref()
+                    .filter(|_| configured)
+                    .map(|_| cfg.format.clone()),
+                warmup_passes: warmup,
+                measured_passes: if configured { cfg.replay } else { 1 },
+                records_per_pass: if configured {
+                    counters.records_first_pass.get()
+                } else {
+                    requests
+                },
+                requests_submitted: requests,
+                skipped_records: counters.skipped_records.get(),
+                late_records: counters.late_records.get(),
+            };
+            report
+        }));
+        let report = match built {
+            Ok(r) => r,
+            Err(p) => {
+                let first = failure.map_or(String::new(), |f| format!("{f}; then "));
+                return Err(RunError::Internal {
+                    message: format!(
+                        "{first}building the report panicked: {}",
+                        panic_message(p.as_ref())
+                    ),
+                    seed: cfg.seed,
+                });
+            }
+        };
+        Ok(RunOutput {
+            report,
+            failure,
+            requests,
+        })
+    }
+}
+
+struct Loop {
+    done: u64,
+    sim_time: Nanos,
+    failure: Option<Failure>,
+    total: Option<u64>,
+}
+
+impl Loop {
+    fn progress(&self) -> Progress {
+        Progress {
+            requests: self.done,
+            total: self.total,
+            sim_time: self.sim_time,
+        }
+    }
+}
+
+/// The request loop. Returns `Err` for bad input only; failures go to `st.failure`.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    cfg: &Config,
+    geo: &Geometry,
+    latencies: Latencies,
+    engine: &mut Engine,
+    stream: RecordStream,
+    warmup: u32,
+    plan: &mut PowerLossPlan,
+    observer: &mut dyn Observer,
+    st: &mut Loop,
+) -> Result<(), RunError> {
+    if cfg.precondition == Precondition::Fill {
+        engine.precondition_fill();
+        engine.reset_measurement();
+    }
+    let progress_every = observer.progress_every().max(1);
+    let snapshot_every = observer.snapshot_every().unwrap_or(u64::MAX).max(1);
+    let mut measuring = warmup == 0;
+    if measuring {
+        observer.measuring(&st.progress());
+    }
+    for item in stream {
+        let rec = item.map_err(|e| name_source(e, cfg))?;
+        if !measuring && rec.pass >= warmup {
+            engine.reset_measurement();
+            measuring = true;
+            observer.measuring(&st.progress());
+        }
+        if plan.due(st.done + 1, rec.req.arrival) {
+            let s = build_schemes(cfg, geo, latencies)?;
+            if let Err(why) = engine.power_loss(s.ftl, s.buffer) {
+                st.failure = Some(Failure::Recovery {
+                    ftl: cfg.ftl.clone(),
+                    request: st.done + 1,
+                    why,
+                });
+                observer.power_loss(&st.progress(), false);
+                break;
+            }
+            observer.power_loss(&st.progress(), true);
+            // Under deep verification the rebuilt state must be consistent at once.
+            if cfg.verify == VerifyLevel::Deep {
+                if let Err(e) = engine.check_deep() {
+                    st.failure = Some(Failure::Violation(e));
+                    break;
+                }
+            }
+        }
+        st.sim_time = rec.req.arrival;
+        match engine.submit(&rec.req) {
+            Ok(()) => {}
+            Err(e @ SimError::OutOfRange { .. }) => return Err(RunError::Input(e)),
+            Err(e) => {
+                st.failure = Some(Failure::Violation(e));
+                break;
+            }
+        }
+        st.done += 1;
+        if st.done.is_multiple_of(progress_every) {
+            observer.progress(&st.progress());
+        }
+        if st.done.is_multiple_of(snapshot_every) {
+            observer.snapshot(&st.progress(), engine);
+        }
+    }
+    if !measuring && st.failure.is_none() {
+        engine.reset_measurement();
+        observer.measuring(&st.progress());
+    }
+    Ok(())
+}
+
+/// Runs `cfg` with its configured workload: [`Simulation::new`] then
+/// [`Simulation::run`].
+pub fn run(cfg: &Config, observer: &mut dyn Observer) -> Result<RunOutput, RunError> {
+    Simulation::new(cfg.clone())?.run(Workload::Configured, observer)
+}
