@@ -607,8 +607,10 @@ impl BlockCore {
     /// Counters with the scheme-specific figures filled in.
     pub fn stats(&self) -> BufferStats {
         let mut s = self.stats.clone();
-        s.extra.insert("padding_writes", self.padding_writes as f64);
-        s.extra.insert("padded_flushes", self.padded_flushes as f64);
+        s.extra
+            .counter("padding_writes", "pages", self.padding_writes as f64);
+        s.extra
+            .counter("padded_flushes", "flushes", self.padded_flushes as f64);
         s
     }
 

@@ -840,14 +840,14 @@ impl Buffer for Clash {
             ("late_merge_reads", x.late_merge_reads),
             ("early_merge_reads", x.early_merge_reads),
         ] {
-            s.extra.insert(k, v as f64);
+            s.extra.counter(k, "events", v as f64);
         }
         for (i, key) in GROUP_KEYS
             .iter()
             .enumerate()
             .take(group_bucket(self.ppb) + 1)
         {
-            s.extra.insert(key, x.groups[i] as f64);
+            s.extra.counter(key, "groups", x.groups[i] as f64);
         }
         s
     }

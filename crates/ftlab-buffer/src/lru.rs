@@ -199,8 +199,10 @@ impl PageCore {
     /// Counters with the scheme-specific figures.
     pub fn stats(&self) -> BufferStats {
         let mut s = self.stats.clone();
-        s.extra.insert("padding_writes", self.padding_writes as f64);
-        s.extra.insert("padded_flushes", self.padded_flushes as f64);
+        s.extra
+            .counter("padding_writes", "pages", self.padding_writes as f64);
+        s.extra
+            .counter("padded_flushes", "flushes", self.padded_flushes as f64);
         s
     }
 

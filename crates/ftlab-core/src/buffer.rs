@@ -14,7 +14,6 @@ use crate::flash::Flash;
 use crate::ftl::{Answer, Ftl, GroupInfo, IdleBudget, Query};
 use crate::units::{Lpn, PageTag, PageWrite};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// What a buffer talks to: the FTL and the flash below it.
 pub struct Backend<'a> {
@@ -74,11 +73,12 @@ pub struct BufferStats {
     /// Pages read from flash to pad a block before flushing it.
     pub padding_reads: u64,
     /// Scheme-specific figures, reported under `buffer.extra`.
-    pub extra: BTreeMap<&'static str, f64>,
+    pub extra: crate::stats::Sink,
 }
 
 impl BufferStats {
-    /// Adds the named counters of `o` (not `extra`).
+    /// Folds in the counters of an earlier instance `o` (see
+    /// [`FtlStats::add_counters`](crate::ftl::FtlStats::add_counters)).
     pub fn add_counters(&mut self, o: &BufferStats) {
         self.read_hits += o.read_hits;
         self.write_hits += o.write_hits;
@@ -87,6 +87,7 @@ impl BufferStats {
         self.flushes += o.flushes;
         self.pages_flushed += o.pages_flushed;
         self.padding_reads += o.padding_reads;
+        self.extra.add_counters(&o.extra);
     }
 }
 

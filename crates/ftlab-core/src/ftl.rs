@@ -11,7 +11,6 @@ use crate::flash::Flash;
 use crate::nand::Latencies;
 use crate::units::{Lbn, Lpn, Nanos, PageTag, PageWrite};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// Counters an FTL keeps. Fields a scheme does not have stay 0.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -47,12 +46,13 @@ pub struct FtlStats {
     /// Translation (map) page writes.
     pub translation_writes: u64,
     /// Scheme-specific figures (e.g. `u_avg`), reported under `ftl.extra`.
-    pub extra: BTreeMap<&'static str, f64>,
+    pub extra: crate::stats::Sink,
 }
 
 impl FtlStats {
-    /// Adds the named counters of `o` (not `extra`, whose figures may be ratios; the
-    /// engine keeps the current instance's `extra`).
+    /// Folds in the counters of an earlier instance `o` of the same run (a power loss
+    /// replaced it): named counters and `extra`'s counters add up, `extra`'s gauges
+    /// keep this instance's values.
     pub fn add_counters(&mut self, o: &FtlStats) {
         self.gc_invocations += o.gc_invocations;
         self.gc_pages_copied += o.gc_pages_copied;
@@ -67,6 +67,7 @@ impl FtlStats {
         self.map_misses += o.map_misses;
         self.translation_reads += o.translation_reads;
         self.translation_writes += o.translation_writes;
+        self.extra.add_counters(&o.extra);
     }
 }
 
@@ -242,7 +243,7 @@ mod tests {
 
     /// Regression: `add_counters` skipped the padding-switch, OSM and BA-BM merges, so
     /// a power loss (which carries the replaced instance's counters) dropped them from
-    /// the report.
+    /// the report; and it dropped every counter in `extra` (issue 17).
     #[test]
     fn add_counters_adds_every_named_counter() {
         let one = FtlStats {
@@ -259,7 +260,12 @@ mod tests {
             map_misses: 1,
             translation_reads: 1,
             translation_writes: 1,
-            extra: BTreeMap::from([("x", 1.0)]),
+            extra: {
+                let mut x = crate::stats::Sink::default();
+                x.counter("x", "pages", 1.0);
+                x.gauge("g", "blocks", 5.0);
+                x
+            },
         };
         let mut sum = one.clone();
         sum.add_counters(&one);
@@ -277,7 +283,12 @@ mod tests {
             map_misses: 2,
             translation_reads: 2,
             translation_writes: 2,
-            extra: one.extra.clone(),
+            extra: {
+                let mut x = crate::stats::Sink::default();
+                x.counter("x", "pages", 2.0);
+                x.gauge("g", "blocks", 5.0);
+                x
+            },
         };
         assert_eq!(sum, two);
     }

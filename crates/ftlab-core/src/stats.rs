@@ -45,13 +45,13 @@ pub struct Sink {
 
 impl Sink {
     /// Records counter `key` (events since the last reset) in `unit`.
-    pub fn counter(&mut self, key: &'static str, unit: &'static str, value: u64) {
+    pub fn counter(&mut self, key: &'static str, unit: &'static str, value: f64) {
         self.figures.insert(
             key,
             Figure {
                 kind: Kind::Counter,
                 unit,
-                value: value as f64,
+                value,
             },
         );
     }
@@ -134,11 +134,11 @@ mod tests {
     #[test]
     fn counters_add_up_and_gauges_keep_the_current_value() {
         let mut before = Sink::default();
-        before.counter("fillers", "pages", 5);
+        before.counter("fillers", "pages", 5.0);
         before.gauge("log_blocks", "blocks", 3.0);
-        before.counter("only_before", "pages", 2);
+        before.counter("only_before", "pages", 2.0);
         let mut now = Sink::default();
-        now.counter("fillers", "pages", 7);
+        now.counter("fillers", "pages", 7.0);
         now.gauge("log_blocks", "blocks", 4.0);
         now.add_counters(&before);
         assert_eq!(now["fillers"], 12.0);

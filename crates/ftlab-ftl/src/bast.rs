@@ -724,7 +724,8 @@ impl Ftl for Bast {
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
         self.counters.report(&mut s);
-        s.extra.insert("log_blocks", self.logs.len() as f64);
+        s.extra
+            .gauge("log_blocks", "blocks", self.logs.len() as f64);
         s
     }
 

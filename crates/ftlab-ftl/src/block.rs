@@ -342,7 +342,8 @@ impl Ftl for BlockFtl {
 
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
-        s.extra.insert("filler_pages", self.counters.fillers as f64);
+        s.extra
+            .counter("filler_pages", "pages", self.counters.fillers as f64);
         s
     }
 

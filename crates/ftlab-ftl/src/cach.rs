@@ -641,21 +641,25 @@ impl Ftl for CachFtl {
             ("pmr_erases", x.pmr_erases),
             ("bmr_erases", x.bmr_erases),
             ("filler_programs", x.filler_programs),
-            ("pmr_blocks", self.pmr.blocks() as u64),
-            ("sync_free_blocks", self.sync_free_blocks as u64),
-            ("async_free_pages", self.async_free_pages as u64),
-            ("map_bytes_bmr", self.bmr_bytes()),
-            ("map_bytes_pmr", self.pmr.map.bytes()),
-            ("map_bytes_paper", self.paper_map_bytes()),
         ] {
-            s.extra.insert(k, v as f64);
+            s.extra.counter(k, "events", v as f64);
+        }
+        for (k, unit, v) in [
+            ("pmr_blocks", "blocks", self.pmr.blocks() as u64),
+            ("sync_free_blocks", "blocks", self.sync_free_blocks as u64),
+            ("async_free_pages", "pages", self.async_free_pages as u64),
+            ("map_bytes_bmr", "bytes", self.bmr_bytes()),
+            ("map_bytes_pmr", "bytes", self.pmr.map.bytes()),
+            ("map_bytes_paper", "bytes", self.paper_map_bytes()),
+        ] {
+            s.extra.gauge(k, unit, v as f64);
         }
         for (i, key) in GROUP_KEYS
             .iter()
             .enumerate()
             .take(group_bucket(self.ppb) + 1)
         {
-            s.extra.insert(key, x.groups[i] as f64);
+            s.extra.counter(key, "groups", x.groups[i] as f64);
         }
         s
     }

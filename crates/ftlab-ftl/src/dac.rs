@@ -338,11 +338,14 @@ impl Ftl for DacFtl {
 
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
-        s.extra.insert("regions", self.active.len() as f64);
-        s.extra.insert("merge_count", s.gc_invocations as f64);
+        s.extra
+            .gauge("regions", "regions", self.active.len() as f64);
+        s.extra
+            .counter("merge_count", "merges", s.gc_invocations as f64);
         if s.gc_invocations > 0 {
-            s.extra.insert(
+            s.extra.gauge(
                 "u_avg",
+                "ratio",
                 self.victim_pages_written as f64
                     / (s.gc_invocations as f64 * self.geo.pages_per_block as f64),
             );

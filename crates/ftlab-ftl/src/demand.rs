@@ -180,24 +180,42 @@ impl Counters {
             self.reads_miss + self.reads_evict + self.reads_gc + self.tpages_moved;
         s.translation_writes = self.writes_evict + self.writes_gc + self.tpages_moved;
         let e = &mut s.extra;
-        e.insert("translation_reads_miss", self.reads_miss as f64);
-        e.insert("translation_reads_evict", self.reads_evict as f64);
-        e.insert(
+        e.counter("translation_reads_miss", "pages", self.reads_miss as f64);
+        e.counter("translation_reads_evict", "pages", self.reads_evict as f64);
+        e.counter(
             "translation_reads_gc",
+            "pages",
             (self.reads_gc + self.tpages_moved) as f64,
         );
-        e.insert("translation_writes_evict", self.writes_evict as f64);
-        e.insert(
+        e.counter(
+            "translation_writes_evict",
+            "pages",
+            self.writes_evict as f64,
+        );
+        e.counter(
             "translation_writes_gc",
+            "pages",
             (self.writes_gc + self.tpages_moved) as f64,
         );
-        e.insert("translation_writes_data_gc", self.writes_gc as f64);
-        e.insert("translation_pages_moved_gc", self.tpages_moved as f64);
-        e.insert("translation_writes_recovery", self.writes_recovery as f64);
-        e.insert("cmt_evictions", self.evictions as f64);
-        e.insert("cmt_dirty_evictions", self.dirty_evictions as f64);
-        e.insert("gc_data_blocks", self.data_victims as f64);
-        e.insert("gc_translation_blocks", self.trans_victims as f64);
+        e.counter("translation_writes_data_gc", "pages", self.writes_gc as f64);
+        e.counter(
+            "translation_pages_moved_gc",
+            "pages",
+            self.tpages_moved as f64,
+        );
+        e.counter(
+            "translation_writes_recovery",
+            "pages",
+            self.writes_recovery as f64,
+        );
+        e.counter("cmt_evictions", "entries", self.evictions as f64);
+        e.counter(
+            "cmt_dirty_evictions",
+            "entries",
+            self.dirty_evictions as f64,
+        );
+        e.counter("gc_data_blocks", "blocks", self.data_victims as f64);
+        e.counter("gc_translation_blocks", "blocks", self.trans_victims as f64);
     }
 }
 

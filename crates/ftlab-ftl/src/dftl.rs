@@ -407,13 +407,15 @@ impl Ftl for Dftl {
     fn stats(&self) -> FtlStats {
         let mut st = FtlStats::default();
         self.s.c.fill(&mut st);
-        st.extra.insert("cmt_entries", self.cmt_entries() as f64);
         st.extra
-            .insert("translation_pages", self.s.lay.tpages as f64);
-        st.extra.insert("gc_threshold", self.s.gc_threshold as f64);
+            .gauge("cmt_entries", "entries", self.cmt_entries() as f64);
+        st.extra
+            .gauge("translation_pages", "pages", self.s.lay.tpages as f64);
+        st.extra
+            .gauge("gc_threshold", "blocks", self.s.gc_threshold as f64);
         let (gtd, cmt) = self.mapping_parts();
-        st.extra.insert("mapping_bytes_gtd", gtd as f64);
-        st.extra.insert("mapping_bytes_cmt", cmt as f64);
+        st.extra.gauge("mapping_bytes_gtd", "bytes", gtd as f64);
+        st.extra.gauge("mapping_bytes_cmt", "bytes", cmt as f64);
         st
     }
 

@@ -977,13 +977,15 @@ impl Ftl for Fast {
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
         self.counters.report(&mut s);
-        s.extra.insert("rw_logs", self.rw_pbn.len() as f64);
-        s.extra.insert("sw_logs", self.sw.len() as f64);
-        s.extra.insert("rw_threshold", self.rw_threshold as f64);
-        s.extra.insert("fm_hits", self.fm_hits as f64);
+        s.extra.gauge("rw_logs", "blocks", self.rw_pbn.len() as f64);
+        s.extra.gauge("sw_logs", "blocks", self.sw.len() as f64);
+        s.extra
+            .gauge("rw_threshold", "pages", self.rw_threshold as f64);
+        s.extra.counter("fm_hits", "merges", self.fm_hits as f64);
         if self.fm_assoc > 0 {
             let r = self.fm_hits as f64 / self.fm_assoc as f64;
-            s.extra.insert("fm_hit_ratio", (r * 1e6).round() / 1e6);
+            s.extra
+                .gauge("fm_hit_ratio", "ratio", (r * 1e6).round() / 1e6);
         }
         s
     }

@@ -335,10 +335,14 @@ impl MergeCounters {
     pub(crate) fn report(&self, stats: &mut FtlStats) {
         if self.reclaims > 0 {
             let u = self.utilisation_sum / self.reclaims as f64;
-            stats.extra.insert("u_avg", (u * 1e6).round() / 1e6);
+            stats.extra.gauge("u_avg", "ratio", (u * 1e6).round() / 1e6);
         }
-        stats.extra.insert("log_reclaims", self.reclaims as f64);
-        stats.extra.insert("filler_pages", self.fillers as f64);
+        stats
+            .extra
+            .counter("log_reclaims", "reclaims", self.reclaims as f64);
+        stats
+            .extra
+            .counter("filler_pages", "pages", self.fillers as f64);
     }
 }
 

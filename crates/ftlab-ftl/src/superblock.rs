@@ -1068,42 +1068,61 @@ impl Ftl for SuperblockFtl {
         let count = s.merges_switch + s.merges_partial + s.merges_full;
         let l = &self.lat;
         let cost = s.merge_pages_copied * (l.read.0 + l.program.0) + count * l.erase.0;
-        s.extra.insert("merge_count", count as f64);
+        s.extra.counter("merge_count", "merges", count as f64);
         if count > 0 {
             s.extra
-                .insert("merge_cost_avg_ns", cost as f64 / count as f64);
+                .gauge("merge_cost_avg_ns", "ns", cost as f64 / count as f64);
         }
         if c.u_victims > 0 {
-            s.extra.insert(
+            s.extra.gauge(
                 "u_avg",
+                "ratio",
                 c.u_pages_written as f64 / (c.u_victims as f64 * self.geo.pages_per_block as f64),
             );
         }
-        s.extra.insert("merges_some", c.merges_some as f64);
-        s.extra.insert("merges_all", c.merges_all as f64);
-        s.extra.insert("map_spare_reads", c.map_spare_reads as f64);
         s.extra
-            .insert("merge_map_spare_reads", c.merge_map_spare_reads as f64);
-        s.extra.insert("trim_copies", c.trim_copies as f64);
+            .counter("merges_some", "merges", c.merges_some as f64);
+        s.extra.counter("merges_all", "merges", c.merges_all as f64);
         s.extra
-            .insert("background_merges", c.background_merges as f64);
-        s.extra.insert("ip_filler_pages", c.ip_filler_pages as f64);
-        s.extra.insert("placement_ip", self.cfg.ip as u8 as f64);
-        s.extra.insert("superblock_size", self.cfg.n as f64);
+            .counter("map_spare_reads", "reads", c.map_spare_reads as f64);
+        s.extra.counter(
+            "merge_map_spare_reads",
+            "reads",
+            c.merge_map_spare_reads as f64,
+        );
         s.extra
-            .insert("blocks_per_superblock_max", self.cfg.max_blocks as f64);
+            .counter("trim_copies", "pages", c.trim_copies as f64);
+        s.extra
+            .counter("background_merges", "merges", c.background_merges as f64);
+        s.extra
+            .counter("ip_filler_pages", "pages", c.ip_filler_pages as f64);
+        s.extra
+            .gauge("placement_ip", "flag", self.cfg.ip as u8 as f64);
+        s.extra
+            .gauge("superblock_size", "blocks", self.cfg.n as f64);
+        s.extra.gauge(
+            "blocks_per_superblock_max",
+            "blocks",
+            self.cfg.max_blocks as f64,
+        );
         if let Some(l) = &self.layout {
-            s.extra.insert("pbmt_entries", l.pbmt_entries as f64);
+            s.extra
+                .gauge("pbmt_entries", "entries", l.pbmt_entries as f64);
         }
         s.extra
-            .insert("map_pages", self.mappages.is_some() as u8 as f64);
+            .gauge("map_pages", "flag", self.mappages.is_some() as u8 as f64);
         s.extra
-            .insert("snapshots", self.snap.is_some() as u8 as f64);
+            .gauge("snapshots", "flag", self.snap.is_some() as u8 as f64);
         if let Some(log) = &self.snap {
-            s.extra.insert("snapshot_pages", log.pages_written as f64);
-            s.extra.insert("full_snapshots", log.full_snapshots as f64);
             s.extra
-                .insert("partial_snapshots", log.partial_snapshots as f64);
+                .counter("snapshot_pages", "pages", log.pages_written as f64);
+            s.extra
+                .counter("full_snapshots", "snapshots", log.full_snapshots as f64);
+            s.extra.counter(
+                "partial_snapshots",
+                "snapshots",
+                log.partial_snapshots as f64,
+            );
         }
         s
     }

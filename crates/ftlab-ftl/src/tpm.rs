@@ -598,26 +598,32 @@ impl Ftl for Tpm {
         let physical = self.s.geo.physical_pages() as f64;
         let open = self.wp.iter().filter(|&&b| b != NONE).count();
         let e = &mut st.extra;
-        e.insert("cmt_pages", self.cmt_pages() as f64);
-        e.insert("translation_pages", self.s.lay.tpages as f64);
-        e.insert("gc_threshold", self.s.gc_threshold as f64);
-        e.insert("write_pointers", self.wp.len() as f64);
-        e.insert("tpages_per_write_pointer", self.per_wp as f64);
-        e.insert(
+        e.gauge("cmt_pages", "pages", self.cmt_pages() as f64);
+        e.gauge("translation_pages", "pages", self.s.lay.tpages as f64);
+        e.gauge("gc_threshold", "blocks", self.s.gc_threshold as f64);
+        e.gauge("write_pointers", "pointers", self.wp.len() as f64);
+        e.gauge("tpages_per_write_pointer", "pages", self.per_wp as f64);
+        e.gauge(
             "gc_max_translation_writes_per_data_block",
+            "pages",
             self.gc_tpages_max as f64,
         );
-        e.insert("wp_open_blocks", open as f64);
-        e.insert("wp_free_pages", self.open_free as f64);
-        e.insert("wp_space_overhead", self.open_free as f64 / physical);
-        e.insert(
+        e.gauge("wp_open_blocks", "blocks", open as f64);
+        e.gauge("wp_free_pages", "pages", self.open_free as f64);
+        e.gauge(
+            "wp_space_overhead",
+            "ratio",
+            self.open_free as f64 / physical,
+        );
+        e.gauge(
             "wp_space_overhead_max",
+            "ratio",
             self.open_free_max as f64 / physical,
         );
         let (gtd, cmt, wp) = self.mapping_parts();
-        e.insert("mapping_bytes_gtd", gtd as f64);
-        e.insert("mapping_bytes_cmt", cmt as f64);
-        e.insert("mapping_bytes_wp", wp as f64);
+        e.gauge("mapping_bytes_gtd", "bytes", gtd as f64);
+        e.gauge("mapping_bytes_cmt", "bytes", cmt as f64);
+        e.gauge("mapping_bytes_wp", "bytes", wp as f64);
         st
     }
 

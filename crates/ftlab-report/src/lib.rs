@@ -170,7 +170,7 @@ pub struct FtlReport {
     /// Mapping RAM in bytes.
     pub mapping_bytes: u64,
     /// Scheme-specific figures.
-    pub extra: BTreeMap<&'static str, f64>,
+    pub extra: ftlab_core::stats::Sink,
 }
 
 /// `buffer.*`
@@ -193,7 +193,7 @@ pub struct BufferReport {
     /// Pages read to pad blocks.
     pub padding_reads: u64,
     /// Scheme-specific figures.
-    pub extra: BTreeMap<&'static str, f64>,
+    pub extra: ftlab_core::stats::Sink,
 }
 
 /// `verify.*`

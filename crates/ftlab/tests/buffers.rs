@@ -39,7 +39,7 @@ fn small_buffers_keep_every_write_and_account_padding() {
                     let pad_writes = o.flash.programs[Cause::Padding as usize];
                     assert_eq!(pad_reads, o.buffer.padding_reads, "{what}");
                     // An FTL may program its own filler pages as padding too (cach).
-                    let buf_writes = o.buffer.extra.get("padding_writes").copied();
+                    let buf_writes = o.buffer.extra.get("padding_writes");
                     let buf_writes = buf_writes.unwrap_or(0.0) as u64;
                     assert!(
                         buf_writes <= pad_writes,

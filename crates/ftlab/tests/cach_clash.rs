@@ -96,7 +96,7 @@ fn cach_and_clash_variants_keep_every_write() {
             }
             let x = e.outcome().ftl.extra;
             async_runs +=
-                x.get("pmr_gc_async").unwrap_or(&0.0) + x.get("bmr_gc_async").unwrap_or(&0.0);
+                x.get("pmr_gc_async").unwrap_or(0.0) + x.get("bmr_gc_async").unwrap_or(0.0);
         }
         if fo.contains(&("async_free_percent", "60")) {
             assert!(
@@ -147,7 +147,7 @@ fn clash_above_cach_reports_groups_regions_and_gc_deterministically() {
         .extra
         .iter()
         .filter(|(k, _)| k.starts_with("flush_group_pages_"))
-        .map(|(_, v)| v)
+        .map(|(_, f)| f.value)
         .sum();
     assert_eq!(
         hist, r.buffer.flushes as f64,
@@ -157,7 +157,7 @@ fn clash_above_cach_reports_groups_regions_and_gc_deterministically() {
     let received: f64 = x
         .iter()
         .filter(|(k, _)| k.starts_with("group_pages_"))
-        .map(|(_, v)| v)
+        .map(|(_, f)| f.value)
         .sum();
     assert_eq!(
         received, r.buffer.flushes as f64,
