@@ -44,7 +44,7 @@ enum Command {
     #[command(subcommand)]
     Config(ConfigCommand),
     /// List every FTL, buffer, NAND preset, timing model and trace format.
-    List,
+    List(ListArgs),
     /// Swarm testing: random geometries, schemes and workload mixes under the oracle and
     /// deep checks; prints the replay command of any failure.
     Fuzz(FuzzArgs),
@@ -102,6 +102,13 @@ struct FuzzArgs {
     /// No progress bar
     #[arg(long, short)]
     quiet: bool,
+}
+
+#[derive(Args)]
+struct ListArgs {
+    /// Print the schemes and their options as the markdown of docs/schemes.md
+    #[arg(long)]
+    markdown: bool,
 }
 
 #[derive(Subcommand)]
@@ -459,6 +466,30 @@ impl RunArgs {
     }
 }
 
+/// What an FTL can do, as `ftlab list` shows it.
+fn capabilities(c: &registry::Capabilities) -> String {
+    let mut v = vec![if c.block_mapped {
+        "block-mapped"
+    } else {
+        "page-mapped"
+    }
+    .to_string()];
+    if c.demand_paged {
+        v.push("demand-paged map".into());
+    }
+    if c.merge_queries {
+        v.push("answers CO-OP merge queries".into());
+    }
+    v.push(match c.recovery {
+        registry::Recovery::Always => "recovers from power loss".into(),
+        registry::Recovery::Never => "no power-loss recovery".into(),
+        registry::Recovery::WithOption { option, value } => {
+            format!("recovers from power loss with {option} = {value}")
+        }
+    });
+    v.join(", ")
+}
+
 /// One line per option: key, default, help, and what is allowed (from the options'
 /// schema, the same one that checks them).
 fn list_options(w: &mut String, def: &ftlab_core::options::OptionsDef) {
@@ -485,6 +516,7 @@ fn list() {
     let _ = writeln!(w, "FTLs (--ftl):");
     for e in registry::FTLS {
         let _ = writeln!(w, "  {:<12} {}  [{}]", e.id, e.description, e.source);
+        let _ = writeln!(w, "      ({})", capabilities(&e.caps));
         list_options(w, &e.options);
     }
     let _ = writeln!(w, "\nWrite buffers (--buffer):");
@@ -784,7 +816,11 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::List => {
+        Command::List(a) if a.markdown => {
+            print!("{}", registry::reference_markdown());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List(_) => {
             list();
             Ok(ExitCode::SUCCESS)
         }

@@ -223,3 +223,141 @@ fn fuzz_runs_a_short_swarm() {
         .count();
     assert!(rows >= 3, "{out}");
 }
+
+/// Exit codes, as `ftlab --help` documents them: 1 when the run finds lost data (the
+/// report is still printed) and for an internal error (a panic inside a scheme, caught
+/// at the run boundary, with the seed and a replay command); 2 for bad configuration.
+/// The test build's `example` FTL has fault options for this.
+#[test]
+fn exit_codes_tell_a_found_failure_from_bad_input() {
+    let help = stdout(&ftlab(&["--help"]));
+    for needle in [
+        "Exit codes",
+        "0  the run went through",
+        "1  the run found",
+        "2  bad usage",
+    ] {
+        assert!(help.contains(needle), "--help lacks `{needle}`: {help}");
+    }
+    let base = [
+        "run",
+        "--ftl",
+        "example",
+        "--capacity",
+        "64MiB",
+        "--set",
+        "synthetic.count=2000",
+    ];
+    let lost = ftlab(
+        &[
+            &base[..],
+            &["--set", "ftl_options.lose_writes_after=100", "-q"],
+        ]
+        .concat(),
+    );
+    assert_eq!(lost.status.code(), Some(1), "{}", stderr(&lost));
+    assert!(stdout(&lost).contains("1 violations"), "{}", stdout(&lost));
+    let err = stderr(&lost);
+    assert!(
+        err.contains("expected version") && err.contains("replay: ftlab run --config"),
+        "{err}"
+    );
+    // The saved configuration replays the failure.
+    let saved = err
+        .split("--config ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim();
+    let again = ftlab(&["run", "--config", saved, "-q"]);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+
+    let panic = ftlab(
+        &[
+            &base[..],
+            &["--set", "ftl_options.panic_after=50", "--seed", "7", "-q"],
+        ]
+        .concat(),
+    );
+    assert_eq!(panic.status.code(), Some(1), "{}", stderr(&panic));
+    let err = stderr(&panic);
+    assert!(
+        err.contains("internal error") && err.contains("seed 7"),
+        "{err}"
+    );
+    assert!(err.contains("replay: ftlab run --config"), "{err}");
+    assert!(
+        stdout(&panic).contains("verify"),
+        "the report is still printed"
+    );
+
+    let clean = ftlab(&[&base[..], &["-q"]].concat());
+    assert_eq!(clean.status.code(), Some(0), "{}", stderr(&clean));
+    let bad = ftlab(&["run", "--set", "timing=paralel", "-q"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_clean_error(&bad, &["`timing`", "paralel", "`serial` or `parallel`"]);
+}
+
+#[test]
+fn power_loss_on_a_scheme_that_cannot_recover_is_refused_up_front() {
+    let o = ftlab(&[
+        "run",
+        "--ftl",
+        "superblock",
+        "--capacity",
+        "64MiB",
+        "--set",
+        "ftl_options.snapshots=off",
+        "--power-loss-at",
+        "100",
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_clean_error(&o, &["power_loss", "ftl_options.snapshots = on"]);
+}
+
+#[test]
+fn config_show_prints_a_config_that_runs_and_schema_is_json() {
+    let o = ftlab(&[
+        "config",
+        "show",
+        "--ftl",
+        "dftl",
+        "--op",
+        "12.5",
+        "--set",
+        "synthetic.count=300",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("ftl = \"dftl\"") && text.contains("op = 12.5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[ftl_options]") && text.contains("cmt_bytes = \"512KiB\""),
+        "defaults filled in: {text}"
+    );
+    let f = temp_file("shown.toml", &text);
+    let r = ftlab(&["run", "--config", &f, "--json", "-", "-q"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let report: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(report["config"]["op"], 12.5);
+    assert_eq!(report["report_version"], 2);
+
+    let s = ftlab(&["config", "schema"]);
+    assert!(s.status.success());
+    let schema: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
+    assert!(schema["properties"]["timing"]
+        .to_string()
+        .contains("TimingModel"));
+    assert!(schema["$defs"]["TimingModel"]
+        .to_string()
+        .contains("parallel"));
+    assert!(
+        schema.to_string().contains("cmt_bytes"),
+        "each scheme's options are in it"
+    );
+}

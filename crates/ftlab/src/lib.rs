@@ -26,6 +26,8 @@
 
 pub mod config;
 pub mod error;
+#[cfg(feature = "example-scheme")]
+pub mod example;
 pub mod fuzzing;
 pub mod powerloss;
 pub mod registry;

@@ -15,6 +15,8 @@ use ftlab_ftl as f;
 pub enum Recovery {
     /// From flash alone, with any options.
     Always,
+    /// Not at all: runs with power losses are refused.
+    Never,
     /// Only with option `option` set to `value` (or resolving to it).
     WithOption {
         /// The option.
@@ -87,6 +89,18 @@ pub struct FtlEntry {
     pub build: BuildFtl,
 }
 
+/// Whether a buffer pads the blocks it flushes with pages read from flash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Padding {
+    /// Never: groups go to the FTL as they are.
+    Never,
+    /// Every victim block is completed (BPLRU).
+    Always,
+    /// Only some victims: dense blocks (BP-REF), or when the FTL says a full merge would
+    /// follow (CO-OP).
+    Sometimes,
+}
+
 /// A registered write buffer.
 pub struct BufferEntry {
     /// Id used with `--buffer`.
@@ -95,6 +109,8 @@ pub struct BufferEntry {
     pub description: &'static str,
     /// Paper and section.
     pub source: &'static str,
+    /// Whether it pads flushed blocks.
+    pub padding: Padding,
     /// Its options.
     pub options: OptionsDef,
     /// Constructor, from options as given.
@@ -108,8 +124,9 @@ impl BufferEntry {
     }
 }
 
-/// Every FTL, in the order `ftlab list` shows them.
-pub const FTLS: &[FtlEntry] = &[
+/// The FTLs of the papers, followed by `$extra` entries.
+macro_rules! ftls {
+    ($($extra:expr),* $(,)?) => { [
     FtlEntry {
         id: f::page::ID,
         description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
@@ -194,7 +211,34 @@ pub const FTLS: &[FtlEntry] = &[
             Ok(Box::new(f::superblock::SuperblockFtl::new(c.geo, c.latencies, &opts)?))
         },
     },
-];
+    $($extra),*
+    ] };
+}
+
+/// Every FTL, in the order `ftlab list` shows them (with the `example-scheme` feature,
+/// which the test build turns on, the example FTL last).
+#[cfg(not(feature = "example-scheme"))]
+pub const FTLS: &[FtlEntry] = BUILTIN_FTLS;
+
+/// The FTLs every build has (what `docs/schemes.md` documents).
+pub const BUILTIN_FTLS: &[FtlEntry] = &ftls!();
+
+/// Every FTL, in the order `ftlab list` shows them, and the example FTL.
+#[cfg(feature = "example-scheme")]
+pub const FTLS: &[FtlEntry] = &ftls!(FtlEntry {
+    id: crate::example::ID,
+    description: "the smallest complete FTL: page mapping, greedy GC by a scan (test build only)",
+    source: "docs/adding-a-scheme.md",
+    caps: Capabilities {
+        recovery: Recovery::Never,
+        ..PAGE_MAPPED
+    },
+    options: OptionsDef::of::<crate::example::ExampleOptions>(),
+    build: |c, o| Ok(Box::new(crate::example::ExampleFtl::new(
+        c.geo,
+        &resolve(crate::example::ID, o)?
+    )?)),
+});
 
 /// Every buffer, in the order `ftlab list` shows them.
 pub const BUFFERS: &[BufferEntry] = &[
@@ -202,6 +246,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: "none",
         description: "no buffer: host requests go straight to the FTL",
         source: "-",
+        padding: Padding::Never,
         options: OptionsDef::of::<NoOptions>(),
         build: |_, o| {
             resolve::<NoOptions>("none", o)?;
@@ -212,6 +257,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::lru::ID,
         description: "page LRU write buffer, evicts single pages",
         source: "superblock-ftl.txt §5.3; co-op-buffer-ftl.txt §3",
+        padding: Padding::Never,
         options: OptionsDef::of::<b::lru::LruOptions>(),
         build: |c, o| Ok(Box::new(b::lru::new(c.geo, &resolve(b::lru::ID, o)?)?)),
     },
@@ -220,6 +266,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         description: "C-lash: p-space of pages + b-space of blocks; largest group to the \
                       b-space (free block, switch, or LRU block flushed with a late merge)",
         source: "c-lash.txt §3",
+        padding: Padding::Never,
         options: OptionsDef::of::<b::clash::ClashOptions>(),
         build: |c, o| Ok(Box::new(b::clash::Clash::new(c.geo, &resolve(b::clash::ID, o)?)?)),
     },
@@ -227,6 +274,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::fab::ID,
         description: "FAB: block-level, victim = block with most pages (LRU on ties), no padding",
         source: "co-op-buffer-ftl.txt §3 (Jo et al. 2006)",
+        padding: Padding::Never,
         options: OptionsDef::of::<b::fab::FabOptions>(),
         build: |c, o| Ok(Box::new(b::fab::new(c.geo, &resolve(b::fab::ID, o)?)?)),
     },
@@ -234,6 +282,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::bplru::BPLRU_ID,
         description: "BPLRU: block LRU + LRU compensation, victims padded into complete blocks",
         source: "co-op-buffer-ftl.txt §3 (Kim and Ahn 2008)",
+        padding: Padding::Always,
         options: OptionsDef::of::<b::bplru::BplruOptions>(),
         build: |c, o| Ok(Box::new(b::bplru::new_bplru(c.geo, &resolve(b::bplru::BPLRU_ID, o)?)?)),
     },
@@ -241,6 +290,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::bplru::BLRU_ID,
         description: "BLRU: BPLRU without padding",
         source: "co-op-buffer-ftl.txt §6",
+        padding: Padding::Never,
         options: OptionsDef::of::<b::bplru::BplruOptions>(),
         build: |c, o| Ok(Box::new(b::bplru::new_blru(c.geo, &resolve(b::bplru::BLRU_ID, o)?)?)),
     },
@@ -248,6 +298,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::bpref::ID,
         description: "BP-REF: page LRU, victim window, pads dense victim blocks",
         source: "co-op-buffer-ftl.txt §3 (Seo and Shin 2008)",
+        padding: Padding::Sometimes,
         options: OptionsDef::of::<b::bpref::BprefOptions>(),
         build: |c, o| Ok(Box::new(b::bpref::new(c.geo, &resolve(b::bpref::ID, o)?)?)),
     },
@@ -255,6 +306,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::bagc::ID,
         description: "BA-GC buffer side: 3-region (hot/warm/cold) block LRU, no padding",
         source: "co-op-buffer-ftl.txt §3 (Lee, Shin and Kim 2008)",
+        padding: Padding::Never,
         options: OptionsDef::of::<b::bagc::BagcOptions>(),
         build: |c, o| Ok(Box::new(b::bagc::new(c.geo, &resolve(b::bagc::ID, o)?)?)),
     },
@@ -262,6 +314,7 @@ pub const BUFFERS: &[BufferEntry] = &[
         id: b::coop::ID,
         description: "CO-OP: block LRU + LRU compensation, pads only when the FTL says a full merge would follow",
         source: "co-op-buffer-ftl.txt §5 (Algorithms 1 and 2)",
+        padding: Padding::Sometimes,
         options: OptionsDef::of::<b::coop::CoopOptions>(),
         build: |c, o| Ok(Box::new(b::coop::new(c.geo, &resolve(b::coop::ID, o)?)?)),
     },
@@ -297,4 +350,94 @@ pub fn ftl_ids() -> String {
 /// Ids of all buffers, comma-separated.
 pub fn buffer_ids() -> String {
     BUFFERS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+}
+
+fn option_rows(out: &mut String, def: &OptionsDef) {
+    use std::fmt::Write as _;
+    let fields = def.fields();
+    if fields.is_empty() {
+        out.push_str("No options.\n\n");
+        return;
+    }
+    out.push_str("| option | default | allowed | meaning |\n|---|---|---|---|\n");
+    for f in fields {
+        let mut allowed = Vec::new();
+        if f.kind.contains('|') {
+            allowed.push(f.kind.replace(" | ", ", "));
+        } else {
+            allowed.push(f.kind.clone());
+        }
+        allowed.extend(f.range());
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} | {} |",
+            f.name,
+            f.default,
+            allowed.join("; "),
+            f.help.replace('|', "\\|")
+        );
+    }
+    out.push('\n');
+}
+
+/// The reference of every built-in scheme and its options, in markdown: what
+/// `docs/schemes.md` holds (a test keeps the file equal to this) and `ftlab list
+/// --markdown` prints. Generated from the registry and the options types, so the
+/// documentation cannot drift from the code.
+pub fn reference_markdown() -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "# Schemes and their options\n\n\
+         Generated from the registry (`ftlab list --markdown`); do not edit by hand. Set \
+         an option with `--set ftl_options.KEY=VALUE` or `--set buffer_options.KEY=VALUE`, \
+         or in a `[ftl_options]` / `[buffer_options]` table of a config file.\n\n## FTLs\n\n",
+    );
+    for e in BUILTIN_FTLS {
+        let c = &e.caps;
+        let recovery = match c.recovery {
+            Recovery::Always => "recovers from a power loss".to_string(),
+            Recovery::Never => "no power-loss recovery".to_string(),
+            Recovery::WithOption { option, value } => {
+                format!("recovers from a power loss with `{option} = {value}`")
+            }
+        };
+        let _ = write!(
+            out,
+            "### `{}`\n\n{}. Source: {}.\n\n{}{}{}, {recovery}.\n\n",
+            e.id,
+            e.description,
+            e.source,
+            if c.block_mapped {
+                "Block-mapped"
+            } else {
+                "Page-mapped"
+            },
+            if c.demand_paged {
+                ", demand-paged map"
+            } else {
+                ""
+            },
+            if c.merge_queries {
+                ", answers CO-OP merge queries"
+            } else {
+                ""
+            },
+        );
+        option_rows(&mut out, &e.options);
+    }
+    out.push_str("## Write buffers\n\n");
+    for e in BUFFERS {
+        let pads = match e.padding {
+            Padding::Never => "never pads",
+            Padding::Always => "pads every victim block",
+            Padding::Sometimes => "pads some victim blocks",
+        };
+        let _ = write!(
+            out,
+            "### `{}`\n\n{}. Source: {}. It {pads}.\n\n",
+            e.id, e.description, e.source
+        );
+        option_rows(&mut out, &e.options);
+    }
+    out
 }

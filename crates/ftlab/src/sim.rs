@@ -261,6 +261,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             Some(registry::Recovery::WithOption { option, value }) => {
                 format!("; it recovers with ftl_options.{option} = {value}")
             }
+            Some(registry::Recovery::Never) => "; it has no recovery procedure".into(),
             _ => String::new(),
         };
         return Err(setting(

@@ -1,0 +1,147 @@
+//! The library API as a driver (the Python package, sweeps, a live device) uses it:
+//! `Simulation::new(config)?.run(workload, &mut observer)`.
+
+use ftlab::config::{Config, VerifyLevel};
+use ftlab::{Failure, NoObserver, Observer, Progress, Simulation, Workload};
+use ftlab_core::engine::Engine;
+use ftlab_core::request::{Op, Request};
+use ftlab_core::Nanos;
+
+fn small() -> Config {
+    let mut c = Config {
+        capacity: "16MiB".parse().unwrap(),
+        ..Config::default()
+    };
+    c.synthetic.count = 10_000;
+    c
+}
+
+#[derive(Default)]
+struct Watch {
+    progress: Vec<u64>,
+    snapshots: Vec<(u64, u64)>,
+    measuring: u32,
+    power_losses: u32,
+}
+
+impl Observer for Watch {
+    fn progress(&mut self, p: &Progress) {
+        self.progress.push(p.requests);
+    }
+    fn progress_every(&self) -> u64 {
+        1000
+    }
+    fn snapshot_every(&self) -> Option<u64> {
+        Some(2500)
+    }
+    fn snapshot(&mut self, p: &Progress, engine: &Engine) {
+        self.snapshots
+            .push((p.requests, engine.requests_submitted()));
+    }
+    fn measuring(&mut self, _p: &Progress) {
+        self.measuring += 1;
+    }
+    fn power_loss(&mut self, _p: &Progress, recovered: bool) {
+        assert!(recovered);
+        self.power_losses += 1;
+    }
+}
+
+#[test]
+fn an_observer_sees_progress_snapshots_measurement_and_power_losses() {
+    let mut cfg = small();
+    cfg.power_loss = vec!["4000".into(), "7000".into()];
+    let mut w = Watch::default();
+    let out = Simulation::new(cfg)
+        .unwrap()
+        .run(Workload::Configured, &mut w)
+        .unwrap();
+    assert!(out.failure.is_none());
+    assert_eq!(out.requests, 10_000);
+    let mut expected: Vec<u64> = (1..=10).map(|i| i * 1000).collect();
+    expected.push(10_000);
+    assert_eq!(
+        w.progress, expected,
+        "every 1000 requests and once at the end"
+    );
+    assert_eq!(
+        w.snapshots.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [2500, 5000, 7500, 10_000, 10_000]
+    );
+    assert!(w.snapshots.iter().all(|(a, b)| a == b), "{:?}", w.snapshots);
+    assert_eq!(w.measuring, 1);
+    assert_eq!(w.power_losses, 2);
+    assert_eq!(out.report.power_loss.events, 2);
+}
+
+#[test]
+fn requests_made_by_the_caller_run_and_are_checked() {
+    let page = 2048u64;
+    let reqs: Vec<Request> = (0..4000u64)
+        .map(|i| Request {
+            arrival: Nanos(i * 1000),
+            op: if i % 3 == 2 { Op::Read } else { Op::Write },
+            offset: (i * 7919 % 4096) * page,
+            len: page,
+        })
+        .collect();
+    let mut cfg = small();
+    cfg.verify = VerifyLevel::Deep;
+    let sim = Simulation::new(cfg).unwrap();
+    let out = sim
+        .run(
+            Workload::Requests(Box::new(reqs.into_iter())),
+            &mut NoObserver,
+        )
+        .unwrap();
+    assert!(out.failure.is_none(), "{:?}", out.failure);
+    assert_eq!(out.requests, 4000);
+    assert_eq!(out.report.workload.source, "requests");
+    assert_eq!(out.report.host.write_requests, 2667);
+    assert!(out.report.verify.reads_checked >= 1333);
+}
+
+#[test]
+fn the_same_config_and_seed_give_a_byte_identical_report() {
+    let json = || {
+        let out = ftlab::run(&small(), &mut NoObserver).unwrap();
+        serde_json::to_string(&out.report).unwrap()
+    };
+    assert_eq!(json(), json());
+}
+
+#[test]
+fn a_request_beyond_the_device_is_bad_input_not_a_failure() {
+    let reqs = vec![Request {
+        arrival: Nanos(0),
+        op: Op::Write,
+        offset: 1 << 40,
+        len: 4096,
+    }];
+    let e = Simulation::new(small())
+        .unwrap()
+        .run(
+            Workload::Requests(Box::new(reqs.into_iter())),
+            &mut NoObserver,
+        )
+        .err()
+        .expect("refused");
+    assert_eq!(e.exit_code(), ftlab::error::exit::USAGE);
+    assert!(e.to_string().contains("capacity"), "{e}");
+}
+
+#[test]
+fn a_panic_inside_a_scheme_is_a_failure_with_the_seed() {
+    let mut cfg = small();
+    cfg.ftl = "example".into();
+    cfg.seed = 42;
+    cfg.ftl_options.insert("panic_after".into(), 500.into());
+    let out = ftlab::run(&cfg, &mut NoObserver).unwrap();
+    match out.failure {
+        Some(Failure::Internal { seed, message, .. }) => {
+            assert_eq!(seed, 42);
+            assert!(message.contains("panic_after"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
