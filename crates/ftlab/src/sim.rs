@@ -250,11 +250,85 @@ pub fn build_schemes(
     })
 }
 
-/// Resolves a config into a ready engine.
-pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+/// A configuration checked in full, without building anything sized by the device.
+pub struct Resolved {
+    /// Geometry.
+    pub geo: Geometry,
+    /// Latencies.
+    pub latencies: Latencies,
+    /// The configuration with the schemes' options resolved (defaults filled in).
+    pub config: Config,
+    /// The report's echo of it (with the device).
+    pub echo: serde_json::Value,
+}
+
+/// The one validation pass: preset, geometry, latencies, the schemes and their options
+/// (types and ranges), timing and the workload settings. Errors name the key, the value
+/// and what is allowed. Builds no scheme (a 1 TiB device costs nothing here); checks
+/// that need a built scheme (its geometry limits, recovery) happen in
+/// [`Simulation::new`].
+pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     let preset = preset_of(cfg)?;
     let geo = geometry(cfg, preset)?;
     let latencies = latencies(preset, cfg)?;
+    let ftl = registry::ftl(&cfg.ftl).ok_or_else(|| {
+        setting(
+            "ftl",
+            format!("unknown FTL `{}` (known: {})", cfg.ftl, registry::ftl_ids()),
+        )
+    })?;
+    let buf = registry::buffer(&cfg.buffer).ok_or_else(|| {
+        setting(
+            "buffer",
+            format!(
+                "unknown buffer `{}` (known: {})",
+                cfg.buffer,
+                registry::buffer_ids()
+            ),
+        )
+    })?;
+    let mut resolved = cfg.clone();
+    for (opts, value) in [
+        (
+            &mut resolved.ftl_options,
+            (ftl.options.resolve)(ftl.id, &cfg.ftl_options)?,
+        ),
+        (
+            &mut resolved.buffer_options,
+            (buf.options.resolve)(buf.id, &cfg.buffer_options)?,
+        ),
+    ] {
+        if let serde_json::Value::Object(map) = value {
+            *opts = map;
+        }
+    }
+    if cfg.timing == TimingModel::Parallel
+        && !(cfg.channel_mib_s.is_finite() && cfg.channel_mib_s > 0.0)
+    {
+        return Err(setting("channel_mib_s", "must be a positive bandwidth"));
+    }
+    validate_workload(cfg, &geo)?;
+    let mut echo = serde_json::to_value(&resolved).expect("config serialises");
+    echo.as_object_mut().expect("config is an object").insert(
+        "device".into(),
+        serde_json::json!({ "geometry": geo, "latencies_ns": latencies }),
+    );
+    Ok(Resolved {
+        geo,
+        latencies,
+        config: resolved,
+        echo,
+    })
+}
+
+/// Resolves a config into a ready engine.
+pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+    let Resolved {
+        geo,
+        latencies,
+        echo,
+        ..
+    } = validate(cfg)?;
     let schemes = build_schemes(cfg, &geo, latencies)?;
     if !cfg.power_loss.is_empty() && !schemes.ftl.recovers() {
         let how = match registry::ftl(&cfg.ftl).map(|e| e.caps.recovery) {
@@ -275,9 +349,6 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
     let timing: Box<dyn Timing> = match cfg.timing {
         TimingModel::Serial => Box::new(SerialTiming::new(latencies)),
         TimingModel::Parallel => {
-            if !(cfg.channel_mib_s.is_finite() && cfg.channel_mib_s > 0.0) {
-                return Err(setting("channel_mib_s", "must be a positive bandwidth"));
-            }
             let xfer = geo.page_size as f64 / (cfg.channel_mib_s * 1048576.0) * 1e9;
             Box::new(ParallelTiming::new(
                 latencies,
@@ -294,8 +365,6 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             every: cfg.deep_every.max(1),
         },
     };
-    validate_workload(cfg, &geo)?;
-    let echo = echo(cfg, &geo, &latencies, &schemes);
     let engine = Engine::new(
         &geo,
         latencies,
@@ -314,18 +383,6 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
         engine,
         echo,
     })
-}
-
-fn echo(cfg: &Config, geo: &Geometry, lat: &Latencies, schemes: &Schemes) -> serde_json::Value {
-    let mut v = serde_json::to_value(cfg).expect("config serialises");
-    let obj = v.as_object_mut().expect("config is an object");
-    obj.insert("ftl_options".into(), schemes.ftl_options.clone());
-    obj.insert("buffer_options".into(), schemes.buffer_options.clone());
-    obj.insert(
-        "device".into(),
-        serde_json::json!({ "geometry": geo, "latencies_ns": lat }),
-    );
-    v
 }
 
 /// The least over-provisioning, from `cfg.op` up in steps of 12.5 percentage points,
