@@ -13,9 +13,11 @@
 //! # Ok::<(), ftlab::RunError>(())
 //! ```
 //!
-//! Modules, in the order a run goes through them (no module imports one after it):
-//! - [`config`]: the one typed [`Config`], loaded in layers from TOML, `--set` and flags;
+//! Modules, each importing only modules above it in this list (no import cycles):
 //! - [`registry`]: every FTL, buffer and timing model, their options and capabilities;
+//! - [`config`]: the one typed [`Config`], loaded in layers from TOML, `--set` and flags,
+//!   and its JSON Schema (which includes every scheme's options from the registry);
+//! - [`error`]: why a run cannot start, and the exit codes;
 //! - [`source`]: the workload a configuration names, through its transforms;
 //! - [`powerloss`]: when power losses strike;
 //! - [`sim`]: [`Simulation`], the [`Observer`] hook and the report;
