@@ -27,7 +27,12 @@
 //! the back.
 //!
 //! Memory: 12 bytes per node (two links and the list id) and 12 per list.
+//!
+//! One implementation serves both types: [`Lru`] keeps its single list's ends inline
+//! instead of in a `Vec`, so the per-request path of the single-list schemes pays no
+//! indirection or bounds check for them.
 
+use std::fmt::Debug;
 use std::iter::FusedIterator;
 
 /// No node: the end of a list, or a node on no list.
@@ -64,165 +69,158 @@ const EMPTY: Ends = Ends {
     len: 0,
 };
 
-/// Several doubly linked lists over node ids `0..nodes`; each node is on at most one
-/// list. Lists are numbered `0..lists`. The front of a list is its most recently used
-/// end, the back its least recently used end.
-#[derive(Clone, Debug)]
-pub struct Lists {
-    nodes: Vec<Node>,
-    lists: Vec<Ends>,
+/// Where the ends of the lists are kept: a `Vec` for [`Lists`], an array of one (a
+/// constant index, so no bounds check) for [`Lru`].
+trait EndsOf: Clone + Debug {
+    fn of(&self, list: u32) -> &Ends;
+    fn of_mut(&mut self, list: u32) -> &mut Ends;
+    fn all(&self) -> &[Ends];
 }
 
-impl Lists {
-    /// `lists` empty lists over `nodes` nodes. Both must be below [`NIL`].
-    pub fn new(nodes: u32, lists: u32) -> Lists {
-        assert!(
-            nodes < NIL && lists < NIL,
-            "lists: {nodes} nodes and {lists} lists must be below {NIL}"
-        );
-        Lists {
+impl EndsOf for Vec<Ends> {
+    #[inline]
+    fn of(&self, list: u32) -> &Ends {
+        &self[list as usize]
+    }
+
+    #[inline]
+    fn of_mut(&mut self, list: u32) -> &mut Ends {
+        &mut self[list as usize]
+    }
+
+    fn all(&self) -> &[Ends] {
+        self
+    }
+}
+
+impl EndsOf for [Ends; 1] {
+    #[inline]
+    fn of(&self, list: u32) -> &Ends {
+        debug_assert_eq!(list, 0);
+        &self[0]
+    }
+
+    #[inline]
+    fn of_mut(&mut self, list: u32) -> &mut Ends {
+        debug_assert_eq!(list, 0);
+        &mut self[0]
+    }
+
+    fn all(&self) -> &[Ends] {
+        self
+    }
+}
+
+/// The one implementation behind [`Lists`] and [`Lru`] (documented on [`Lists`]).
+#[derive(Clone, Debug)]
+struct Links<E> {
+    nodes: Vec<Node>,
+    ends: E,
+}
+
+impl<E: EndsOf> Links<E> {
+    fn new(nodes: u32, ends: E) -> Links<E> {
+        assert!(nodes < NIL, "lists: {nodes} nodes must be below {NIL}");
+        Links {
             nodes: vec![UNLISTED; nodes as usize],
-            lists: vec![EMPTY; lists as usize],
+            ends,
         }
     }
 
-    /// Node ids are `0..nodes()`.
     #[inline]
-    pub fn nodes(&self) -> u32 {
-        self.nodes.len() as u32
-    }
-
-    /// List ids are `0..lists()`.
-    #[inline]
-    pub fn lists(&self) -> u32 {
-        self.lists.len() as u32
-    }
-
-    /// The list `node` is on.
-    #[inline]
-    pub fn list_of(&self, node: u32) -> Option<u32> {
+    fn list_of(&self, node: u32) -> Option<u32> {
         let l = self.nodes[node as usize].list;
         (l != NIL).then_some(l)
     }
 
-    /// Whether `node` is on any list.
     #[inline]
-    pub fn contains(&self, node: u32) -> bool {
-        self.nodes[node as usize].list != NIL
-    }
-
-    /// Nodes on `list`.
-    #[inline]
-    pub fn len(&self, list: u32) -> u32 {
-        self.lists[list as usize].len
-    }
-
-    /// Whether `list` has no node.
-    #[inline]
-    pub fn is_empty(&self, list: u32) -> bool {
-        self.lists[list as usize].len == 0
-    }
-
-    /// The most recently used node of `list`.
-    #[inline]
-    pub fn front(&self, list: u32) -> Option<u32> {
-        let f = self.lists[list as usize].front;
+    fn front(&self, list: u32) -> Option<u32> {
+        let f = self.ends.of(list).front;
         (f != NIL).then_some(f)
     }
 
-    /// The least recently used node of `list`.
     #[inline]
-    pub fn back(&self, list: u32) -> Option<u32> {
-        let b = self.lists[list as usize].back;
+    fn back(&self, list: u32) -> Option<u32> {
+        let b = self.ends.of(list).back;
         (b != NIL).then_some(b)
     }
 
-    /// The node after `node` towards the front of its list (more recently used).
     #[inline]
-    pub fn newer(&self, node: u32) -> Option<u32> {
+    fn newer(&self, node: u32) -> Option<u32> {
         let n = self.nodes[node as usize].newer;
         (n != NIL).then_some(n)
     }
 
-    /// The node after `node` towards the back of its list (less recently used).
     #[inline]
-    pub fn older(&self, node: u32) -> Option<u32> {
+    fn older(&self, node: u32) -> Option<u32> {
         let o = self.nodes[node as usize].older;
         (o != NIL).then_some(o)
     }
 
-    /// Puts `node`, which must be on no list, at the front of `list`.
     #[inline]
-    pub fn push_front(&mut self, list: u32, node: u32) {
+    fn push_front(&mut self, list: u32, node: u32) {
         self.assert_unlisted(node);
         self.link_front(list, node);
     }
 
-    /// Puts `node`, which must be on no list, at the back of `list`.
     #[inline]
-    pub fn push_back(&mut self, list: u32, node: u32) {
+    fn push_back(&mut self, list: u32, node: u32) {
         self.assert_unlisted(node);
         self.link_back(list, node);
     }
 
-    /// Moves `node` (on any list or none) to the front of `list`.
     #[inline]
-    pub fn move_to_front(&mut self, list: u32, node: u32) {
+    fn move_to_front(&mut self, list: u32, node: u32) {
         let n = self.nodes[node as usize];
         if n.list == list && n.newer == NIL {
             return; // already there
         }
         if n.list != NIL {
-            self.unlink(node, n);
+            self.detach(n);
         }
         self.link_front(list, node);
     }
 
-    /// Moves `node` (on any list or none) to the back of `list`.
     #[inline]
-    pub fn move_to_back(&mut self, list: u32, node: u32) {
+    fn move_to_back(&mut self, list: u32, node: u32) {
         let n = self.nodes[node as usize];
         if n.list == list && n.older == NIL {
             return; // already there
         }
         if n.list != NIL {
-            self.unlink(node, n);
+            self.detach(n);
         }
         self.link_back(list, node);
     }
 
-    /// Takes `node` off its list; returns whether it was on one (no-op if not).
     #[inline]
-    pub fn remove(&mut self, node: u32) -> bool {
+    fn remove(&mut self, node: u32) -> bool {
         let n = self.nodes[node as usize];
         if n.list == NIL {
             return false;
         }
-        self.unlink(node, n);
+        self.detach(n);
+        self.nodes[node as usize] = UNLISTED;
         true
     }
 
-    /// Takes the least recently used node off `list`.
     #[inline]
-    pub fn pop_back(&mut self, list: u32) -> Option<u32> {
+    fn pop_back(&mut self, list: u32) -> Option<u32> {
         let b = self.back(list)?;
-        self.unlink(b, self.nodes[b as usize]);
+        self.remove(b);
         Some(b)
     }
 
-    /// Takes the most recently used node off `list`.
     #[inline]
-    pub fn pop_front(&mut self, list: u32) -> Option<u32> {
+    fn pop_front(&mut self, list: u32) -> Option<u32> {
         let f = self.front(list)?;
-        self.unlink(f, self.nodes[f as usize]);
+        self.remove(f);
         Some(f)
     }
 
-    /// The nodes of `list` from the front (most recently used) to the back; `rev()`
-    /// walks from the back.
     #[inline]
-    pub fn iter(&self, list: u32) -> Iter<'_> {
-        let e = self.lists[list as usize];
+    fn iter(&self, list: u32) -> Iter<'_> {
+        let e = self.ends.of(list);
         Iter {
             nodes: &self.nodes,
             front: e.front,
@@ -231,11 +229,9 @@ impl Lists {
         }
     }
 
-    /// Walks every list and checks its links, its ends, its length and its nodes' list
-    /// ids, and that no node is marked on a list it is not linked in.
-    pub fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), String> {
         let mut linked = 0u64;
-        for (l, e) in self.lists.iter().enumerate() {
+        for (l, e) in self.ends.all().iter().enumerate() {
             let mut n = 0u32;
             let mut newer = NIL;
             let mut cur = e.front;
@@ -251,7 +247,7 @@ impl Lists {
                     return Err(format!("node {cur}: link to the front broken in list {l}"));
                 }
                 n += 1;
-                if n > self.nodes() {
+                if n as usize > self.nodes.len() {
                     return Err(format!("list {l} has a cycle"));
                 }
                 newer = cur;
@@ -283,7 +279,7 @@ impl Lists {
     /// Links `node`, on no list, at the front of `list`.
     #[inline]
     fn link_front(&mut self, list: u32, node: u32) {
-        let e = &mut self.lists[list as usize];
+        let e = self.ends.of_mut(list);
         let old = e.front;
         e.front = node;
         e.len += 1;
@@ -299,10 +295,10 @@ impl Lists {
         };
     }
 
-    /// Links `node`, on no list, at the back of `list`.
+    /// Links `node`, on no list, at the back of `list` (the mirror of `link_front`).
     #[inline]
     fn link_back(&mut self, list: u32, node: u32) {
-        let e = &mut self.lists[list as usize];
+        let e = self.ends.of_mut(list);
         let old = e.back;
         e.back = node;
         e.len += 1;
@@ -318,10 +314,12 @@ impl Lists {
         };
     }
 
-    /// Unlinks `node`, whose links are `n`, from its list `n.list`.
+    /// Unlinks the node whose links are `n` from its list `n.list`: its neighbours and
+    /// the list's ends no longer point to it. Its own links are left for the caller to
+    /// overwrite.
     #[inline]
-    fn unlink(&mut self, node: u32, n: Node) {
-        let e = &mut self.lists[n.list as usize];
+    fn detach(&mut self, n: Node) {
+        let e = self.ends.of_mut(n.list);
         if n.newer == NIL {
             e.front = n.older;
         } else {
@@ -333,7 +331,135 @@ impl Lists {
             self.nodes[n.older as usize].newer = n.newer;
         }
         e.len -= 1;
-        self.nodes[node as usize] = UNLISTED;
+    }
+}
+
+/// Several doubly linked lists over node ids `0..nodes`; each node is on at most one
+/// list. Lists are numbered `0..lists`. The front of a list is its most recently used
+/// end, the back its least recently used end.
+#[derive(Clone, Debug)]
+pub struct Lists(Links<Vec<Ends>>);
+
+impl Lists {
+    /// `lists` empty lists over `nodes` nodes. Both must be below [`NIL`].
+    pub fn new(nodes: u32, lists: u32) -> Lists {
+        assert!(lists < NIL, "lists: {lists} lists must be below {NIL}");
+        Lists(Links::new(nodes, vec![EMPTY; lists as usize]))
+    }
+
+    /// Node ids are `0..nodes()`.
+    #[inline]
+    pub fn nodes(&self) -> u32 {
+        self.0.nodes.len() as u32
+    }
+
+    /// List ids are `0..lists()`.
+    #[inline]
+    pub fn lists(&self) -> u32 {
+        self.0.ends.len() as u32
+    }
+
+    /// The list `node` is on.
+    #[inline]
+    pub fn list_of(&self, node: u32) -> Option<u32> {
+        self.0.list_of(node)
+    }
+
+    /// Whether `node` is on any list.
+    #[inline]
+    pub fn contains(&self, node: u32) -> bool {
+        self.0.list_of(node).is_some()
+    }
+
+    /// Nodes on `list`.
+    #[inline]
+    pub fn len(&self, list: u32) -> u32 {
+        self.0.ends.of(list).len
+    }
+
+    /// Whether `list` has no node.
+    #[inline]
+    pub fn is_empty(&self, list: u32) -> bool {
+        self.len(list) == 0
+    }
+
+    /// The most recently used node of `list`.
+    #[inline]
+    pub fn front(&self, list: u32) -> Option<u32> {
+        self.0.front(list)
+    }
+
+    /// The least recently used node of `list`.
+    #[inline]
+    pub fn back(&self, list: u32) -> Option<u32> {
+        self.0.back(list)
+    }
+
+    /// The node after `node` towards the front of its list (more recently used).
+    #[inline]
+    pub fn newer(&self, node: u32) -> Option<u32> {
+        self.0.newer(node)
+    }
+
+    /// The node after `node` towards the back of its list (less recently used).
+    #[inline]
+    pub fn older(&self, node: u32) -> Option<u32> {
+        self.0.older(node)
+    }
+
+    /// Puts `node`, which must be on no list, at the front of `list`.
+    #[inline]
+    pub fn push_front(&mut self, list: u32, node: u32) {
+        self.0.push_front(list, node);
+    }
+
+    /// Puts `node`, which must be on no list, at the back of `list`.
+    #[inline]
+    pub fn push_back(&mut self, list: u32, node: u32) {
+        self.0.push_back(list, node);
+    }
+
+    /// Moves `node` (on any list or none) to the front of `list`.
+    #[inline]
+    pub fn move_to_front(&mut self, list: u32, node: u32) {
+        self.0.move_to_front(list, node);
+    }
+
+    /// Moves `node` (on any list or none) to the back of `list`.
+    #[inline]
+    pub fn move_to_back(&mut self, list: u32, node: u32) {
+        self.0.move_to_back(list, node);
+    }
+
+    /// Takes `node` off its list; returns whether it was on one (no-op if not).
+    #[inline]
+    pub fn remove(&mut self, node: u32) -> bool {
+        self.0.remove(node)
+    }
+
+    /// Takes the least recently used node off `list`.
+    #[inline]
+    pub fn pop_back(&mut self, list: u32) -> Option<u32> {
+        self.0.pop_back(list)
+    }
+
+    /// Takes the most recently used node off `list`.
+    #[inline]
+    pub fn pop_front(&mut self, list: u32) -> Option<u32> {
+        self.0.pop_front(list)
+    }
+
+    /// The nodes of `list` from the front (most recently used) to the back; `rev()`
+    /// walks from the back.
+    #[inline]
+    pub fn iter(&self, list: u32) -> Iter<'_> {
+        self.0.iter(list)
+    }
+
+    /// Walks every list and checks its links, its ends, its length and its nodes' list
+    /// ids, and that no node is marked on a list it is not linked in.
+    pub fn check(&self) -> Result<(), String> {
+        self.0.check()
     }
 }
 
@@ -387,36 +513,36 @@ impl FusedIterator for Iter<'_> {}
 /// One LRU list over node ids `0..nodes`: [`Lists`] with a single list, without the
 /// list argument. The front is the most recently used end, the back the least.
 #[derive(Clone, Debug)]
-pub struct Lru(Lists);
+pub struct Lru(Links<[Ends; 1]>);
 
 impl Lru {
     /// An empty list over `nodes` nodes (below [`NIL`]).
     pub fn new(nodes: u32) -> Lru {
-        Lru(Lists::new(nodes, 1))
+        Lru(Links::new(nodes, [EMPTY]))
     }
 
     /// Node ids are `0..nodes()`.
     #[inline]
     pub fn nodes(&self) -> u32 {
-        self.0.nodes()
+        self.0.nodes.len() as u32
     }
 
     /// Nodes on the list.
     #[inline]
     pub fn len(&self) -> u32 {
-        self.0.len(0)
+        self.0.ends[0].len
     }
 
     /// Whether the list has no node.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty(0)
+        self.len() == 0
     }
 
     /// Whether `node` is on the list.
     #[inline]
     pub fn contains(&self, node: u32) -> bool {
-        self.0.contains(node)
+        self.0.list_of(node).is_some()
     }
 
     /// The most recently used node.
