@@ -68,9 +68,9 @@ impl Default for BagcOptions {
     }
 }
 
-const HOT: u16 = 0;
-const WARM: u16 = 1;
-const COLD: u16 = 2;
+const HOT: u32 = 0;
+const WARM: u32 = 1;
+const COLD: u32 = 2;
 
 /// The 3-region LRU policy.
 #[derive(Debug)]
@@ -114,12 +114,12 @@ impl BagcPolicy {
         let total = l.len(HOT) + l.len(WARM) + l.len(COLD);
         let (hot_max, warm_max) = (share(total, self.hot_pct), share(total, self.warm_pct));
         while l.len(HOT) > hot_max {
-            let b = l.lru(HOT).expect("non-empty");
-            l.move_mru(WARM, b);
+            let b = l.back(HOT).expect("non-empty");
+            l.move_to_front(WARM, b);
         }
         while l.len(WARM) > warm_max {
-            let b = l.lru(WARM).expect("non-empty");
-            l.move_mru(COLD, b);
+            let b = l.back(WARM).expect("non-empty");
+            l.move_to_front(COLD, b);
         }
     }
 }
@@ -133,14 +133,14 @@ impl BlockPolicy for BagcPolicy {
             Touch::Grow if core.lists.list_of(lbn.0) == Some(HOT) => HOT,
             Touch::Grow => WARM,
         };
-        core.lists.move_mru(region, lbn.0);
+        core.lists.move_to_front(region, lbn.0);
         self.rebalance(core);
     }
 
     fn evict(&mut self, core: &mut BlockCore, be: &mut Backend<'_>) {
         let victim = [COLD, WARM, HOT]
             .iter()
-            .find_map(|&r| core.lists.lru(r))
+            .find_map(|&r| core.lists.back(r))
             .expect("a buffer holding pages lists a block");
         core.flush_block(be, Lbn(victim), false);
     }

@@ -1,6 +1,7 @@
-//! Shared machinery of the flash-aware buffers: intrusive LRU lists over flat arrays,
-//! the per-page table of buffered versions grouped by logical block, the `size` option,
-//! and padded flushes that re-attribute their flash operations to [`Cause::Padding`].
+//! Shared machinery of the flash-aware buffers: the per-page table of buffered versions
+//! grouped by logical block, the block lists (an [`ftlab_core::lru::Lists`] over logical
+//! block numbers), the `size` option, and padded flushes that re-attribute their flash
+//! operations to [`Cause::Padding`].
 //!
 //! Everything is sized once, at construction, from the geometry and the buffer size:
 //! no request allocates.
@@ -19,14 +20,11 @@ use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::flash::{Cause, OpKind};
 use ftlab_core::ftl::{BufferView, GroupInfo};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::Lists;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite};
 use serde::{Deserialize, Serialize};
-
-/// No node / not on any list.
-pub const NIL: u32 = u32::MAX;
-const OFF: u16 = u16::MAX;
 
 /// The default of every buffer's `size` option: 16 MiB.
 pub const DEFAULT_SIZE: ByteSize = ByteSize(16 << 20);
@@ -63,175 +61,6 @@ pub fn capacity_pages(scheme: &str, geo: &Geometry, size: ByteSize) -> Result<u3
         ));
     }
     Ok(pages.min(u32::MAX as u64 - 1) as u32)
-}
-
-/// Intrusive doubly linked lists over node ids `0..nodes`; each node is on at most one
-/// list. The head of a list is its LRU end, the tail its MRU end.
-#[derive(Clone, Debug)]
-pub struct Lists {
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    on: Vec<u16>,
-    head: Vec<u32>,
-    tail: Vec<u32>,
-    len: Vec<u32>,
-}
-
-impl Lists {
-    /// `lists` empty lists over `nodes` nodes.
-    pub fn new(nodes: u32, lists: u16) -> Lists {
-        assert!(lists < OFF);
-        Lists {
-            prev: vec![NIL; nodes as usize],
-            next: vec![NIL; nodes as usize],
-            on: vec![OFF; nodes as usize],
-            head: vec![NIL; lists as usize],
-            tail: vec![NIL; lists as usize],
-            len: vec![0; lists as usize],
-        }
-    }
-
-    /// The list a node is on.
-    #[inline]
-    pub fn list_of(&self, node: u32) -> Option<u16> {
-        let l = self.on[node as usize];
-        (l != OFF).then_some(l)
-    }
-
-    /// Nodes on a list.
-    #[inline]
-    pub fn len(&self, list: u16) -> u32 {
-        self.len[list as usize]
-    }
-
-    /// The least recently used node of a list.
-    #[inline]
-    pub fn lru(&self, list: u16) -> Option<u32> {
-        let h = self.head[list as usize];
-        (h != NIL).then_some(h)
-    }
-
-    /// The node after `node` towards the MRU end.
-    #[inline]
-    pub fn newer(&self, node: u32) -> Option<u32> {
-        let n = self.next[node as usize];
-        (n != NIL).then_some(n)
-    }
-
-    /// Appends a node that is on no list at the MRU end of `list`.
-    #[inline]
-    pub fn push_mru(&mut self, list: u16, node: u32) {
-        let i = node as usize;
-        assert_eq!(self.on[i], OFF, "node {node} is already on a list");
-        let t = self.tail[list as usize];
-        self.prev[i] = t;
-        self.next[i] = NIL;
-        if t == NIL {
-            self.head[list as usize] = node;
-        } else {
-            self.next[t as usize] = node;
-        }
-        self.tail[list as usize] = node;
-        self.on[i] = list;
-        self.len[list as usize] += 1;
-    }
-
-    /// Puts a node that is on no list at the LRU end of `list`.
-    #[inline]
-    pub fn push_lru(&mut self, list: u16, node: u32) {
-        let i = node as usize;
-        assert_eq!(self.on[i], OFF, "node {node} is already on a list");
-        let h = self.head[list as usize];
-        self.next[i] = h;
-        self.prev[i] = NIL;
-        if h == NIL {
-            self.tail[list as usize] = node;
-        } else {
-            self.prev[h as usize] = node;
-        }
-        self.head[list as usize] = node;
-        self.on[i] = list;
-        self.len[list as usize] += 1;
-    }
-
-    /// Takes a node off its list (no-op if it is on none).
-    #[inline]
-    pub fn remove(&mut self, node: u32) {
-        let i = node as usize;
-        let list = self.on[i];
-        if list == OFF {
-            return;
-        }
-        let (p, n) = (self.prev[i], self.next[i]);
-        if p == NIL {
-            self.head[list as usize] = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NIL {
-            self.tail[list as usize] = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
-        self.prev[i] = NIL;
-        self.next[i] = NIL;
-        self.on[i] = OFF;
-        self.len[list as usize] -= 1;
-    }
-
-    /// Moves a node (on any list or none) to the MRU end of `list`.
-    #[inline]
-    pub fn move_mru(&mut self, list: u16, node: u32) {
-        self.remove(node);
-        self.push_mru(list, node);
-    }
-
-    /// Moves a node (on any list or none) to the LRU end of `list`.
-    #[inline]
-    pub fn move_lru(&mut self, list: u16, node: u32) {
-        self.remove(node);
-        self.push_lru(list, node);
-    }
-
-    /// Walks every list both ways and checks links, membership and lengths.
-    pub fn check(&self) -> Result<(), String> {
-        let mut seen = 0u64;
-        for l in 0..self.head.len() {
-            let mut n = 0u32;
-            let mut prev = NIL;
-            let mut cur = self.head[l];
-            while cur != NIL {
-                let i = cur as usize;
-                if self.on[i] != l as u16 {
-                    return Err(format!(
-                        "node {cur} is linked in list {l} but marked {}",
-                        self.on[i]
-                    ));
-                }
-                if self.prev[i] != prev {
-                    return Err(format!("node {cur}: back link broken in list {l}"));
-                }
-                n += 1;
-                if n > self.on.len() as u32 {
-                    return Err(format!("list {l} has a cycle"));
-                }
-                prev = cur;
-                cur = self.next[i];
-            }
-            if prev != self.tail[l] {
-                return Err(format!("list {l}: tail is not the last node"));
-            }
-            if n != self.len[l] {
-                return Err(format!("list {l}: {n} nodes but length {}", self.len[l]));
-            }
-            seen += n as u64;
-        }
-        let marked = self.on.iter().filter(|&&l| l != OFF).count() as u64;
-        if marked != seen {
-            return Err(format!("{marked} nodes marked on lists but {seen} linked"));
-        }
-        Ok(())
-    }
 }
 
 /// Marks a buffered page whose data is already on flash (BA-BM made it clean).
@@ -481,7 +310,7 @@ pub fn write_group(
 pub struct CoreView<'a> {
     t: &'a mut BlockPages,
     lists: &'a Lists,
-    cold: u16,
+    cold: u32,
 }
 
 impl BufferView for CoreView<'_> {
@@ -537,13 +366,13 @@ pub struct BlockCore {
     pub padded_flushes: u64,
     /// The list of cold blocks when the buffer shows itself to the FTL (BA-GC); `None`:
     /// no view.
-    pub view_cold: Option<u16>,
+    pub view_cold: Option<u32>,
     scratch: Vec<PageTag>,
 }
 
 impl BlockCore {
     /// An empty core with `lists` block lists.
-    pub fn new(geo: &Geometry, capacity: u32, lists: u16) -> BlockCore {
+    pub fn new(geo: &Geometry, capacity: u32, lists: u32) -> BlockCore {
         BlockCore {
             t: BlockPages::new(geo, capacity),
             lists: Lists::new(geo.logical_blocks(), lists),
@@ -628,7 +457,7 @@ impl BlockCore {
         self.lists.check()?;
         let blocks = self.t.pages.len() as u32;
         for b in 0..blocks {
-            let listed = self.lists.list_of(b).is_some();
+            let listed = self.lists.contains(b);
             let held = self.t.pages(Lbn(b)) > 0;
             if listed != held {
                 return Err(format!(
@@ -670,7 +499,7 @@ pub struct BlockBuffer<P> {
 
 impl<P: BlockPolicy> BlockBuffer<P> {
     /// A buffer of `capacity` pages with `lists` block lists.
-    pub fn new(geo: &Geometry, capacity: u32, lists: u16, policy: P) -> Self {
+    pub fn new(geo: &Geometry, capacity: u32, lists: u32, policy: P) -> Self {
         BlockBuffer {
             core: BlockCore::new(geo, capacity, lists),
             policy,
@@ -721,7 +550,7 @@ impl<P: BlockPolicy> Buffer for BlockBuffer<P> {
                     self.evict(be);
                 }
                 self.core.stats.write_misses += 1;
-                if self.core.lists.list_of(lbn.0).is_some() {
+                if self.core.lists.contains(lbn.0) {
                     Touch::Grow
                 } else {
                     Touch::New
@@ -908,35 +737,6 @@ pub mod testutil {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lists_keep_lru_order_and_move_nodes() {
-        let mut l = Lists::new(6, 2);
-        for n in 0..4 {
-            l.push_mru(0, n);
-        }
-        l.move_mru(0, 1);
-        l.move_lru(1, 3);
-        l.push_lru(0, 5);
-        let order = |l: &Lists, list| {
-            let mut v = Vec::new();
-            let mut c = l.lru(list);
-            while let Some(n) = c {
-                v.push(n);
-                c = l.newer(n);
-            }
-            v
-        };
-        assert_eq!(order(&l, 0), [5, 0, 2, 1]);
-        assert_eq!(order(&l, 1), [3]);
-        assert_eq!(l.list_of(3), Some(1));
-        assert_eq!(l.list_of(4), None);
-        l.remove(0);
-        l.remove(4);
-        assert_eq!(order(&l, 0), [5, 2, 1]);
-        assert_eq!(l.len(0), 3);
-        l.check().unwrap();
-    }
 
     #[test]
     fn block_pages_count_dirty_and_clean() {

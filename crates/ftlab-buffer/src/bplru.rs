@@ -63,14 +63,14 @@ pub fn new_blru(geo: &Geometry, opts: &BlruOptions) -> Result<Bplru, SchemeError
 /// BPLRU \[11\] is adopted").
 pub fn lru_touched(core: &mut BlockCore, lbn: Lbn, how: Touch) {
     if how != Touch::Shrink {
-        core.lists.move_mru(0, lbn.0);
+        core.lists.move_to_front(0, lbn.0);
     }
 }
 
 /// LRU compensation: a complete block goes to the LRU end.
 pub fn lru_compensate(core: &mut BlockCore, lbn: Lbn) {
     if core.t.is_complete(lbn) {
-        core.lists.move_lru(0, lbn.0);
+        core.lists.move_to_back(0, lbn.0);
     }
 }
 
@@ -86,7 +86,7 @@ impl BlockPolicy for BplruPolicy {
     fn evict(&mut self, core: &mut BlockCore, be: &mut Backend<'_>) {
         let victim = core
             .lists
-            .lru(0)
+            .back(0)
             .expect("a buffer holding pages lists a block");
         core.flush_block(be, Lbn(victim), self.pad);
     }

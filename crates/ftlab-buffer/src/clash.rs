@@ -54,6 +54,7 @@
 
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::{Lists, Lru};
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::u32map::U32Map;
 use ftlab_core::{Lpn, PageTag, PageWrite};
@@ -147,18 +148,13 @@ struct PSpace {
     ppb: u32,
     tag: Vec<PageTag>,
     dirty: Vec<bool>,
-    group: Vec<u32>,
-    next: Vec<u32>,
-    prev: Vec<u32>,
+    /// The slots of each group (list id = group), newest first.
+    slots: Lists,
     free: Vec<u32>,
     by_lpn: U32Map,
     g_lbn: Vec<u32>,
-    g_count: Vec<u32>,
-    g_head: Vec<u32>,
-    g_next: Vec<u32>,
-    g_prev: Vec<u32>,
-    bucket_head: Vec<u32>,
-    bucket_tail: Vec<u32>,
+    /// The groups of each size (list id = pages in the group), oldest at the back.
+    buckets: Lists,
     g_free: Vec<u32>,
     by_lbn: U32Map,
     max: u32,
@@ -167,23 +163,16 @@ struct PSpace {
 impl PSpace {
     fn new(cap: u32, ppb: u32) -> PSpace {
         let n = cap as usize;
-        let buckets = ppb.min(cap) as usize + 1;
+        let buckets = ppb.min(cap) + 1;
         PSpace {
             ppb,
             tag: vec![PageTag::default(); n],
             dirty: vec![false; n],
-            group: vec![NONE; n],
-            next: vec![NONE; n],
-            prev: vec![NONE; n],
+            slots: Lists::new(cap, cap),
             free: (0..cap).rev().collect(),
             by_lpn: U32Map::with_max_len(cap),
             g_lbn: vec![NONE; n],
-            g_count: vec![0; n],
-            g_head: vec![NONE; n],
-            g_next: vec![NONE; n],
-            g_prev: vec![NONE; n],
-            bucket_head: vec![NONE; buckets],
-            bucket_tail: vec![NONE; buckets],
+            buckets: Lists::new(cap, buckets),
             g_free: (0..cap).rev().collect(),
             by_lbn: U32Map::with_max_len(cap),
             max: 0,
@@ -202,32 +191,15 @@ impl PSpace {
         self.by_lpn.get(lpn)
     }
 
-    fn unbucket(&mut self, g: u32) {
-        let c = self.g_count[g as usize] as usize;
-        let (p, n) = (self.g_prev[g as usize], self.g_next[g as usize]);
-        if p == NONE {
-            self.bucket_head[c] = n;
-        } else {
-            self.g_next[p as usize] = n;
-        }
-        if n == NONE {
-            self.bucket_tail[c] = p;
-        } else {
-            self.g_prev[n as usize] = p;
-        }
+    /// Pages in group `g`.
+    fn count(&self, g: u32) -> u32 {
+        self.slots.len(g)
     }
 
+    /// Files group `g` in the bucket of its size, as the newest there.
     fn bucket(&mut self, g: u32) {
-        let c = self.g_count[g as usize];
-        let tail = self.bucket_tail[c as usize];
-        self.g_prev[g as usize] = tail;
-        self.g_next[g as usize] = NONE;
-        if tail == NONE {
-            self.bucket_head[c as usize] = g;
-        } else {
-            self.g_next[tail as usize] = g;
-        }
-        self.bucket_tail[c as usize] = g;
+        let c = self.count(g);
+        self.buckets.push_front(c, g);
         self.max = self.max.max(c);
     }
 
@@ -243,45 +215,29 @@ impl PSpace {
         self.by_lpn.insert(tag.lpn.0, s);
         let g = match self.by_lbn.get(lbn) {
             Some(g) => {
-                self.unbucket(g);
+                self.buckets.remove(g);
                 g
             }
             None => {
                 let g = self.g_free.pop().expect("p-space: more groups than slots");
                 self.g_lbn[g as usize] = lbn;
-                self.g_count[g as usize] = 0;
-                self.g_head[g as usize] = NONE;
                 self.by_lbn.insert(lbn, g);
                 g
             }
         };
-        let head = self.g_head[g as usize];
-        self.next[s as usize] = head;
-        self.prev[s as usize] = NONE;
-        if head != NONE {
-            self.prev[head as usize] = s;
-        }
-        self.g_head[g as usize] = s;
-        self.group[s as usize] = g;
-        self.g_count[g as usize] += 1;
+        self.slots.push_front(g, s);
         self.bucket(g);
     }
 
     /// Frees a slot; returns its page and dirty bit.
     fn remove(&mut self, s: u32) -> (PageTag, bool) {
-        let g = self.group[s as usize];
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        if p == NONE {
-            self.g_head[g as usize] = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n != NONE {
-            self.prev[n as usize] = p;
-        }
-        self.unbucket(g);
-        self.g_count[g as usize] -= 1;
-        if self.g_count[g as usize] == 0 {
+        let g = self
+            .slots
+            .list_of(s)
+            .expect("p-space: remove of a free slot");
+        self.slots.remove(s);
+        self.buckets.remove(g);
+        if self.slots.is_empty(g) {
             self.by_lbn.remove(self.g_lbn[g as usize]);
             self.g_lbn[g as usize] = NONE;
             self.g_free.push(g);
@@ -290,28 +246,23 @@ impl PSpace {
         }
         let tag = self.tag[s as usize];
         self.by_lpn.remove(tag.lpn.0);
-        self.group[s as usize] = NONE;
         self.free.push(s);
         (tag, self.dirty[s as usize])
     }
 
     /// The largest group (the one that reached that size first).
     fn largest(&mut self) -> Option<u32> {
-        while self.max > 0 && self.bucket_head[self.max as usize] == NONE {
+        while self.max > 0 && self.buckets.is_empty(self.max) {
             self.max -= 1;
         }
-        (self.max > 0).then(|| self.bucket_head[self.max as usize])
+        match self.max {
+            0 => None,
+            max => self.buckets.back(max),
+        }
     }
 
     fn group_dirty(&self, g: u32) -> bool {
-        let mut s = self.g_head[g as usize];
-        while s != NONE {
-            if self.dirty[s as usize] {
-                return true;
-            }
-            s = self.next[s as usize];
-        }
-        false
+        self.slots.iter(g).any(|s| self.dirty[s as usize])
     }
 }
 
@@ -322,9 +273,9 @@ struct BSpace {
     tag: Vec<PageTag>,
     state: Vec<u8>,
     valid: Vec<u32>,
-    used_at: Vec<u64>,
+    /// The blocks in use, most recently used first.
+    lru: Lru,
     by_lbn: U32Map,
-    clock: u64,
 }
 
 impl BSpace {
@@ -336,9 +287,8 @@ impl BSpace {
             tag: vec![PageTag::default(); pages],
             state: vec![EMPTY; pages],
             valid: vec![0; blocks as usize],
-            used_at: vec![0; blocks as usize],
+            lru: Lru::new(blocks),
             by_lbn: U32Map::with_max_len(blocks),
-            clock: 0,
         }
     }
 
@@ -376,9 +326,9 @@ impl BSpace {
         self.valid[b as usize] -= 1;
     }
 
+    /// A use of block `b` (in use): it becomes the most recently used.
     fn touch(&mut self, b: u32) {
-        self.clock += 1;
-        self.used_at[b as usize] = self.clock;
+        self.lru.touch(b);
     }
 
     fn assign(&mut self, b: u32, lbn: u32) {
@@ -393,25 +343,26 @@ impl BSpace {
         let first = self.at(b, 0);
         self.state[first..first + self.ppb as usize].fill(EMPTY);
         self.valid[b as usize] = 0;
+        self.lru.remove(b);
     }
 
     fn free_block(&self) -> Option<u32> {
         self.lbn.iter().position(|&l| l == NONE).map(|b| b as u32)
     }
 
-    /// The block with the fewest valid pages, ties to the least recently used.
+    /// The block in use with the fewest valid pages, ties to the least recently used.
     fn fewest_valid(&self) -> (u32, u32) {
-        (0..self.blocks())
-            .map(|b| (self.valid[b as usize], self.used_at[b as usize], b))
-            .min()
-            .map(|(v, _, b)| (b, v))
-            .expect("b-space has blocks")
+        self.lru
+            .iter()
+            .rev()
+            .map(|b| (b, self.valid[b as usize]))
+            .min_by_key(|&(_, v)| v)
+            .expect("b-space has blocks in use")
     }
 
+    /// The least recently used block in use.
     fn lru(&self) -> u32 {
-        (0..self.blocks())
-            .min_by_key(|&b| self.used_at[b as usize])
-            .expect("b-space has blocks")
+        self.lru.back().expect("b-space has blocks in use")
     }
 }
 
@@ -441,7 +392,6 @@ pub struct Clash {
     b: BSpace,
     group: Vec<PageWrite>,
     stash: Vec<(PageTag, bool)>,
-    order_b: Vec<(u64, u32)>,
     order_p: Vec<u32>,
     stats: BufferStats,
     x: Extra,
@@ -472,7 +422,6 @@ impl Clash {
             b: BSpace::new(b_blocks, ppb),
             group: Vec::with_capacity(ppb as usize),
             stash: Vec::with_capacity(ppb as usize),
-            order_b: Vec::with_capacity(b_blocks as usize),
             order_p: Vec::with_capacity(p_pages as usize),
             stats: BufferStats::default(),
             x: Extra::default(),
@@ -522,7 +471,7 @@ impl Clash {
     fn evict_p(&mut self, be: &mut Backend<'_>) {
         let g = self.p.largest().expect("a full p-space has a group");
         let lbn = self.p.g_lbn[g as usize];
-        let n = self.p.g_count[g as usize];
+        let n = self.p.count(g);
         if let Some(b) = self.b.by_lbn.get(lbn) {
             self.move_group(g, b);
             self.b.touch(b);
@@ -555,9 +504,7 @@ impl Clash {
 
     /// Moves every page of p-space group `g` into b-space block `b`.
     fn move_group(&mut self, g: u32, b: u32) {
-        let n = self.p.g_count[g as usize];
-        for _ in 0..n {
-            let s = self.p.g_head[g as usize];
+        while let Some(s) = self.p.slots.front(g) {
             let (tag, dirty) = self.p.remove(s);
             let off = tag.lpn.0 % self.ppb;
             assert_eq!(self.b.state(b, off), EMPTY, "{:?} cached twice", tag.lpn);
@@ -720,21 +667,13 @@ impl Buffer for Clash {
     }
 
     fn flush(&mut self, be: &mut Backend<'_>) {
-        self.order_b.clear();
-        for b in 0..self.b.blocks() {
-            if self.b.lbn[b as usize] != NONE {
-                self.order_b.push((self.b.used_at[b as usize], b));
-            }
-        }
-        self.order_b.sort_unstable();
-        for i in 0..self.order_b.len() {
-            let b = self.order_b[i].1;
+        while let Some(b) = self.b.lru.back() {
             self.write_block(be, self.b.lbn[b as usize], Some(b), true);
             self.b.release(b);
         }
         self.order_p.clear();
         for g in 0..self.p.capacity() {
-            if self.p.g_count[g as usize] > 0 {
+            if self.p.count(g) > 0 {
                 self.order_p.push(self.p.g_lbn[g as usize]);
             }
         }
@@ -769,9 +708,11 @@ impl Buffer for Clash {
                 p.used()
             ));
         }
+        p.slots.check()?;
+        p.buckets.check()?;
         let mut in_groups = 0;
         for g in 0..p.capacity() {
-            let c = p.g_count[g as usize];
+            let c = p.count(g);
             if c == 0 {
                 continue;
             }
@@ -779,8 +720,11 @@ impl Buffer for Clash {
             if p.by_lbn.get(lbn) != Some(g) {
                 return Err(format!("p-space group {g} of lbn{lbn} is not indexed"));
             }
-            let (mut s, mut n) = (p.g_head[g as usize], 0);
-            while s != NONE {
+            if p.buckets.list_of(g) != Some(c) || c > p.max {
+                return Err(format!("p-space group of lbn{lbn} ({c} pages) misbucketed"));
+            }
+            let mut n = 0;
+            for s in p.slots.iter(g) {
                 let lpn = p.tag[s as usize].lpn.0;
                 if lpn / self.ppb != lbn || p.by_lpn.get(lpn) != Some(s) {
                     return Err(format!("p-space slot {s} (lpn{lpn}) misfiled in lbn{lbn}"));
@@ -794,7 +738,6 @@ impl Buffer for Clash {
                     return Err(format!("lpn{lpn} is in both the p-space and the b-space"));
                 }
                 n += 1;
-                s = p.next[s as usize];
             }
             if n != c {
                 return Err(format!("p-space group of lbn{lbn}: count {c}, {n} pages"));
@@ -805,9 +748,15 @@ impl Buffer for Clash {
             return Err("p-space groups and slots disagree".into());
         }
         let bs = &self.b;
+        bs.lru.check()?;
         for b in 0..bs.blocks() {
             let n = (0..self.ppb).filter(|&o| bs.state(b, o) != EMPTY).count() as u32;
             let lbn = bs.lbn[b as usize];
+            if bs.lru.contains(b) != (lbn != NONE) {
+                return Err(format!(
+                    "b-space block {b}: in use and on the LRU list disagree"
+                ));
+            }
             if n != bs.valid[b as usize] || (lbn == NONE && n != 0) {
                 return Err(format!(
                     "b-space block {b}: valid {} but {n} pages",

@@ -106,7 +106,7 @@ impl BlockPolicy for CoopPolicy {
     fn evict(&mut self, core: &mut BlockCore, be: &mut Backend<'_>) {
         let victim = Lbn(core
             .lists
-            .lru(0)
+            .back(0)
             .expect("a buffer holding pages lists a block"));
         let pad = match be.query(Query::RwThreshold) {
             Answer::Count(threshold) => core.t.dirty(victim) > threshold,

@@ -46,24 +46,19 @@ pub type Fab = BlockBuffer<FabPolicy>;
 pub fn new(geo: &Geometry, opts: &FabOptions) -> Result<Fab, SchemeError> {
     let cap = capacity_pages(ID, geo, opts.size)?;
     let ppb = geo.pages_per_block;
-    Ok(BlockBuffer::new(
-        geo,
-        cap,
-        (ppb + 1) as u16,
-        FabPolicy { ppb },
-    ))
+    Ok(BlockBuffer::new(geo, cap, ppb + 1, FabPolicy { ppb }))
 }
 
 impl BlockPolicy for FabPolicy {
     fn touched(&mut self, core: &mut BlockCore, lbn: Lbn, _how: Touch) {
-        let count = core.t.pages(lbn) as u16;
-        core.lists.move_mru(count, lbn.0);
+        let count = core.t.pages(lbn);
+        core.lists.move_to_front(count, lbn.0);
     }
 
     fn evict(&mut self, core: &mut BlockCore, be: &mut Backend<'_>) {
-        let victim = (1..=self.ppb as u16)
+        let victim = (1..=self.ppb)
             .rev()
-            .find_map(|c| core.lists.lru(c))
+            .find_map(|c| core.lists.back(c))
             .expect("a buffer holding pages has a block on a count list");
         core.flush_block(be, Lbn(victim), false);
     }
@@ -72,16 +67,14 @@ impl BlockPolicy for FabPolicy {
         if core.lists.len(0) != 0 {
             return Err("a block with no buffered page is listed".into());
         }
-        for c in 1..=self.ppb as u16 {
-            let mut node = core.lists.lru(c);
-            while let Some(b) = node {
-                if core.t.pages(Lbn(b)) != c as u32 {
+        for c in 1..=self.ppb {
+            for b in core.lists.iter(c).rev() {
+                if core.t.pages(Lbn(b)) != c {
                     return Err(format!(
                         "lbn{b} is on the list of {c} pages but holds {}",
                         core.t.pages(Lbn(b))
                     ));
                 }
-                node = core.lists.newer(b);
             }
         }
         Ok(())

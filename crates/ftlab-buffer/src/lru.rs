@@ -1,8 +1,9 @@
 //! `lru`: a page-granular LRU write buffer, the buffer of superblock-ftl.txt §5.3 ("1 MB
 //! buffer ... managed by LRU") and the page-level baseline of co-op-buffer-ftl.txt §3.
 //!
-//! Every buffered page has a slot; slots sit on one LRU list; an eviction flushes the
-//! least recently written page alone, as a one-page group.
+//! Every buffered page has a slot; slots sit on one LRU list ([`ftlab_core::lru::Lru`],
+//! node id = slot); an eviction flushes the least recently written page alone, as a
+//! one-page group.
 //!
 //! Choices the papers leave open:
 //! - Only host writes make a page recent; read hits are served without reordering
@@ -13,9 +14,10 @@
 //!
 //! [`PageCore`] is shared with `bpref`, which evicts from the same page-level LRU.
 
-use crate::blocklru::{capacity_pages, read_for_padding, write_group, Lists, SizeOptions, NIL};
+use crate::blocklru::{capacity_pages, read_for_padding, write_group, SizeOptions};
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::{Lru as LruList, NIL};
 use ftlab_core::options::SchemeError;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite};
 
@@ -30,7 +32,7 @@ pub type LruOptions = SizeOptions;
 pub struct PageCore {
     geo: Geometry,
     tags: Vec<PageTag>,
-    lists: Lists,
+    lru: LruList,
     free: Vec<u32>,
     lpn_slot: Vec<u32>,
     block_pages: Vec<u32>,
@@ -50,7 +52,7 @@ impl PageCore {
         PageCore {
             geo: geo.clone(),
             tags: vec![PageTag::default(); slots as usize],
-            lists: Lists::new(slots, 1),
+            lru: LruList::new(slots),
             free: (0..slots).rev().collect(),
             lpn_slot: vec![NIL; geo.logical_pages as usize],
             block_pages: vec![0; geo.logical_blocks() as usize],
@@ -88,7 +90,7 @@ impl PageCore {
     /// The least recently written page.
     #[inline]
     pub fn lru_page(&self) -> Option<Lpn> {
-        self.lists.lru(0).map(|s| self.tags[s as usize].lpn)
+        self.lru.back().map(|s| self.tags[s as usize].lpn)
     }
 
     /// The page written right after `lpn` (towards the MRU end).
@@ -96,7 +98,7 @@ impl PageCore {
     pub fn newer(&self, lpn: Lpn) -> Option<Lpn> {
         let s = self.lpn_slot[lpn.idx()];
         debug_assert!(s != NIL);
-        self.lists.newer(s).map(|n| self.tags[n as usize].lpn)
+        self.lru.newer(s).map(|n| self.tags[n as usize].lpn)
     }
 
     /// Stores a host write at the MRU end; evicts through `evict` while no slot is free.
@@ -110,7 +112,7 @@ impl PageCore {
         let s = self.lpn_slot[tag.lpn.idx()];
         if s != NIL {
             self.tags[s as usize] = tag;
-            self.lists.move_mru(0, s);
+            self.lru.touch(s);
             self.stats.write_hits += 1;
             return true;
         }
@@ -123,7 +125,7 @@ impl PageCore {
         self.tags[s as usize] = tag;
         self.lpn_slot[tag.lpn.idx()] = s;
         self.block_pages[self.geo.lbn_of(tag.lpn).idx()] += 1;
-        self.lists.push_mru(0, s);
+        self.lru.push_front(s);
         self.stats.write_misses += 1;
         false
     }
@@ -134,7 +136,7 @@ impl PageCore {
         if s == NIL {
             return None;
         }
-        self.lists.remove(s);
+        self.lru.remove(s);
         self.lpn_slot[lpn.idx()] = NIL;
         self.block_pages[self.geo.lbn_of(lpn).idx()] -= 1;
         self.free.push(s);
@@ -189,10 +191,8 @@ impl PageCore {
 
     /// Appends every buffered page (all are dirty: a write buffer).
     pub fn volatile_pages(&self, out: &mut Vec<Lpn>) {
-        let mut s = self.lists.lru(0);
-        while let Some(slot) = s {
-            out.push(self.tags[slot as usize].lpn);
-            s = self.lists.newer(slot);
+        for s in self.lru.iter().rev() {
+            out.push(self.tags[s as usize].lpn);
         }
     }
 
@@ -215,7 +215,7 @@ impl PageCore {
 
     /// Slots, LPN table, block counts and the LRU list agree.
     pub fn check(&self) -> Result<(), String> {
-        self.lists.check()?;
+        self.lru.check()?;
         let mut per_block = vec![0u32; self.block_pages.len()];
         let mut mapped = 0u32;
         for (l, &s) in self.lpn_slot.iter().enumerate() {
@@ -223,7 +223,7 @@ impl PageCore {
                 continue;
             }
             mapped += 1;
-            if self.tags[s as usize].lpn.idx() != l || self.lists.list_of(s).is_none() {
+            if self.tags[s as usize].lpn.idx() != l || !self.lru.contains(s) {
                 return Err(format!(
                     "lpn{l} -> slot {s} holding {:?}",
                     self.tags[s as usize]
@@ -231,11 +231,11 @@ impl PageCore {
             }
             per_block[l / self.geo.pages_per_block as usize] += 1;
         }
-        if mapped != self.used() || mapped != self.lists.len(0) {
+        if mapped != self.used() || mapped != self.lru.len() {
             return Err(format!(
                 "{mapped} pages mapped, {} slots used, {} listed",
                 self.used(),
-                self.lists.len(0)
+                self.lru.len()
             ));
         }
         if per_block != self.block_pages {

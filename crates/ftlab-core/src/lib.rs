@@ -1,6 +1,8 @@
 //! ftlab core: units, geometry, NAND presets, the `Flash` model, timing, the engine,
-//! the oracle and host metrics. FTLs and buffers plug in through the [`ftl::Ftl`] and
-//! [`buffer::Buffer`] traits; see `docs/design.md` for how the pieces fit.
+//! the oracle and host metrics, and the data structures schemes share ([`lru`] lists,
+//! the [`u32map`] map, the [`victim`] index). FTLs and buffers plug in through the
+//! [`ftl::Ftl`] and [`buffer::Buffer`] traits; see `docs/design.md` for how the pieces
+//! fit.
 
 #![warn(missing_docs)]
 
@@ -9,6 +11,7 @@ pub mod engine;
 pub mod flash;
 pub mod ftl;
 pub mod geometry;
+pub mod lru;
 pub mod metrics;
 pub mod nand;
 pub mod options;

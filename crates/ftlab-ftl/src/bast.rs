@@ -102,12 +102,11 @@
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
 use crate::auto::AutoOr;
-use crate::logblock::{
-    compose, erased_pool, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
-};
+use crate::logblock::{compose, erased_pool, FreePool, MergeCounters, Scan, Src, MIXED, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::Lru;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
@@ -166,7 +165,7 @@ pub struct Bast {
     logs: Vec<LogBlock>,
     slot_of: Vec<u16>,
     free_desc: Vec<u32>,
-    lru: LruList,
+    lru: Lru,
     pool: FreePool,
     srcs: Vec<Src>,
     counters: MergeCounters,
@@ -217,7 +216,7 @@ impl Bast {
             logs: vec![idle; log_blocks as usize],
             slot_of: vec![NO_SLOT; (log_blocks * ppb) as usize],
             free_desc: (0..log_blocks).rev().collect(),
-            lru: LruList::new(log_blocks),
+            lru: Lru::new(log_blocks),
             pool: FreePool::all(geo),
             srcs: vec![Src::Hole; ppb as usize],
             counters: MergeCounters::default(),
@@ -297,7 +296,7 @@ impl Bast {
         if self.free_desc.is_empty() {
             let victim = match bv.as_deref() {
                 Some(v) if self.ba_gc => self.ba_vbs_victim(v),
-                _ => self.lru.lru().expect("every log block is in the LRU list"),
+                _ => self.lru.back().expect("every log block is in the LRU list"),
             };
             self.merge(flash, victim, bv);
         }
@@ -455,7 +454,7 @@ impl Bast {
     /// pages hold all their block's dirty buffer pages are excepted (§6).
     fn ba_vbs_victim(&self, v: &dyn BufferView) -> u32 {
         let mut best: Option<(u32, u32)> = None;
-        for desc in self.lru.iter_lru() {
+        for desc in self.lru.iter().rev() {
             let log = &self.logs[desc as usize];
             let dirty = v.dirty_pages(log.lbn);
             if dirty > 0 && self.ppb - log.written >= dirty {
@@ -467,7 +466,7 @@ impl Bast {
             }
         }
         best.map_or_else(
-            || self.lru.lru().expect("every log block is in the LRU list"),
+            || self.lru.back().expect("every log block is in the LRU list"),
             |(d, _)| d,
         )
     }
@@ -739,7 +738,7 @@ impl Ftl for Bast {
         (self.dmap.len() + self.log_of.len()) as u64 * 4
             + n * std::mem::size_of::<LogBlock>() as u64
             + self.slot_of.len() as u64 * 2
-            + self.lru.bytes()
+            + self.lru.nodes() as u64 * 8 // the LRU list's two u32 links per log block
             + n * 4
     }
 
@@ -756,7 +755,7 @@ impl Ftl for Bast {
                 Some(Some(log)) => Answer::Bool(log.seq),
             },
             Query::FreeLogBlocks => Answer::Count(self.free_desc.len() as u32),
-            Query::NextVictim => Answer::Block(self.lru.lru().map(|d| self.logs[d as usize].lbn)),
+            Query::NextVictim => Answer::Block(self.lru.back().map(|d| self.logs[d as usize].lbn)),
             Query::RwThreshold => Answer::NotApplicable,
         }
     }

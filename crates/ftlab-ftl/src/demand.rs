@@ -4,8 +4,8 @@
 //! directory (GTD) in RAM, one block pool shared by data and translation blocks ("There
 //! is no fixed area preallocated for translation blocks so that data blocks and
 //! translation blocks share the whole flash physical space", tpm.txt §II), greedy GC of
-//! either kind of block, the LRU list of the cached mapping table, and the counters both
-//! schemes report.
+//! either kind of block, and the counters both schemes report. The cached mapping
+//! table's LRU list is an [`ftlab_core::lru::Lru`] over its slots.
 //!
 //! Choices both schemes share (the papers leave them open):
 //! - Translation page contents are real: `content` mirrors, entry for entry, the newest
@@ -363,86 +363,6 @@ pub(crate) fn gc_threshold(
 /// input.
 fn gc_round_limit(geo: &Geometry) -> u64 {
     geo.physical_pages() as u64 + 16
-}
-
-/// A fixed-capacity doubly linked LRU list over slot numbers `0..capacity`.
-#[derive(Clone, Debug)]
-pub(crate) struct Lru {
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    head: u32,
-    tail: u32,
-    len: u32,
-}
-
-impl Lru {
-    pub(crate) fn new(capacity: u32) -> Lru {
-        Lru {
-            prev: vec![NONE; capacity as usize],
-            next: vec![NONE; capacity as usize],
-            head: NONE,
-            tail: NONE,
-            len: 0,
-        }
-    }
-
-    pub(crate) fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// Inserts `s` as most recently used.
-    pub(crate) fn push_front(&mut self, s: u32) {
-        self.prev[s as usize] = NONE;
-        self.next[s as usize] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = s;
-        } else {
-            self.tail = s;
-        }
-        self.head = s;
-        self.len += 1;
-    }
-
-    /// Unlinks `s`.
-    pub(crate) fn remove(&mut self, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        if p != NONE {
-            self.next[p as usize] = n;
-        } else {
-            self.head = n;
-        }
-        if n != NONE {
-            self.prev[n as usize] = p;
-        } else {
-            self.tail = p;
-        }
-        self.len -= 1;
-    }
-
-    /// Makes `s` the most recently used.
-    pub(crate) fn touch(&mut self, s: u32) {
-        if self.head != s {
-            self.remove(s);
-            self.push_front(s);
-        }
-    }
-
-    /// The least recently used slot.
-    pub(crate) fn tail(&self) -> Option<u32> {
-        (self.tail != NONE).then_some(self.tail)
-    }
-
-    /// Slots from most to least recently used (for checks).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        let mut s = self.head;
-        std::iter::from_fn(move || {
-            (s != NONE).then(|| {
-                let cur = s;
-                s = self.next[cur as usize];
-                cur
-            })
-        })
-    }
 }
 
 /// The block pool, the translation pages on flash and the GTD's PPN column.
@@ -1358,24 +1278,5 @@ mod tests {
         let _ = std::panic::take_hook();
         println!("{runs} runs, {} failed", failed.len());
         assert!(failed.is_empty(), "{} of {runs} runs failed", failed.len());
-    }
-
-    #[test]
-    fn lru_orders_by_recency() {
-        let mut l = Lru::new(4);
-        for s in 0..4 {
-            l.push_front(s);
-        }
-        assert_eq!(l.tail(), Some(0));
-        l.touch(0);
-        assert_eq!(l.tail(), Some(1));
-        l.remove(1);
-        assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 3, 2]);
-        assert_eq!(l.len(), 3);
-        l.remove(0);
-        l.remove(2);
-        l.remove(3);
-        assert_eq!(l.tail(), None);
-        assert_eq!(l.iter().count(), 0);
     }
 }

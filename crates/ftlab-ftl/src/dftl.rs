@@ -43,10 +43,11 @@
 //!   one, becomes the current data block again.
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Kind, Lru, Space, Why, NONE};
+use crate::demand::{self, Kind, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -171,7 +172,10 @@ impl Dftl {
 
     /// Evicts the LRU entry, writing it back if dirty (one read, one write).
     fn evict(&mut self, flash: &mut Flash) {
-        let v = self.lru.tail().expect("a full CMT has a tail");
+        let v = self
+            .lru
+            .back()
+            .expect("a full CMT has a least recently used entry");
         self.s.c.evictions += 1;
         if self.slot_dirty[v as usize] {
             if self.s.trans_room(flash) == 0 {

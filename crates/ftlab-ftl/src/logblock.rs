@@ -1,7 +1,7 @@
 //! Machinery shared by the block-mapped family (`block`, `bast`, `fast`): the pool of
 //! erased blocks, composing a block from the latest copies of its pages (the heart of
-//! every merge and block rewrite), the LRU list of log blocks, the LPN index of FAST's
-//! shared log pages, and the merge counters.
+//! every merge and block rewrite), the LPN index of FAST's shared log pages, and the
+//! merge counters. (BAST's LRU list of log blocks is an [`ftlab_core::lru::Lru`].)
 //!
 //! Sources: superblock-ftl.txt §2.3 (D-blocks, U-blocks, full/partial/switch merges,
 //! Fig. 3) and §5.1 (U_avg); co-op-buffer-ftl.txt §2.4.
@@ -346,97 +346,6 @@ impl MergeCounters {
     }
 }
 
-/// An intrusive doubly linked LRU list over indices `0..n`: O(1) touch, remove and
-/// least-recent lookup, no allocation after construction.
-#[derive(Clone, Debug)]
-pub(crate) struct LruList {
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    /// Most recently used.
-    head: u32,
-    /// Least recently used.
-    tail: u32,
-    len: u32,
-}
-
-impl LruList {
-    /// An empty list over indices `0..n`.
-    pub(crate) fn new(n: u32) -> LruList {
-        LruList {
-            prev: vec![NONE; n as usize],
-            next: vec![NONE; n as usize],
-            head: NONE,
-            tail: NONE,
-            len: 0,
-        }
-    }
-
-    fn contains(&self, i: u32) -> bool {
-        self.head == i || self.prev[i as usize] != NONE
-    }
-
-    /// Removes `i` if present.
-    pub(crate) fn remove(&mut self, i: u32) {
-        if !self.contains(i) {
-            return;
-        }
-        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
-        if p == NONE {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
-        self.prev[i as usize] = NONE;
-        self.next[i as usize] = NONE;
-        self.len -= 1;
-    }
-
-    /// Makes `i` the most recently used (inserting it if absent).
-    pub(crate) fn touch(&mut self, i: u32) {
-        if self.head == i {
-            return;
-        }
-        self.remove(i);
-        self.next[i as usize] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = i;
-        }
-        self.head = i;
-        if self.tail == NONE {
-            self.tail = i;
-        }
-        self.len += 1;
-    }
-
-    /// The least recently used index.
-    pub(crate) fn lru(&self) -> Option<u32> {
-        (self.tail != NONE).then_some(self.tail)
-    }
-
-    /// The entries from the least to the most recently used (BA-VBS scans them).
-    pub(crate) fn iter_lru(&self) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors((self.tail != NONE).then_some(self.tail), move |&i| {
-            let p = self.prev[i as usize];
-            (p != NONE).then_some(p)
-        })
-    }
-
-    /// Entries in the list.
-    pub(crate) fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// Bytes of the two link tables.
-    pub(crate) fn bytes(&self) -> u64 {
-        (self.prev.len() + self.next.len()) as u64 * 4
-    }
-}
-
 /// A fixed-capacity open-addressing map from LPN to a log slot (linear probing,
 /// backward-shift deletion): FAST's lookup of the latest copy of a page among its
 /// shared log blocks. Sized once for every log page; never iterated, so its order
@@ -709,29 +618,6 @@ pub(crate) mod tests {
         let done = compose(&mut f, Pbn(2), 0, &[Src::Hole; 4], 8, Cause::Merge);
         assert_eq!(done, Composed::default());
         assert!(f.is_erased(Pbn(2)));
-    }
-
-    #[test]
-    fn lru_orders_by_last_touch() {
-        let mut l = LruList::new(4);
-        assert_eq!(l.lru(), None);
-        l.touch(2);
-        l.touch(0);
-        l.touch(3);
-        assert_eq!(l.lru(), Some(2));
-        l.touch(2);
-        assert_eq!(l.lru(), Some(0));
-        assert_eq!(l.iter_lru().collect::<Vec<_>>(), [0, 3, 2]);
-        l.remove(0);
-        assert_eq!(l.lru(), Some(3));
-        assert_eq!(l.len(), 2);
-        l.remove(3);
-        l.remove(2);
-        assert_eq!(l.lru(), None);
-        assert_eq!(l.len(), 0);
-        l.remove(1); // absent: ignored
-        l.touch(1);
-        assert_eq!(l.lru(), Some(1));
     }
 
     #[test]

@@ -89,10 +89,11 @@ pub use snapshot::RecoveryReport;
 use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
 
 use crate::auto::AutoOr;
-use cache::{MapCache, SbLru, NONE};
+use cache::{MapCache, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::Lru;
 use ftlab_core::nand::Latencies;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -161,7 +162,7 @@ pub struct SuperblockFtl {
     hot: Vec<bool>,
     free: VecDeque<Pbn>,
     reserved: Vec<Pbn>,
-    lru: SbLru,
+    lru: Lru,
     // The PMD and PT of the page being programmed, as spare words.
     sbuf: Vec<u32>,
     // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
@@ -398,7 +399,7 @@ impl SuperblockFtl {
             hot: vec![false; geo.blocks as usize],
             free,
             reserved,
-            lru: SbLru::new(superblocks),
+            lru: Lru::new(superblocks),
             sbuf: vec![NONE; split.pmd_len() + split.pt_len()],
             snap,
             frontier_wp: vec![0; superblocks as usize],
@@ -609,6 +610,7 @@ impl SuperblockFtl {
     fn merge_all_victim(&self, flash: &Flash) -> Option<u32> {
         self.lru
             .iter()
+            .rev()
             .find(|&sb| self.excess_blocks(flash, sb) > 0)
             .or_else(|| self.most_reclaimable(flash))
     }

@@ -59,10 +59,11 @@
 //!   (32768 entries of 2 KiB pages x 512 mappings would be 3 bytes each).
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Kind, Lru, Space, Why, NONE};
+use crate::demand::{self, Kind, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -248,7 +249,10 @@ impl Tpm {
 
     /// Evicts the LRU page: dropped if never updated, else written back (one write).
     fn evict(&mut self, flash: &mut Flash) {
-        let v = self.lru.tail().expect("a full CMT has a tail");
+        let v = self
+            .lru
+            .back()
+            .expect("a full CMT has a least recently used entry");
         self.s.c.evictions += 1;
         if self.slot_updates[v as usize] > 0 {
             if self.s.trans_room(flash) == 0 {

@@ -1,5 +1,6 @@
-//! The map cache of Superblock FTL (superblock-ftl.txt §4.2.2, §5.7) and the LRU list of
-//! superblocks that own U-blocks (§4.3, MergeAll victim).
+//! The map cache of Superblock FTL (superblock-ftl.txt §4.2.2, §5.7). (The LRU list of
+//! superblocks that own U-blocks, §4.3's MergeAll victim, is an [`ftlab_core::lru::Lru`]
+//! over superblock numbers.)
 //!
 //! A map cache entry is the PMD of one logical block and one of its PTs, keyed by
 //! `(logical block, PMD index)`; entries are replaced least recently used. In SB-S mode
@@ -148,76 +149,6 @@ impl MapCache {
     }
 }
 
-/// An intrusive doubly linked LRU list over superblock indexes.
-#[derive(Clone, Debug)]
-pub(super) struct SbLru {
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    member: Vec<bool>,
-    head: u32,
-    tail: u32,
-}
-
-impl SbLru {
-    pub(super) fn new(n: u32) -> SbLru {
-        SbLru {
-            prev: vec![NONE; n as usize],
-            next: vec![NONE; n as usize],
-            member: vec![false; n as usize],
-            head: NONE,
-            tail: NONE,
-        }
-    }
-
-    pub(super) fn contains(&self, sb: u32) -> bool {
-        self.member[sb as usize]
-    }
-
-    pub(super) fn remove(&mut self, sb: u32) {
-        if !self.member[sb as usize] {
-            return;
-        }
-        let (p, n) = (self.prev[sb as usize], self.next[sb as usize]);
-        if p == NONE {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
-        self.member[sb as usize] = false;
-    }
-
-    /// Inserts or moves `sb` to the most recently used end.
-    pub(super) fn touch(&mut self, sb: u32) {
-        self.remove(sb);
-        self.prev[sb as usize] = self.tail;
-        self.next[sb as usize] = NONE;
-        if self.tail == NONE {
-            self.head = sb;
-        } else {
-            self.next[self.tail as usize] = sb;
-        }
-        self.tail = sb;
-        self.member[sb as usize] = true;
-    }
-
-    /// Members from least to most recently used (for checks).
-    pub(super) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        let mut cur = self.head;
-        std::iter::from_fn(move || {
-            (cur != NONE).then(|| {
-                let c = cur;
-                cur = self.next[c as usize];
-                c
-            })
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,22 +170,5 @@ mod tests {
         assert_eq!(c.any_of_lbn(1, usize::MAX), Some(a));
         assert_eq!(c.any_of_lbn(1, a), None);
         assert_eq!(c.entries().count(), 2);
-    }
-
-    #[test]
-    fn lru_list_orders_by_touch() {
-        let mut l = SbLru::new(4);
-        l.touch(2);
-        l.touch(0);
-        l.touch(3);
-        l.touch(2);
-        assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 3, 2]);
-        assert_eq!(l.iter().next(), Some(0));
-        l.remove(3);
-        l.remove(3);
-        assert_eq!(l.iter().collect::<Vec<_>>(), vec![0, 2]);
-        l.remove(0);
-        l.remove(2);
-        assert_eq!(l.iter().next(), None);
     }
 }

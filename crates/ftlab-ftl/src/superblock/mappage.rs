@@ -40,6 +40,7 @@ use super::cache::NONE;
 use super::layout::page_bits;
 use super::SuperblockFtl;
 use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::lru::Lru;
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 
 /// Spare tag LPN of map pages (the version field holds the superblock number).
@@ -79,8 +80,9 @@ pub(super) struct MapPageCache {
     len: usize,
     sb: Vec<u32>,
     dirty: Vec<bool>,
-    stamp: Vec<u64>,
-    clock: u64,
+    /// Every slot, most recently used first; slots never used are at the back, the
+    /// lowest number last, so they fill up in order before anything is evicted.
+    lru: Lru,
     map: Vec<u32>,
     slot_of: Vec<u32>,
 }
@@ -91,8 +93,11 @@ impl MapPageCache {
             len,
             sb: vec![NONE; entries],
             dirty: vec![false; entries],
-            stamp: vec![0; entries],
-            clock: 0,
+            lru: {
+                let mut lru = Lru::new(entries as u32);
+                (0..entries as u32).for_each(|s| lru.push_front(s));
+                lru
+            },
             map: vec![NONE; entries * len],
             slot_of: vec![NONE; superblocks as usize],
         }
@@ -117,8 +122,7 @@ impl MapPageCache {
     }
 
     fn touch(&mut self, s: usize) {
-        self.clock += 1;
-        self.stamp[s] = self.clock;
+        self.lru.touch(s as u32);
     }
 }
 
@@ -133,9 +137,7 @@ impl SuperblockFtl {
         }
         self.stats.map_misses += 1;
         let c = self.mp();
-        let s = (0..c.entries())
-            .min_by_key(|&s| (c.sb[s] != NONE, c.stamp[s]))
-            .expect("map cache has entries");
+        let s = c.lru.back().expect("map cache has entries") as usize;
         if c.sb[s] != NONE {
             if c.dirty[s] {
                 self.write_back(flash, s);
