@@ -103,8 +103,9 @@
 
 use crate::auto::AutoOr;
 use crate::logblock::{
-    compose, erased_pool, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
+    check_roles, compose, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
 };
+use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -672,53 +673,22 @@ impl Ftl for Bast {
             self.recover_log(flash, &mut scan, desc as u32, lbn, Pbn(pbn));
         }
         self.free_desc = (logs as u32..self.logs.len() as u32).rev().collect();
-        for (l, &(data, _)) in roles.iter().enumerate() {
-            if data == NONE {
-                continue;
-            }
-            self.dmap[l] = data;
-            for o in 0..flash.write_ptr(Pbn(data)) {
-                scan.claim(flash, self.geo.ppn(Pbn(data), o));
-            }
-        }
-        self.pool = erased_pool(flash);
+        self.pool = scan.install_data_blocks(flash, &mut self.dmap, roles.iter().map(|r| r.0));
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut in_use = vec![false; self.geo.blocks as usize];
-        for &d in self.dmap.iter().filter(|&&d| d != NONE) {
-            if std::mem::replace(&mut in_use[d as usize], true) {
-                return Err(format!("pbn{d} is the data block of two logical blocks"));
-            }
-        }
-        self.check_logs(flash, &mut in_use)?;
-        for b in self.pool.iter() {
-            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
-                return Err(format!("free {b:?} is in use or not erased"));
-            }
-        }
-        if in_use.iter().any(|&u| !u) {
-            return Err("a block is neither data, log nor free (leaked)".into());
-        }
-        let mut live = 0u64;
-        for l in 0..self.geo.logical_pages {
-            let lpn = Lpn(l);
-            let Some(ppn) = self.live(flash, lpn) else {
-                continue;
-            };
-            live += 1;
-            if flash.peek_tag(ppn).map(|t| t.lpn) != Some(lpn) {
-                return Err(format!("{lpn:?} maps to {ppn:?} holding another page"));
-            }
-        }
-        if live != flash.total_valid() {
-            return Err(format!(
-                "{live} live pages but {} valid on flash (a stale copy is still valid)",
-                flash.total_valid()
-            ));
-        }
-        Ok(())
+        check_roles(flash, &self.dmap, &self.pool, |in_use| {
+            self.check_logs(flash, in_use)
+        })?;
+        let live = |l| self.live(flash, Lpn(l));
+        scan::check_map(
+            flash,
+            self.geo.logical_pages,
+            flash.total_valid(),
+            live,
+            |_| true,
+        )
     }
 
     fn stats(&self) -> FtlStats {

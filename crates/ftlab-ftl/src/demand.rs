@@ -110,6 +110,7 @@
 //!   only.
 
 use crate::auto::AutoOr;
+use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -445,6 +446,52 @@ impl Lru {
     }
 }
 
+/// The demand-paged schemes' part of the recovery scan: a translation page (spare tag
+/// `TRANS_MARK | tvpn`) stays out of the LPN table; per translation page the copy with
+/// the highest write counter becomes the GTD entry; a block holds only data or only
+/// translation pages, and gets the kind they say.
+struct TransPages<'a> {
+    version: &'a mut [u32],
+    gtd: &'a mut [u32],
+    kind: &'a mut [Kind],
+    /// Whether the pages read so far of the block being read are translation pages.
+    block_is_trans: Option<bool>,
+}
+
+impl scan::Visit for TransPages<'_> {
+    fn page(&mut self, pbn: Pbn, _: u32, ppn: Ppn, tag: PageTag) -> Result<bool, RecoverError> {
+        let is_trans = tag.lpn.0 & TRANS_MARK != 0;
+        if *self.block_is_trans.get_or_insert(is_trans) != is_trans {
+            return Err(RecoverError::Failed(format!(
+                "{pbn:?} holds data and translation pages"
+            )));
+        }
+        if !is_trans {
+            return Ok(true);
+        }
+        let t = (tag.lpn.0 & !TRANS_MARK) as usize;
+        let Some(best) = self.version.get_mut(t) else {
+            return Err(RecoverError::Failed(format!(
+                "{ppn:?} holds {tag:?}, beyond the table"
+            )));
+        };
+        if tag.version > *best {
+            *best = tag.version;
+            self.gtd[t] = ppn.0;
+        }
+        Ok(false)
+    }
+
+    fn block(&mut self, pbn: Pbn) -> Result<(), RecoverError> {
+        match self.block_is_trans.take() {
+            Some(true) => self.kind[pbn.idx()] = Kind::Trans,
+            Some(false) => self.kind[pbn.idx()] = Kind::Data,
+            None => {} // erased
+        }
+        Ok(())
+    }
+}
+
 /// The block pool, the translation pages on flash and the GTD's PPN column.
 pub(crate) struct Space {
     pub geo: Geometry,
@@ -775,50 +822,20 @@ impl Space {
     }
 
     /// Power-loss recovery, the part both schemes share (see the module header): reads
-    /// every programmed spare area once, rebuilds the pool, the block kinds, the GC
-    /// index, the active translation block, the GTD and `content` (the scanned mapping),
-    /// and re-marks the live pages. Returns the partly written data blocks, for the
+    /// every programmed spare area once (`scan::newest_copies`, which re-marks the live
+    /// data pages), keeps the translation pages apart ([`TransPages`]), rebuilds the
+    /// pool, the block kinds, the GC index, the active translation block, the GTD and
+    /// `content` (the scanned mapping). Returns the partly written data blocks, for the
     /// scheme to reopen.
     pub(crate) fn recover_scan(&mut self, flash: &mut Flash) -> Result<Vec<Pbn>, RecoverError> {
-        let geo = self.geo.clone();
-        let fail = |why: String| Err(RecoverError::Failed(why));
-        let mut newest = vec![0u32; geo.logical_pages as usize];
-        let mut l2p = vec![NONE; geo.logical_pages as usize];
-        self.free.clear();
-        for pbn in (0..geo.blocks).map(Pbn) {
-            if flash.is_erased(pbn) {
-                self.free.push_back(pbn);
-                continue;
-            }
-            let mut trans = None;
-            for off in 0..flash.write_ptr(pbn) {
-                let ppn = geo.ppn(pbn, off);
-                let tag = flash.read_spare(ppn, Cause::Recovery);
-                let is_trans = tag.lpn.0 & TRANS_MARK != 0;
-                if *trans.get_or_insert(is_trans) != is_trans {
-                    return fail(format!("{pbn:?} holds data and translation pages"));
-                }
-                let (id, best, map) = if is_trans {
-                    let t = (tag.lpn.0 & !TRANS_MARK) as usize;
-                    (t, self.tp_version.get_mut(t), &mut self.gtd)
-                } else {
-                    (tag.lpn.idx(), newest.get_mut(tag.lpn.idx()), &mut l2p)
-                };
-                let Some(best) = best else {
-                    return fail(format!("{ppn:?} holds {tag:?}, beyond the table"));
-                };
-                if tag.version > *best {
-                    *best = tag.version;
-                    map[id] = ppn.0;
-                }
-            }
-            self.kind[pbn.idx()] = if trans == Some(true) {
-                Kind::Trans
-            } else {
-                Kind::Data
-            };
-        }
-        for &p in l2p.iter().chain(self.gtd.iter()) {
+        let mut trans = TransPages {
+            version: &mut self.tp_version,
+            gtd: &mut self.gtd,
+            kind: &mut self.kind,
+            block_is_trans: None,
+        };
+        let l2p = scan::newest_copies(flash, &mut trans)?;
+        for &p in &self.gtd {
             if p != NONE {
                 flash.mark_valid(Ppn(p));
             }
@@ -826,15 +843,20 @@ impl Space {
         // Entry `lpn % epp` of translation page `lpn / epp` is `content[lpn]`.
         self.content[..l2p.len()].copy_from_slice(&l2p);
         let mut open = Vec::new();
-        for pbn in (0..geo.blocks).map(Pbn) {
-            match self.kind[pbn.idx()] {
-                Kind::Free => {}
-                _ if flash.is_full(pbn) => self.index.insert(pbn, flash.valid_count(pbn)),
+        let (kind, trans_active) = (&self.kind, &mut self.trans_active);
+        scan::sort_blocks(flash, &mut self.free, &mut self.index, |pbn| {
+            match kind[pbn.idx()] {
                 Kind::Data => open.push(pbn),
-                Kind::Trans if self.trans_active.is_none() => self.trans_active = Some(pbn),
-                Kind::Trans => return fail(format!("{pbn:?} is a second open translation block")),
+                Kind::Trans if trans_active.is_none() => *trans_active = Some(pbn),
+                // (The scan gave every programmed block a kind other than `Free`.)
+                _ => {
+                    return Err(RecoverError::Failed(format!(
+                        "{pbn:?} is a second open translation block"
+                    )))
+                }
             }
-        }
+            Ok(true)
+        })?;
         Ok(open)
     }
 
@@ -982,36 +1004,18 @@ impl Space {
         flash: &Flash,
         map: impl Fn(u32) -> u32,
     ) -> Result<(), String> {
-        let mut mapped = 0u64;
-        for l in 0..self.geo.logical_pages {
-            let p = map(l);
-            if p == NONE {
-                continue;
-            }
-            mapped += 1;
-            let ppn = Ppn(p);
-            if ppn.0 >= self.geo.physical_pages() || !flash.is_valid(ppn) {
-                return Err(format!("lpn{l} maps to {ppn:?}, which is not valid"));
-            }
-            if self.kind[self.geo.block_of(ppn).idx()] != Kind::Data {
-                return Err(format!("lpn{l} maps to {ppn:?} outside a data block"));
-            }
-            match flash.peek_tag(ppn) {
-                Some(t) if t.lpn.0 == l => {}
-                other => return Err(format!("lpn{l} maps to {ppn:?} holding {other:?}")),
-            }
-        }
         let valid_data: u64 = (0..self.geo.blocks)
             .map(Pbn)
             .filter(|b| self.kind[b.idx()] == Kind::Data)
             .map(|b| flash.valid_count(b) as u64)
             .sum();
-        if valid_data != mapped {
-            return Err(format!(
-                "{mapped} mapped pages but {valid_data} valid data pages on flash"
-            ));
-        }
-        Ok(())
+        scan::check_map(
+            flash,
+            self.geo.logical_pages,
+            valid_data,
+            |l| Some(Ppn(map(l))).filter(|p| p.0 != NONE),
+            |ppn| self.kind[self.geo.block_of(ppn).idx()] == Kind::Data,
+        )
     }
 }
 

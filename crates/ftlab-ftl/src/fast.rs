@@ -128,8 +128,9 @@
 
 use crate::auto::AutoOr;
 use crate::logblock::{
-    compose, erased_pool, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
+    check_roles, compose, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
 };
+use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -926,52 +927,23 @@ impl Ftl for Fast {
             }
         }
         self.clock = roles.sw.len() as u64;
-        for (l, &d) in roles.data.iter().enumerate() {
-            if d == NONE {
-                continue;
-            }
-            self.dmap[l] = d;
-            for o in 0..flash.write_ptr(Pbn(d)) {
-                scan.claim(flash, self.geo.ppn(Pbn(d), o));
-            }
-        }
-        self.pool = erased_pool(flash);
+        self.pool = scan.install_data_blocks(flash, &mut self.dmap, roles.data);
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut in_use = vec![false; self.geo.blocks as usize];
-        for &d in self.dmap.iter().filter(|&&d| d != NONE) {
-            if std::mem::replace(&mut in_use[d as usize], true) {
-                return Err(format!("pbn{d} is the data block of two logical blocks"));
-            }
-        }
-        self.check_rw(flash, &mut in_use)?;
-        self.check_sw(flash, &mut in_use)?;
-        for b in self.pool.iter() {
-            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
-                return Err(format!("free {b:?} is in use or not erased"));
-            }
-        }
-        if in_use.iter().any(|&u| !u) {
-            return Err("a block is neither data, log nor free (leaked)".into());
-        }
-        let mut live = 0u64;
-        for l in 0..self.geo.logical_pages {
-            if let Some((ppn, _)) = self.live(flash, Lpn(l)) {
-                live += 1;
-                if flash.peek_tag(ppn).map(|t| t.lpn) != Some(Lpn(l)) {
-                    return Err(format!("lpn{l} maps to {ppn:?} holding another page"));
-                }
-            }
-        }
-        if live != flash.total_valid() {
-            return Err(format!(
-                "{live} live pages but {} valid on flash (a stale copy is still valid)",
-                flash.total_valid()
-            ));
-        }
-        Ok(())
+        check_roles(flash, &self.dmap, &self.pool, |in_use| {
+            self.check_rw(flash, in_use)?;
+            self.check_sw(flash, in_use)
+        })?;
+        let live = |l| self.live(flash, Lpn(l)).map(|(ppn, _)| ppn);
+        scan::check_map(
+            flash,
+            self.geo.logical_pages,
+            flash.total_valid(),
+            live,
+            |_| true,
+        )
     }
 
     fn stats(&self) -> FtlStats {
