@@ -168,6 +168,8 @@ pub(crate) struct Counters {
     pub data_victims: u64,
     pub trans_victims: u64,
     pub data_pages_copied: u64,
+    /// Most translation pages one data-block GC wrote (`tpm` reports it).
+    pub data_gc_tpages_max: u32,
 }
 
 impl Counters {
@@ -446,6 +448,100 @@ impl Lru {
     }
 }
 
+/// A demand-paged scheme over a [`Space`]. GC rounds, data-block GC (copy the valid
+/// pages, update cached mappings in RAM and batch the others, erase, then write the
+/// batched translation pages) and the translation page writes that may need GC first
+/// are the same in `dftl` and `tpm`; where moved pages go, how a cached mapping is
+/// updated and which victim fits the open blocks are each scheme's own.
+pub(crate) trait Demand {
+    /// The scheme's space.
+    fn space(&mut self) -> &mut Space;
+
+    /// Picks and unindexes the next GC victim: [`Space::pick_victim`] with the room of
+    /// the scheme's open data blocks and its cache.
+    fn pick_victim(&mut self, flash: &Flash) -> Pbn;
+
+    /// The page a valid page of data block `victim` moves to during GC.
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn;
+
+    /// After the GC copy from `victim` to `dst` was programmed.
+    fn after_gc_program(&mut self, flash: &Flash, victim: Pbn, dst: Ppn);
+
+    /// Updates the mapping of `lpn` (moved by GC from `src` to `dst`) in the cache if
+    /// it is cached; returns whether it was.
+    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool;
+
+    /// Data block `victim` was erased and is back in the pool.
+    fn released(&mut self, victim: Pbn) {
+        let _ = victim;
+    }
+
+    /// GC until the pool holds `gc_threshold` blocks.
+    fn collect(&mut self, flash: &mut Flash) {
+        let mut rounds = 0u64;
+        while self.space().below_threshold() {
+            let victim = self.pick_victim(flash);
+            if self.space().kind[victim.idx()] == Kind::Trans {
+                self.space().collect_trans_block(flash, victim);
+            } else {
+                self.collect_data_block(flash, victim);
+            }
+            rounds += 1;
+            self.space().gc_round_done(rounds);
+        }
+    }
+
+    /// Moves a data block's valid pages ([`Demand::gc_dest`]), erases it, then updates
+    /// the moved mappings: in the cache if cached, else one read and one write per
+    /// distinct translation page.
+    fn collect_data_block(&mut self, flash: &mut Flash, victim: Pbn) {
+        for off in 0..flash.write_ptr(victim) {
+            let src = self.space().geo.ppn(victim, off);
+            if !flash.is_valid(src) {
+                continue;
+            }
+            let dst = self.gc_dest(flash, victim);
+            let tag = flash.copy(src, dst, Cause::Gc);
+            self.space().invalidate(flash, src);
+            self.after_gc_program(flash, victim, dst);
+            self.space().c.data_pages_copied += 1;
+            if !self.update_cached(tag.lpn, src, dst) {
+                let s = self.space();
+                let (t, e) = s.tpage_of(tag.lpn);
+                s.gc_batch.push((t, e, dst.0));
+            }
+        }
+        self.space().reclaim(flash, victim);
+        self.released(victim);
+        let s = self.space();
+        s.c.data_victims += 1;
+        s.flush_gc_batch(flash);
+    }
+
+    /// Before a translation page is written outside GC: GC first if the active
+    /// translation block is full (GC may move pages of the cached mappings about to be
+    /// written; it updates them in the cache).
+    fn room_for_tpage(&mut self, flash: &mut Flash) {
+        if self.space().trans_room(flash) == 0 {
+            self.collect(flash);
+        }
+    }
+
+    /// Recovery: writes anew, from the scanned mapping, the translation pages that were
+    /// on flash (`on_flash` of [`Space::recovery_pages`]), GC first when the translation
+    /// block is full, as for a dirty eviction; a page GC wrote on the way is not written
+    /// twice.
+    fn rewrite_tpages(&mut self, flash: &mut Flash, on_flash: Vec<(u32, u32)>) {
+        for (t, version) in on_flash {
+            self.room_for_tpage(flash);
+            let s = self.space();
+            if !s.written_since(t, version) {
+                s.write_tpage(flash, t, Why::Recovery);
+            }
+        }
+    }
+}
+
 /// The demand-paged schemes' part of the recovery scan: a translation page (spare tag
 /// `TRANS_MARK | tvpn`) stays out of the LPN table; per translation page the copy with
 /// the highest write counter becomes the GTD entry; a block holds only data or only
@@ -509,6 +605,9 @@ pub(crate) struct Space {
     pub c: Counters,
     /// Scratch for counting a GC victim's translation pages (a block's pages long).
     gc_scratch: Vec<u32>,
+    /// A data-block GC's pending updates of uncached mappings: (translation page,
+    /// entry, new PPN); empty between GC rounds.
+    gc_batch: Vec<(u32, u32, u32)>,
     /// Name for assertion messages.
     pub scheme: &'static str,
 }
@@ -533,6 +632,7 @@ impl Space {
             content: vec![NONE; lay.tpages as usize * lay.epp as usize],
             c: Counters::default(),
             gc_scratch: Vec::with_capacity(geo.pages_per_block as usize),
+            gc_batch: Vec::with_capacity(geo.pages_per_block as usize),
             scheme,
         }
     }
@@ -819,6 +919,36 @@ impl Space {
         scratch.sort_unstable();
         scratch.dedup();
         scratch.len() as u32
+    }
+
+    /// The end of a data-block GC, after the victim's erase: applies `gc_batch`, one
+    /// read and one write per distinct translation page ("batch updates" in \[11\];
+    /// tpm.txt Fig. 2 shows the unbatched worst case), and empties it.
+    fn flush_gc_batch(&mut self, flash: &mut Flash) {
+        let mut batch = std::mem::take(&mut self.gc_batch);
+        batch.sort_unstable();
+        let mut i = 0;
+        let mut written = 0;
+        while i < batch.len() {
+            let t = batch[i].0;
+            let on_flash = self.read_tpage(flash, t, Why::Gc);
+            assert!(
+                on_flash,
+                "{}: uncached mapping of translation page {t} is not on flash",
+                self.scheme
+            );
+            while i < batch.len() && batch[i].0 == t {
+                let (_, e, p) = batch[i];
+                let idx = self.entry(t, e);
+                self.content[idx] = p;
+                i += 1;
+            }
+            self.write_tpage(flash, t, Why::Gc);
+            written += 1;
+        }
+        self.c.data_gc_tpages_max = self.c.data_gc_tpages_max.max(written);
+        batch.clear();
+        self.gc_batch = batch;
     }
 
     /// Power-loss recovery, the part both schemes share (see the module header): reads
