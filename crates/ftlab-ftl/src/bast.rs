@@ -102,10 +102,7 @@
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
 use crate::auto::AutoOr;
-use crate::logblock::{
-    check_roles, compose, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE,
-};
-use crate::scan;
+use crate::logblock::{self, compose, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -678,17 +675,8 @@ impl Ftl for Bast {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        check_roles(flash, &self.dmap, &self.pool, |in_use| {
-            self.check_logs(flash, in_use)
-        })?;
-        let live = |l| self.live(flash, Lpn(l));
-        scan::check_map(
-            flash,
-            self.geo.logical_pages,
-            flash.total_valid(),
-            live,
-            |_| true,
-        )
+        let logs = |in_use: &mut [bool]| self.check_logs(flash, in_use);
+        logblock::check(flash, &self.dmap, &self.pool, logs, |l| self.live(flash, l))
     }
 
     fn stats(&self) -> FtlStats {

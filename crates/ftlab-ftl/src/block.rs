@@ -51,8 +51,7 @@
 //! - Cost: one spare read per programmed page, no program and no erase (tested in
 //!   `recovery_reads_every_programmed_spare_once`).
 
-use crate::logblock::{check_roles, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
-use crate::scan;
+use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -297,15 +296,8 @@ impl Ftl for BlockFtl {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        check_roles(flash, &self.dmap, &self.pool, |_| Ok(()))?;
-        let live = |l| self.live(flash, Lpn(l));
-        scan::check_map(
-            flash,
-            self.geo.logical_pages,
-            flash.total_valid(),
-            live,
-            |_| true,
-        )
+        let logs = |_: &mut [bool]| Ok(());
+        logblock::check(flash, &self.dmap, &self.pool, logs, |l| self.live(flash, l))
     }
 
     fn stats(&self) -> FtlStats {

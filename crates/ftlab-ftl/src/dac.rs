@@ -277,13 +277,7 @@ impl Ftl for DacFtl {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        scan::check_map(
-            flash,
-            self.geo.logical_pages,
-            flash.total_valid(),
-            |l| Some(Ppn(self.l2p[l as usize])).filter(|p| p.0 != UNMAPPED),
-            |_| true,
-        )?;
+        scan::check_l2p(flash, &self.l2p)?;
         for (r, &a) in self.active.iter().enumerate() {
             if a != NO_BLOCK && self.region[a as usize] as usize != r {
                 return Err(format!("active block {a} of region {r} is mislabelled"));

@@ -127,10 +127,7 @@
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
 use crate::auto::AutoOr;
-use crate::logblock::{
-    check_roles, compose, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
-};
-use crate::scan;
+use crate::logblock::{self, compose, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -932,18 +929,13 @@ impl Ftl for Fast {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        check_roles(flash, &self.dmap, &self.pool, |in_use| {
+        let logs = |in_use: &mut [bool]| {
             self.check_rw(flash, in_use)?;
             self.check_sw(flash, in_use)
-        })?;
-        let live = |l| self.live(flash, Lpn(l)).map(|(ppn, _)| ppn);
-        scan::check_map(
-            flash,
-            self.geo.logical_pages,
-            flash.total_valid(),
-            live,
-            |_| true,
-        )
+        };
+        logblock::check(flash, &self.dmap, &self.pool, logs, |l| {
+            self.live(flash, l).map(|(ppn, _)| ppn)
+        })
     }
 
     fn stats(&self) -> FtlStats {

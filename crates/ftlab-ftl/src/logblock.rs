@@ -273,15 +273,17 @@ pub(crate) fn erased_pool(flash: &Flash) -> FreePool {
     pool
 }
 
-/// Deep check of the roles of a block-mapped scheme's blocks: no block is the data
-/// block of two logical blocks (`dmap`); `logs` marks the scheme's log blocks in the
-/// in-use bits it is handed, and checks them; the free blocks are erased; and every
-/// block has exactly one role.
-pub(crate) fn check_roles(
+/// Deep check of a block-mapped scheme. Roles: no block is the data block of two
+/// logical blocks (`dmap`); `logs` marks the scheme's log blocks in the in-use bits it
+/// is handed, and checks them; the free blocks are erased; every block has exactly one
+/// role. Then the live copy `live(lpn)` of every LPN against the flash
+/// (`scan::check_map`).
+pub(crate) fn check(
     flash: &Flash,
     dmap: &[u32],
     pool: &FreePool,
     logs: impl FnOnce(&mut [bool]) -> Result<(), String>,
+    live: impl Fn(Lpn) -> Option<Ppn>,
 ) -> Result<(), String> {
     let mut in_use = vec![false; flash.geometry().blocks as usize];
     for &d in dmap.iter().filter(|&&d| d != NONE) {
@@ -298,7 +300,8 @@ pub(crate) fn check_roles(
     if in_use.iter().any(|&u| !u) {
         return Err("a block is neither data, log nor free (leaked)".into());
     }
-    Ok(())
+    let lpns = flash.geometry().logical_pages;
+    scan::check_map(flash, lpns, flash.total_valid(), |l| live(Lpn(l)), |_| true)
 }
 
 /// Where the page at one offset of a block being composed comes from.

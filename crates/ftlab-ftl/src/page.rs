@@ -188,13 +188,7 @@ impl Ftl for PageFtl {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        scan::check_map(
-            flash,
-            self.geo.logical_pages,
-            flash.total_valid(),
-            |l| Some(Ppn(self.l2p[l as usize])).filter(|p| p.0 != UNMAPPED),
-            |_| true,
-        )?;
+        scan::check_l2p(flash, &self.l2p)?;
         scan::check_blocks(flash, &self.free, &self.index, &[self.active])
     }
 

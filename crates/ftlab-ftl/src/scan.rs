@@ -21,7 +21,7 @@
 //!   GC index (`page`, `dac`, `dftl`, `tpm`).
 //! - Deep checks. [`check_map`]: every mapped LPN maps to a valid page whose spare tag
 //!   holds that LPN, and the mapped pages are all the valid data pages (all six and
-//!   `block`). [`check_blocks`]: free, open and sealed blocks are disjoint and are all
+//!   `block`; [`check_l2p`] for a page-level table). [`check_blocks`]: free, open and sealed blocks are disjoint and are all
 //!   the blocks (`page`, `dac`; the demand-paged schemes check their block kinds too).
 
 use ftlab_core::flash::{Cause, Flash};
@@ -173,6 +173,13 @@ pub(crate) fn check_map(
         ));
     }
     Ok(())
+}
+
+/// [`check_map`] of a page-level table (LPN -> PPN, [`UNMAPPED`] for none) that maps
+/// every valid page on flash.
+pub(crate) fn check_l2p(flash: &Flash, l2p: &[u32]) -> Result<(), String> {
+    let map = |l: u32| Some(Ppn(l2p[l as usize])).filter(|p| p.0 != UNMAPPED);
+    check_map(flash, l2p.len() as u32, flash.total_valid(), map, |_| true)
 }
 
 /// Deep check of the block lists of a page-mapped scheme: the free blocks are erased,
