@@ -102,7 +102,9 @@
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
 use crate::auto::AutoOr;
-use crate::logblock::{self, compose, FreePool, LruList, MergeCounters, Scan, Src, MIXED, NONE};
+use crate::logblock::{
+    self, compose, FreePool, Group, LruList, MergeCounters, Scan, Src, MIXED, NONE,
+};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -171,10 +173,8 @@ pub struct Bast {
     stats: FtlStats,
     osm: bool,
     ba_gc: bool,
-    /// The group being written: its logical block and whether the buffer padded it.
-    group: Option<(Lbn, bool)>,
-    /// Offsets of the group's block a BA-BM merge has already written.
-    taken: Vec<bool>,
+    /// The group being written (CO-OP options).
+    group: Group,
 }
 
 impl Bast {
@@ -222,8 +222,7 @@ impl Bast {
             stats: FtlStats::default(),
             osm,
             ba_gc,
-            group: None,
-            taken: vec![false; ppb as usize],
+            group: Group::new(ppb),
         })
     }
 
@@ -366,7 +365,7 @@ impl Bast {
                 self.stats.merges_partial += 1;
                 self.stats.merge_pages_copied += done.copied;
             }
-            _ if self.group == Some((log.lbn, true)) => self.stats.merges_padding_switch += 1,
+            _ if self.group.is_padded(log.lbn) => self.stats.merges_padding_switch += 1,
             _ => self.stats.merges_switch += 1,
         }
         if let Some(d) = data {
@@ -403,16 +402,8 @@ impl Bast {
                 None => Src::Hole,
             };
             if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
-                let lpn = Lpn(log.lbn.0 * self.ppb + o);
-                if let Some(tag) = v.dirty_copy(lpn) {
-                    if let Src::Copy(p) = self.srcs[o as usize] {
-                        flash.invalidate(p);
-                    }
-                    self.srcs[o as usize] = Src::Ram(tag);
-                    v.mark_clean(lpn);
-                    if self.group.is_some_and(|(g, _)| g == log.lbn) {
-                        self.taken[o as usize] = true;
-                    }
+                let src = &mut self.srcs[o as usize];
+                if self.group.take_dirty(flash, v, log.lbn, o, src) {
                     any = true;
                     from_buffer = true;
                 }
@@ -623,20 +614,14 @@ impl Ftl for Bast {
             self.osm_write(flash, desc, pages);
             return;
         }
-        self.group = Some((lbn, info.padded > 0));
-        self.taken.fill(false);
+        self.group.begin(lbn, info.padded > 0);
         let mut bv = if self.ba_gc { info.buffer } else { None };
         for &p in pages {
-            if self.taken[self.geo.lpn_offset(p.lpn) as usize] {
-                continue;
+            if self.group.admit(self.geo.lpn_offset(p.lpn), p.lpn, &mut bv) {
+                self.write_page(flash, p, &mut bv);
             }
-            // The page is on its way to flash: a merge it triggers copies it from there.
-            if let Some(v) = bv.as_deref_mut() {
-                v.mark_clean(p.lpn);
-            }
-            self.write_page(flash, p, &mut bv);
         }
-        self.group = None;
+        self.group.end();
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {

@@ -30,7 +30,7 @@
 
 use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{FtlStats, RecoverError};
+use ftlab_core::ftl::{BufferView, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
@@ -377,6 +377,87 @@ pub(crate) fn compose(
         done.programmed += 1;
     }
     done
+}
+
+/// The group a buffer is writing, for the co-optimised options of `bast` and `fast`
+/// (co-op-buffer-ftl.txt): its logical block, whether the buffer padded it (a switch
+/// merge of it is then a padding switch merge, PSM, §6.3), and the offsets a BA-BM full
+/// merge has already written from the buffer (§3), which the group's write skips.
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    current: Option<(Lbn, bool)>,
+    taken: Vec<bool>,
+}
+
+impl Group {
+    /// No group, for blocks of `ppb` pages.
+    pub(crate) fn new(ppb: u32) -> Group {
+        Group {
+            current: None,
+            taken: vec![false; ppb as usize],
+        }
+    }
+
+    /// A group of `lbn` starts being written.
+    pub(crate) fn begin(&mut self, lbn: Lbn, padded: bool) {
+        self.current = Some((lbn, padded));
+        self.taken.fill(false);
+    }
+
+    /// The group is written.
+    pub(crate) fn end(&mut self) {
+        self.current = None;
+    }
+
+    /// Whether `lbn` is the group being written and the buffer padded it.
+    pub(crate) fn is_padded(&self, lbn: Lbn) -> bool {
+        self.current == Some((lbn, true))
+    }
+
+    /// Whether the group's page at `offset` still has to be programmed: not if a BA-BM
+    /// merge already wrote it. If it has, it is on its way to flash, so it is marked
+    /// clean in the lent buffer first (a merge it triggers copies it from flash).
+    pub(crate) fn admit(
+        &self,
+        offset: u32,
+        lpn: Lpn,
+        bv: &mut Option<&mut dyn BufferView>,
+    ) -> bool {
+        if self.taken[offset as usize] {
+            return false;
+        }
+        if let Some(v) = bv.as_deref_mut() {
+            v.mark_clean(lpn);
+        }
+        true
+    }
+
+    /// BA-BM (co-op-buffer-ftl.txt §3) in a full merge of `lbn`: if the buffer holds
+    /// `lpn` (at `offset`) dirty, the merge programs the buffer's copy instead of `src`
+    /// (whose flash copy is dropped), the page is marked clean there, and the group's
+    /// write skips it if it is `lbn`'s. Returns whether the buffer's copy was taken.
+    pub(crate) fn take_dirty(
+        &mut self,
+        flash: &mut Flash,
+        v: &mut dyn BufferView,
+        lbn: Lbn,
+        offset: u32,
+        src: &mut Src,
+    ) -> bool {
+        let lpn = Lpn(lbn.0 * flash.geometry().pages_per_block + offset);
+        let Some(tag) = v.dirty_copy(lpn) else {
+            return false;
+        };
+        if let Src::Copy(p) = *src {
+            flash.invalidate(p);
+        }
+        *src = Src::Ram(tag);
+        v.mark_clean(lpn);
+        if self.current.is_some_and(|(g, _)| g == lbn) {
+            self.taken[offset as usize] = true;
+        }
+        true
+    }
 }
 
 /// Merge and utilisation counters shared by the family; folded into [`FtlStats`].
