@@ -624,6 +624,8 @@ impl Ftl for Bast {
         self.group.end();
     }
 
+    // `read` and `trim` have `block`'s shape: all they share is a call of the scheme's
+    // own live-copy lookup, nothing worth a common function.
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
         let ppn = self.live(flash, lpn)?;
         Some(flash.read(ppn, Cause::Host))

@@ -199,6 +199,8 @@ impl DacFtl {
     }
 
     /// Copies a victim's valid pages one region down and erases it.
+    // Like `page`'s GC loop but for the demotion target; `page` keeps its own copy so
+    // the baseline every paper compares against reads on its own, without regions.
     fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
         self.victim_pages_written += flash.write_ptr(victim) as u64;
         let dest = (self.region[victim.idx()] as usize).saturating_sub(1);
@@ -235,6 +237,8 @@ impl DacFtl {
     }
 }
 
+// `read` and `trim` are `page`'s: the L2P table is the same; see `reclaim` for why
+// the two schemes do not share code.
 impl Ftl for DacFtl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         let top = self.active.len() - 1;

@@ -876,6 +876,8 @@ impl Ftl for Fast {
             self.group.end();
             return;
         }
+        // The loop is `bast`'s; its step, `write_page`, needs the whole scheme, so only
+        // the group state and its rules are shared (`logblock::Group`).
         let mut bv = if self.ba_gc { info.buffer } else { None };
         for &p in pages {
             if self.group.admit(self.geo.lpn_offset(p.lpn), p.lpn, &mut bv) {

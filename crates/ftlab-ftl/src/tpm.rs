@@ -217,6 +217,8 @@ impl Tpm {
     }
 
     /// The CMT slot of translation page `t`, loading it on a miss.
+    // The hit/miss/evict steps mirror `dftl`'s `lookup` and `evict` but stay apart:
+    // their slots hold different things (one entry there, a whole page here).
     fn lookup(&mut self, flash: &mut Flash, t: u32) -> u32 {
         let s = self.gtd_slot[t as usize];
         if s != NONE {
