@@ -326,33 +326,16 @@ impl Ftl for DacFtl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ftlab_core::geometry::GeometryBuilder;
+    use crate::testutil::{geometry, tag};
     use ftlab_core::options::from_pairs;
 
+    /// 8 logical blocks of 4 pages of 2 KiB with `op` percent over-provisioning.
     fn geo(op: f64) -> Geometry {
-        GeometryBuilder {
-            page_size: 2048,
-            pages_per_block: 4,
-            spare_bytes: 64,
-            logical_bytes: 8 * 4 * 2048,
-            op_percent: op,
-            channels: 1,
-            dies_per_channel: 1,
-            min_spare_blocks: 0,
-        }
-        .build()
-        .unwrap()
+        geometry(2048, 4, 32, op)
     }
 
     fn opts(pairs: &[(&str, &str)]) -> DacOptions {
         from_pairs(ID, pairs).unwrap()
-    }
-
-    fn tag(lpn: u32, version: u32) -> PageTag {
-        PageTag {
-            lpn: Lpn(lpn),
-            version,
-        }
     }
 
     #[test]
