@@ -102,7 +102,7 @@
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 
 use crate::auto::AutoOr;
-use crate::logblock::{compose, erased_pool, FreePool, MergeCounters, Scan, Src, MIXED, NONE};
+use crate::logblock::{self, compose, FreePool, Group, MergeCounters, Scan, Src, MIXED, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -172,10 +172,8 @@ pub struct Bast {
     stats: FtlStats,
     osm: bool,
     ba_gc: bool,
-    /// The group being written: its logical block and whether the buffer padded it.
-    group: Option<(Lbn, bool)>,
-    /// Offsets of the group's block a BA-BM merge has already written.
-    taken: Vec<bool>,
+    /// The group being written (CO-OP options).
+    group: Group,
 }
 
 impl Bast {
@@ -223,8 +221,7 @@ impl Bast {
             stats: FtlStats::default(),
             osm,
             ba_gc,
-            group: None,
-            taken: vec![false; ppb as usize],
+            group: Group::new(ppb),
         })
     }
 
@@ -367,7 +364,7 @@ impl Bast {
                 self.stats.merges_partial += 1;
                 self.stats.merge_pages_copied += done.copied;
             }
-            _ if self.group == Some((log.lbn, true)) => self.stats.merges_padding_switch += 1,
+            _ if self.group.is_padded(log.lbn) => self.stats.merges_padding_switch += 1,
             _ => self.stats.merges_switch += 1,
         }
         if let Some(d) = data {
@@ -404,16 +401,8 @@ impl Bast {
                 None => Src::Hole,
             };
             if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
-                let lpn = Lpn(log.lbn.0 * self.ppb + o);
-                if let Some(tag) = v.dirty_copy(lpn) {
-                    if let Src::Copy(p) = self.srcs[o as usize] {
-                        flash.invalidate(p);
-                    }
-                    self.srcs[o as usize] = Src::Ram(tag);
-                    v.mark_clean(lpn);
-                    if self.group.is_some_and(|(g, _)| g == log.lbn) {
-                        self.taken[o as usize] = true;
-                    }
+                let src = &mut self.srcs[o as usize];
+                if self.group.take_dirty(flash, v, log.lbn, o, src) {
                     any = true;
                     from_buffer = true;
                 }
@@ -624,22 +613,18 @@ impl Ftl for Bast {
             self.osm_write(flash, desc, pages);
             return;
         }
-        self.group = Some((lbn, info.padded > 0));
-        self.taken.fill(false);
+        self.group.begin(lbn, info.padded > 0);
         let mut bv = if self.ba_gc { info.buffer } else { None };
         for &p in pages {
-            if self.taken[self.geo.lpn_offset(p.lpn) as usize] {
-                continue;
+            if self.group.admit(self.geo.lpn_offset(p.lpn), p.lpn, &mut bv) {
+                self.write_page(flash, p, &mut bv);
             }
-            // The page is on its way to flash: a merge it triggers copies it from there.
-            if let Some(v) = bv.as_deref_mut() {
-                v.mark_clean(p.lpn);
-            }
-            self.write_page(flash, p, &mut bv);
         }
-        self.group = None;
+        self.group.end();
     }
 
+    // `read` and `trim` have `block`'s shape: all they share is a call of the scheme's
+    // own live-copy lookup, nothing worth a common function.
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
         let ppn = self.live(flash, lpn)?;
         Some(flash.read(ppn, Cause::Host))
@@ -671,53 +656,13 @@ impl Ftl for Bast {
             self.recover_log(flash, &mut scan, desc as u32, lbn, Pbn(pbn));
         }
         self.free_desc = (logs as u32..self.logs.len() as u32).rev().collect();
-        for (l, &(data, _)) in roles.iter().enumerate() {
-            if data == NONE {
-                continue;
-            }
-            self.dmap[l] = data;
-            for o in 0..flash.write_ptr(Pbn(data)) {
-                scan.claim(flash, self.geo.ppn(Pbn(data), o));
-            }
-        }
-        self.pool = erased_pool(flash);
+        self.pool = scan.install_data_blocks(flash, &mut self.dmap, roles.iter().map(|r| r.0));
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut in_use = vec![false; self.geo.blocks as usize];
-        for &d in self.dmap.iter().filter(|&&d| d != NONE) {
-            if std::mem::replace(&mut in_use[d as usize], true) {
-                return Err(format!("pbn{d} is the data block of two logical blocks"));
-            }
-        }
-        self.check_logs(flash, &mut in_use)?;
-        for b in self.pool.iter() {
-            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
-                return Err(format!("free {b:?} is in use or not erased"));
-            }
-        }
-        if in_use.iter().any(|&u| !u) {
-            return Err("a block is neither data, log nor free (leaked)".into());
-        }
-        let mut live = 0u64;
-        for l in 0..self.geo.logical_pages {
-            let lpn = Lpn(l);
-            let Some(ppn) = self.live(flash, lpn) else {
-                continue;
-            };
-            live += 1;
-            if flash.peek_tag(ppn).map(|t| t.lpn) != Some(lpn) {
-                return Err(format!("{lpn:?} maps to {ppn:?} holding another page"));
-            }
-        }
-        if live != flash.total_valid() {
-            return Err(format!(
-                "{live} live pages but {} valid on flash (a stale copy is still valid)",
-                flash.total_valid()
-            ));
-        }
-        Ok(())
+        let logs = |in_use: &mut [bool]| self.check_logs(flash, in_use);
+        logblock::check(flash, &self.dmap, &self.pool, logs, |l| self.live(flash, l))
     }
 
     fn stats(&self) -> FtlStats {

@@ -51,7 +51,7 @@
 //! - Cost: one spare read per programmed page, no program and no erase (tested in
 //!   `recovery_reads_every_programmed_spare_once`).
 
-use crate::logblock::{compose, FreePool, MergeCounters, Src, NONE};
+use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -279,10 +279,8 @@ impl Ftl for BlockFtl {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        let mut free = Vec::with_capacity(self.geo.blocks as usize);
         for pbn in (0..self.geo.blocks).map(Pbn) {
             if flash.is_erased(pbn) {
-                free.push(pbn);
                 continue;
             }
             let lbn = self.recover_block(flash, pbn)?;
@@ -293,51 +291,13 @@ impl Ftl for BlockFtl {
                 )));
             }
         }
-        self.pool = FreePool::empty(&self.geo);
-        for pbn in free {
-            self.pool.put(flash, pbn);
-        }
+        self.pool = erased_pool(flash);
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut in_use = vec![false; self.geo.blocks as usize];
-        let mut live = 0u64;
-        for (l, &pbn) in self.dmap.iter().enumerate() {
-            if pbn == NONE {
-                continue;
-            }
-            if std::mem::replace(&mut in_use[pbn as usize], true) {
-                return Err(format!("pbn{pbn} is the data block of two logical blocks"));
-            }
-            for o in 0..self.ppb {
-                let ppn = self.geo.ppn(Pbn(pbn), o);
-                if !flash.is_valid(ppn) {
-                    continue;
-                }
-                live += 1;
-                let want = Lpn(l as u32 * self.ppb + o);
-                match flash.peek_tag(ppn) {
-                    Some(t) if t.lpn == want => {}
-                    other => return Err(format!("{ppn:?} should hold {want:?}: {other:?}")),
-                }
-            }
-        }
-        if live != flash.total_valid() {
-            return Err(format!(
-                "{live} live pages in data blocks but {} valid on flash",
-                flash.total_valid()
-            ));
-        }
-        for b in self.pool.iter() {
-            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
-                return Err(format!("free {b:?} is in use or not erased"));
-            }
-        }
-        if in_use.iter().any(|&u| !u) {
-            return Err("a block is neither mapped nor free (leaked)".into());
-        }
-        Ok(())
+        let logs = |_: &mut [bool]| Ok(());
+        logblock::check(flash, &self.dmap, &self.pool, logs, |l| self.live(flash, l))
     }
 
     fn stats(&self) -> FtlStats {

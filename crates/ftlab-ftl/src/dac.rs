@@ -40,6 +40,7 @@
 //!   `merge_count` (GC victims: the paper counts DAC's block reclamations as its merges).
 
 use crate::auto::AutoOr;
+use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -75,7 +76,6 @@ impl Default for DacOptions {
     }
 }
 
-const UNMAPPED: u32 = u32::MAX;
 const NO_BLOCK: u32 = u32::MAX;
 const DEFAULT_REGIONS: u32 = 4;
 
@@ -199,6 +199,8 @@ impl DacFtl {
     }
 
     /// Copies a victim's valid pages one region down and erases it.
+    // Like `page`'s GC loop but for the demotion target; `page` keeps its own copy so
+    // the baseline every paper compares against reads on its own, without regions.
     fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
         self.victim_pages_written += flash.write_ptr(victim) as u64;
         let dest = (self.region[victim.idx()] as usize).saturating_sub(1);
@@ -235,6 +237,8 @@ impl DacFtl {
     }
 }
 
+// `read` and `trim` are `page`'s: the L2P table is the same; see `reclaim` for why
+// the two schemes do not share code.
 impl Ftl for DacFtl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         let top = self.active.len() - 1;
@@ -259,81 +263,37 @@ impl Ftl for DacFtl {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        let geo = self.geo.clone();
-        crate::scan::newest_copies(flash, &mut self.l2p)?;
-        self.free.clear();
+        self.l2p = scan::newest_copies(flash, &mut ())?;
         self.region.fill(0);
         self.active.fill(NO_BLOCK);
         let mut opened = 0;
-        for b in (0..geo.blocks).map(Pbn) {
-            if flash.is_erased(b) {
-                self.free.push_back(b);
-            } else if !flash.is_full(b) && opened < self.active.len() {
+        scan::sort_blocks(flash, &mut self.free, &mut self.index, |b| {
+            let open = opened < self.active.len();
+            if open {
                 self.region[b.idx()] = opened as u8;
                 self.active[opened] = b.0;
                 opened += 1;
-            } else {
-                self.index.insert(b, flash.valid_count(b));
             }
-        }
+            Ok(open)
+        })?;
         self.collect(flash);
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut mapped = 0u64;
-        for (l, &p) in self.l2p.iter().enumerate() {
-            if p == UNMAPPED {
-                continue;
-            }
-            mapped += 1;
-            let ppn = Ppn(p);
-            if !flash.is_valid(ppn) {
-                return Err(format!("lpn{l} maps to {ppn:?}, which is not valid"));
-            }
-            match flash.peek_tag(ppn) {
-                Some(t) if t.lpn.idx() == l => {}
-                other => return Err(format!("lpn{l} maps to {ppn:?} holding {other:?}")),
+        scan::check_l2p(flash, &self.l2p)?;
+        for (r, &a) in self.active.iter().enumerate() {
+            if a != NO_BLOCK && self.region[a as usize] as usize != r {
+                return Err(format!("active block {a} of region {r} is mislabelled"));
             }
         }
-        if mapped != flash.total_valid() {
-            return Err(format!(
-                "{mapped} mapped pages but {} valid pages on flash",
-                flash.total_valid()
-            ));
-        }
-        let actives: Vec<u32> = self
+        let actives: Vec<Pbn> = self
             .active
             .iter()
-            .copied()
-            .filter(|&a| a != NO_BLOCK)
+            .filter(|&&a| a != NO_BLOCK)
+            .map(|&a| Pbn(a))
             .collect();
-        for (r, &a) in self.active.iter().enumerate() {
-            if a != NO_BLOCK
-                && (self.region[a as usize] as usize != r || self.index.contains(Pbn(a)))
-            {
-                return Err(format!(
-                    "active block {a} of region {r} is mislabelled or sealed"
-                ));
-            }
-        }
-        for &b in &self.free {
-            if !flash.is_erased(b) || self.index.contains(b) || actives.contains(&b.0) {
-                return Err(format!("free {b:?} is not erased or is also in use"));
-            }
-        }
-        let sealed = (0..self.geo.blocks)
-            .filter(|&b| self.index.contains(Pbn(b)))
-            .count();
-        if sealed + self.free.len() + actives.len() != self.geo.blocks as usize {
-            return Err(format!(
-                "{sealed} sealed + {} free + {} active != {} blocks",
-                self.free.len(),
-                actives.len(),
-                self.geo.blocks
-            ));
-        }
-        Ok(())
+        scan::check_blocks(flash, &self.free, &self.index, &actives)
     }
 
     fn stats(&self) -> FtlStats {
@@ -366,33 +326,16 @@ impl Ftl for DacFtl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ftlab_core::geometry::GeometryBuilder;
+    use crate::testutil::{geometry, tag};
     use ftlab_core::options::from_pairs;
 
+    /// 8 logical blocks of 4 pages of 2 KiB with `op` percent over-provisioning.
     fn geo(op: f64) -> Geometry {
-        GeometryBuilder {
-            page_size: 2048,
-            pages_per_block: 4,
-            spare_bytes: 64,
-            logical_bytes: 8 * 4 * 2048,
-            op_percent: op,
-            channels: 1,
-            dies_per_channel: 1,
-            min_spare_blocks: 0,
-        }
-        .build()
-        .unwrap()
+        geometry(2048, 4, 32, op)
     }
 
     fn opts(pairs: &[(&str, &str)]) -> DacOptions {
         from_pairs(ID, pairs).unwrap()
-    }
-
-    fn tag(lpn: u32, version: u32) -> PageTag {
-        PageTag {
-            lpn: Lpn(lpn),
-            version,
-        }
     }
 
     #[test]

@@ -110,6 +110,7 @@
 //!   only.
 
 use crate::auto::AutoOr;
+use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -167,6 +168,8 @@ pub(crate) struct Counters {
     pub data_victims: u64,
     pub trans_victims: u64,
     pub data_pages_copied: u64,
+    /// Most translation pages one data-block GC wrote (`tpm` reports it).
+    pub data_gc_tpages_max: u32,
 }
 
 impl Counters {
@@ -365,6 +368,146 @@ fn gc_round_limit(geo: &Geometry) -> u64 {
     geo.physical_pages() as u64 + 16
 }
 
+/// A demand-paged scheme over a [`Space`]. GC rounds, data-block GC (copy the valid
+/// pages, update cached mappings in RAM and batch the others, erase, then write the
+/// batched translation pages) and the translation page writes that may need GC first
+/// are the same in `dftl` and `tpm`; where moved pages go, how a cached mapping is
+/// updated and which victim fits the open blocks are each scheme's own.
+pub(crate) trait Demand {
+    /// The scheme's space.
+    fn space(&mut self) -> &mut Space;
+
+    /// Picks and unindexes the next GC victim: [`Space::pick_victim`] with the room of
+    /// the scheme's open data blocks and its cache.
+    fn pick_victim(&mut self, flash: &Flash) -> Pbn;
+
+    /// The page a valid page of data block `victim` moves to during GC.
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn;
+
+    /// After the GC copy from `victim` to `dst` was programmed.
+    fn after_gc_program(&mut self, flash: &Flash, victim: Pbn, dst: Ppn);
+
+    /// Updates the mapping of `lpn` (moved by GC from `src` to `dst`) in the cache if
+    /// it is cached; returns whether it was.
+    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool;
+
+    /// Data block `victim` was erased and is back in the pool.
+    fn released(&mut self, victim: Pbn) {
+        let _ = victim;
+    }
+
+    /// GC until the pool holds `gc_threshold` blocks.
+    fn collect(&mut self, flash: &mut Flash) {
+        let mut rounds = 0u64;
+        while self.space().below_threshold() {
+            let victim = self.pick_victim(flash);
+            if self.space().kind[victim.idx()] == Kind::Trans {
+                self.space().collect_trans_block(flash, victim);
+            } else {
+                self.collect_data_block(flash, victim);
+            }
+            rounds += 1;
+            self.space().gc_round_done(rounds);
+        }
+    }
+
+    /// Moves a data block's valid pages ([`Demand::gc_dest`]), erases it, then updates
+    /// the moved mappings: in the cache if cached, else one read and one write per
+    /// distinct translation page.
+    fn collect_data_block(&mut self, flash: &mut Flash, victim: Pbn) {
+        for off in 0..flash.write_ptr(victim) {
+            let src = self.space().geo.ppn(victim, off);
+            if !flash.is_valid(src) {
+                continue;
+            }
+            let dst = self.gc_dest(flash, victim);
+            let tag = flash.copy(src, dst, Cause::Gc);
+            self.space().invalidate(flash, src);
+            self.after_gc_program(flash, victim, dst);
+            self.space().c.data_pages_copied += 1;
+            if !self.update_cached(tag.lpn, src, dst) {
+                let s = self.space();
+                let (t, e) = s.tpage_of(tag.lpn);
+                s.gc_batch.push((t, e, dst.0));
+            }
+        }
+        self.space().reclaim(flash, victim);
+        self.released(victim);
+        let s = self.space();
+        s.c.data_victims += 1;
+        s.flush_gc_batch(flash);
+    }
+
+    /// Before a translation page is written outside GC: GC first if the active
+    /// translation block is full (GC may move pages of the cached mappings about to be
+    /// written; it updates them in the cache).
+    fn room_for_tpage(&mut self, flash: &mut Flash) {
+        if self.space().trans_room(flash) == 0 {
+            self.collect(flash);
+        }
+    }
+
+    /// Recovery: writes anew, from the scanned mapping, the translation pages that were
+    /// on flash (`on_flash` of [`Space::recovery_pages`]), GC first when the translation
+    /// block is full, as for a dirty eviction; a page GC wrote on the way is not written
+    /// twice.
+    fn rewrite_tpages(&mut self, flash: &mut Flash, on_flash: Vec<(u32, u32)>) {
+        for (t, version) in on_flash {
+            self.room_for_tpage(flash);
+            let s = self.space();
+            if !s.written_since(t, version) {
+                s.write_tpage(flash, t, Why::Recovery);
+            }
+        }
+    }
+}
+
+/// The demand-paged schemes' part of the recovery scan: a translation page (spare tag
+/// `TRANS_MARK | tvpn`) stays out of the LPN table; per translation page the copy with
+/// the highest write counter becomes the GTD entry; a block holds only data or only
+/// translation pages, and gets the kind they say.
+struct TransPages<'a> {
+    version: &'a mut [u32],
+    gtd: &'a mut [u32],
+    kind: &'a mut [Kind],
+    /// Whether the pages read so far of the block being read are translation pages.
+    block_is_trans: Option<bool>,
+}
+
+impl scan::Visit for TransPages<'_> {
+    fn page(&mut self, pbn: Pbn, _: u32, ppn: Ppn, tag: PageTag) -> Result<bool, RecoverError> {
+        let is_trans = tag.lpn.0 & TRANS_MARK != 0;
+        if *self.block_is_trans.get_or_insert(is_trans) != is_trans {
+            return Err(RecoverError::Failed(format!(
+                "{pbn:?} holds data and translation pages"
+            )));
+        }
+        if !is_trans {
+            return Ok(true);
+        }
+        let t = (tag.lpn.0 & !TRANS_MARK) as usize;
+        let Some(best) = self.version.get_mut(t) else {
+            return Err(RecoverError::Failed(format!(
+                "{ppn:?} holds {tag:?}, beyond the table"
+            )));
+        };
+        if tag.version > *best {
+            *best = tag.version;
+            self.gtd[t] = ppn.0;
+        }
+        Ok(false)
+    }
+
+    fn block(&mut self, pbn: Pbn) -> Result<(), RecoverError> {
+        match self.block_is_trans.take() {
+            Some(true) => self.kind[pbn.idx()] = Kind::Trans,
+            Some(false) => self.kind[pbn.idx()] = Kind::Data,
+            None => {} // erased
+        }
+        Ok(())
+    }
+}
+
 /// The block pool, the translation pages on flash and the GTD's PPN column.
 pub(crate) struct Space {
     pub geo: Geometry,
@@ -382,6 +525,9 @@ pub(crate) struct Space {
     pub c: Counters,
     /// Scratch for counting a GC victim's translation pages (a block's pages long).
     gc_scratch: Vec<u32>,
+    /// A data-block GC's pending updates of uncached mappings: (translation page,
+    /// entry, new PPN); empty between GC rounds.
+    gc_batch: Vec<(u32, u32, u32)>,
     /// Name for assertion messages.
     pub scheme: &'static str,
 }
@@ -406,6 +552,7 @@ impl Space {
             content: vec![NONE; lay.tpages as usize * lay.epp as usize],
             c: Counters::default(),
             gc_scratch: Vec::with_capacity(geo.pages_per_block as usize),
+            gc_batch: Vec::with_capacity(geo.pages_per_block as usize),
             scheme,
         }
     }
@@ -694,51 +841,51 @@ impl Space {
         scratch.len() as u32
     }
 
+    /// The end of a data-block GC, after the victim's erase: applies `gc_batch`, one
+    /// read and one write per distinct translation page ("batch updates" in \[11\];
+    /// tpm.txt Fig. 2 shows the unbatched worst case), and empties it.
+    fn flush_gc_batch(&mut self, flash: &mut Flash) {
+        let mut batch = std::mem::take(&mut self.gc_batch);
+        batch.sort_unstable();
+        let mut i = 0;
+        let mut written = 0;
+        while i < batch.len() {
+            let t = batch[i].0;
+            let on_flash = self.read_tpage(flash, t, Why::Gc);
+            assert!(
+                on_flash,
+                "{}: uncached mapping of translation page {t} is not on flash",
+                self.scheme
+            );
+            while i < batch.len() && batch[i].0 == t {
+                let (_, e, p) = batch[i];
+                let idx = self.entry(t, e);
+                self.content[idx] = p;
+                i += 1;
+            }
+            self.write_tpage(flash, t, Why::Gc);
+            written += 1;
+        }
+        self.c.data_gc_tpages_max = self.c.data_gc_tpages_max.max(written);
+        batch.clear();
+        self.gc_batch = batch;
+    }
+
     /// Power-loss recovery, the part both schemes share (see the module header): reads
-    /// every programmed spare area once, rebuilds the pool, the block kinds, the GC
-    /// index, the active translation block, the GTD and `content` (the scanned mapping),
-    /// and re-marks the live pages. Returns the partly written data blocks, for the
+    /// every programmed spare area once (`scan::newest_copies`, which re-marks the live
+    /// data pages), keeps the translation pages apart ([`TransPages`]), rebuilds the
+    /// pool, the block kinds, the GC index, the active translation block, the GTD and
+    /// `content` (the scanned mapping). Returns the partly written data blocks, for the
     /// scheme to reopen.
     pub(crate) fn recover_scan(&mut self, flash: &mut Flash) -> Result<Vec<Pbn>, RecoverError> {
-        let geo = self.geo.clone();
-        let fail = |why: String| Err(RecoverError::Failed(why));
-        let mut newest = vec![0u32; geo.logical_pages as usize];
-        let mut l2p = vec![NONE; geo.logical_pages as usize];
-        self.free.clear();
-        for pbn in (0..geo.blocks).map(Pbn) {
-            if flash.is_erased(pbn) {
-                self.free.push_back(pbn);
-                continue;
-            }
-            let mut trans = None;
-            for off in 0..flash.write_ptr(pbn) {
-                let ppn = geo.ppn(pbn, off);
-                let tag = flash.read_spare(ppn, Cause::Recovery);
-                let is_trans = tag.lpn.0 & TRANS_MARK != 0;
-                if *trans.get_or_insert(is_trans) != is_trans {
-                    return fail(format!("{pbn:?} holds data and translation pages"));
-                }
-                let (id, best, map) = if is_trans {
-                    let t = (tag.lpn.0 & !TRANS_MARK) as usize;
-                    (t, self.tp_version.get_mut(t), &mut self.gtd)
-                } else {
-                    (tag.lpn.idx(), newest.get_mut(tag.lpn.idx()), &mut l2p)
-                };
-                let Some(best) = best else {
-                    return fail(format!("{ppn:?} holds {tag:?}, beyond the table"));
-                };
-                if tag.version > *best {
-                    *best = tag.version;
-                    map[id] = ppn.0;
-                }
-            }
-            self.kind[pbn.idx()] = if trans == Some(true) {
-                Kind::Trans
-            } else {
-                Kind::Data
-            };
-        }
-        for &p in l2p.iter().chain(self.gtd.iter()) {
+        let mut trans = TransPages {
+            version: &mut self.tp_version,
+            gtd: &mut self.gtd,
+            kind: &mut self.kind,
+            block_is_trans: None,
+        };
+        let l2p = scan::newest_copies(flash, &mut trans)?;
+        for &p in &self.gtd {
             if p != NONE {
                 flash.mark_valid(Ppn(p));
             }
@@ -746,15 +893,20 @@ impl Space {
         // Entry `lpn % epp` of translation page `lpn / epp` is `content[lpn]`.
         self.content[..l2p.len()].copy_from_slice(&l2p);
         let mut open = Vec::new();
-        for pbn in (0..geo.blocks).map(Pbn) {
-            match self.kind[pbn.idx()] {
-                Kind::Free => {}
-                _ if flash.is_full(pbn) => self.index.insert(pbn, flash.valid_count(pbn)),
+        let (kind, trans_active) = (&self.kind, &mut self.trans_active);
+        scan::sort_blocks(flash, &mut self.free, &mut self.index, |pbn| {
+            match kind[pbn.idx()] {
                 Kind::Data => open.push(pbn),
-                Kind::Trans if self.trans_active.is_none() => self.trans_active = Some(pbn),
-                Kind::Trans => return fail(format!("{pbn:?} is a second open translation block")),
+                Kind::Trans if trans_active.is_none() => *trans_active = Some(pbn),
+                // (The scan gave every programmed block a kind other than `Free`.)
+                _ => {
+                    return Err(RecoverError::Failed(format!(
+                        "{pbn:?} is a second open translation block"
+                    )))
+                }
             }
-        }
+            Ok(true)
+        })?;
         Ok(open)
     }
 
@@ -902,36 +1054,18 @@ impl Space {
         flash: &Flash,
         map: impl Fn(u32) -> u32,
     ) -> Result<(), String> {
-        let mut mapped = 0u64;
-        for l in 0..self.geo.logical_pages {
-            let p = map(l);
-            if p == NONE {
-                continue;
-            }
-            mapped += 1;
-            let ppn = Ppn(p);
-            if ppn.0 >= self.geo.physical_pages() || !flash.is_valid(ppn) {
-                return Err(format!("lpn{l} maps to {ppn:?}, which is not valid"));
-            }
-            if self.kind[self.geo.block_of(ppn).idx()] != Kind::Data {
-                return Err(format!("lpn{l} maps to {ppn:?} outside a data block"));
-            }
-            match flash.peek_tag(ppn) {
-                Some(t) if t.lpn.0 == l => {}
-                other => return Err(format!("lpn{l} maps to {ppn:?} holding {other:?}")),
-            }
-        }
         let valid_data: u64 = (0..self.geo.blocks)
             .map(Pbn)
             .filter(|b| self.kind[b.idx()] == Kind::Data)
             .map(|b| flash.valid_count(b) as u64)
             .sum();
-        if valid_data != mapped {
-            return Err(format!(
-                "{mapped} mapped pages but {valid_data} valid data pages on flash"
-            ));
-        }
-        Ok(())
+        scan::check_map(
+            flash,
+            self.geo.logical_pages,
+            valid_data,
+            |l| Some(Ppn(map(l))).filter(|p| p.0 != NONE),
+            |ppn| self.kind[self.geo.block_of(ppn).idx()] == Kind::Data,
+        )
     }
 }
 

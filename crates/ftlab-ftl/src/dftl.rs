@@ -43,7 +43,7 @@
 //!   one, becomes the current data block again.
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Kind, Space, Why, NONE};
+use crate::demand::{self, Demand, Kind, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -98,8 +98,6 @@ pub struct Dftl {
     free_slots: Vec<u32>,
     /// LPN -> CMT slot, or NONE.
     lpn_slot: Vec<u32>,
-    /// GC's pending translation updates: (translation page, entry, new PPN).
-    batch: Vec<(u32, u32, u32)>,
 }
 
 impl Dftl {
@@ -126,7 +124,6 @@ impl Dftl {
             slot_dirty: vec![false; slots as usize],
             free_slots: (0..slots).rev().collect(),
             lpn_slot: vec![NONE; geo.logical_pages as usize],
-            batch: Vec::with_capacity(geo.pages_per_block as usize),
         })
     }
 
@@ -178,10 +175,7 @@ impl Dftl {
             .expect("a full CMT has a least recently used entry");
         self.s.c.evictions += 1;
         if self.slot_dirty[v as usize] {
-            if self.s.trans_room(flash) == 0 {
-                // GC may move the victim's page; it updates the cached entry.
-                self.collect(flash);
-            }
+            self.room_for_tpage(flash);
             let lpn = Lpn(self.slot_lpn[v as usize]);
             let (t, off) = self.s.tpage_of(lpn);
             self.s.read_tpage(flash, t, Why::Evict);
@@ -217,72 +211,6 @@ impl Dftl {
         }
     }
 
-    /// GC until the pool holds `gc_threshold` blocks.
-    fn collect(&mut self, flash: &mut Flash) {
-        let mut rounds = 0u64;
-        while self.s.below_threshold() {
-            let room = self
-                .active
-                .map_or(0, |a| self.s.geo.pages_per_block - flash.write_ptr(a));
-            let lpn_slot = &self.lpn_slot;
-            let victim = self
-                .s
-                .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE);
-            match self.s.kind[victim.idx()] {
-                Kind::Trans => self.s.collect_trans_block(flash, victim),
-                _ => self.collect_data_block(flash, victim),
-            }
-            rounds += 1;
-            self.s.gc_round_done(rounds);
-        }
-    }
-
-    /// Moves a data block's valid pages to the current data block, erases it, then
-    /// updates the mappings: in the CMT if cached, else one read and one write per
-    /// distinct translation page.
-    fn collect_data_block(&mut self, flash: &mut Flash, victim: Pbn) {
-        self.batch.clear();
-        for off in 0..flash.write_ptr(victim) {
-            let src = self.s.geo.ppn(victim, off);
-            if !flash.is_valid(src) {
-                continue;
-            }
-            let dst = self.data_dest(flash, true);
-            let tag = flash.copy(src, dst, Cause::Gc);
-            self.s.invalidate(flash, src);
-            self.after_data_program(flash, dst);
-            self.s.c.data_pages_copied += 1;
-            let slot = self.lpn_slot[tag.lpn.idx()];
-            if slot != NONE {
-                debug_assert_eq!(self.slot_ppn[slot as usize], src.0);
-                self.slot_ppn[slot as usize] = dst.0;
-                self.slot_dirty[slot as usize] = true;
-            } else {
-                let (t, e) = self.s.tpage_of(tag.lpn);
-                self.batch.push((t, e, dst.0));
-            }
-        }
-        self.s.reclaim(flash, victim);
-        self.s.c.data_victims += 1;
-        self.batch.sort_unstable();
-        let mut i = 0;
-        while i < self.batch.len() {
-            let t = self.batch[i].0;
-            let on_flash = self.s.read_tpage(flash, t, Why::Gc);
-            assert!(
-                on_flash,
-                "dftl: uncached mapping of translation page {t} is not on flash"
-            );
-            while i < self.batch.len() && self.batch[i].0 == t {
-                let (_, e, p) = self.batch[i];
-                let idx = self.s.entry(t, e);
-                self.s.content[idx] = p;
-                i += 1;
-            }
-            self.s.write_tpage(flash, t, Why::Gc);
-        }
-    }
-
     /// Recovery: the mappings of never-written translation pages back into the CMT as
     /// dirty entries; the translation pages on flash written anew from the scanned
     /// mapping (GC first when the translation block is full, as for a dirty eviction).
@@ -308,14 +236,7 @@ impl Dftl {
             }
             self.s.forget_unwritten(t);
         }
-        for (t, version) in on_flash {
-            if self.s.trans_room(flash) == 0 {
-                self.collect(flash);
-            }
-            if !self.s.written_since(t, version) {
-                self.s.write_tpage(flash, t, Why::Recovery);
-            }
-        }
+        self.rewrite_tpages(flash, on_flash);
         Ok(())
     }
 
@@ -327,6 +248,42 @@ impl Dftl {
             self.slot_ppn[slot as usize] = NONE;
             self.slot_dirty[slot as usize] = true;
         }
+    }
+}
+
+impl Demand for Dftl {
+    fn space(&mut self) -> &mut Space {
+        &mut self.s
+    }
+
+    fn pick_victim(&mut self, flash: &Flash) -> Pbn {
+        let room = self
+            .active
+            .map_or(0, |a| self.s.geo.pages_per_block - flash.write_ptr(a));
+        let lpn_slot = &self.lpn_slot;
+        self.s
+            .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE)
+    }
+
+    /// Pages moved by GC go to the current data block, as host writes do.
+    fn gc_dest(&mut self, flash: &mut Flash, _: Pbn) -> Ppn {
+        self.data_dest(flash, true)
+    }
+
+    fn after_gc_program(&mut self, flash: &Flash, _: Pbn, dst: Ppn) {
+        self.after_data_program(flash, dst);
+    }
+
+    /// DFTL's lazy copying: a cached entry is updated in RAM and becomes dirty.
+    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool {
+        let slot = self.lpn_slot[lpn.idx()];
+        if slot == NONE {
+            return false;
+        }
+        debug_assert_eq!(self.slot_ppn[slot as usize], src.0);
+        self.slot_ppn[slot as usize] = dst.0;
+        self.slot_dirty[slot as usize] = true;
+        true
     }
 }
 

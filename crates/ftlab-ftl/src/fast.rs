@@ -128,7 +128,7 @@
 
 use crate::auto::AutoOr;
 use crate::logblock::{
-    compose, erased_pool, FreePool, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
+    self, compose, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
 };
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
@@ -226,10 +226,8 @@ pub struct Fast {
     rw_adapt: bool,
     osm: bool,
     ba_gc: bool,
-    /// The group being written: its logical block and whether the buffer padded it.
-    group: Option<(Lbn, bool)>,
-    /// Offsets of the group's block a BA-BM merge has already written.
-    taken: Vec<bool>,
+    /// The group being written (CO-OP options).
+    group: Group,
     /// Logical blocks with any page in a RW victim (scratch).
     assoc: Vec<u32>,
     /// Full-merge hits and associated blocks over RW reclaims.
@@ -309,8 +307,7 @@ impl Fast {
             rw_adapt,
             osm,
             ba_gc,
-            group: None,
-            taken: vec![false; ppb as usize],
+            group: Group::new(ppb),
             assoc: Vec::with_capacity(ppb as usize),
             fm_hits: 0,
             fm_assoc: 0,
@@ -453,7 +450,7 @@ impl Fast {
         self.stats.merge_pages_copied += done.copied;
         if done.copied > 0 {
             self.stats.merges_partial += 1;
-        } else if sw.written == self.ppb && self.group == Some((sw.lbn, true)) {
+        } else if sw.written == self.ppb && self.group.is_padded(sw.lbn) {
             if self.osm {
                 self.stats.merges_osm += 1;
             } else {
@@ -551,15 +548,8 @@ impl Fast {
             any |= src.is_some();
             self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
             if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
-                if let Some(tag) = v.dirty_copy(Lpn(lpn)) {
-                    if let Some(p) = src {
-                        flash.invalidate(p);
-                    }
-                    self.srcs[o as usize] = Src::Ram(tag);
-                    v.mark_clean(Lpn(lpn));
-                    if self.group.is_some_and(|(g, _)| g == lbn) {
-                        self.taken[o as usize] = true;
-                    }
+                let src = &mut self.srcs[o as usize];
+                if self.group.take_dirty(flash, v, lbn, o, src) {
                     any = true;
                     from_buffer = true;
                 }
@@ -878,25 +868,23 @@ impl Ftl for Fast {
             return;
         };
         let lbn = self.geo.lbn_of(first.lpn);
-        self.group = Some((lbn, info.padded > 0));
+        // Unlike in `bast`, the group starts before the OSM check: an OSM write goes
+        // through the SW log, whose switch merge is counted by the group.
+        self.group.begin(lbn, info.padded > 0);
         if self.osm && pages.len() as u32 == self.ppb && self.dmap[lbn.idx()] != NONE {
             self.osm_write(flash, lbn, pages);
-            self.group = None;
+            self.group.end();
             return;
         }
-        self.taken.fill(false);
+        // The loop is `bast`'s; its step, `write_page`, needs the whole scheme, so only
+        // the group state and its rules are shared (`logblock::Group`).
         let mut bv = if self.ba_gc { info.buffer } else { None };
         for &p in pages {
-            if self.taken[self.geo.lpn_offset(p.lpn) as usize] {
-                continue;
+            if self.group.admit(self.geo.lpn_offset(p.lpn), p.lpn, &mut bv) {
+                self.write_page(flash, p, &mut bv);
             }
-            // The page is on its way to flash: a merge it triggers copies it from there.
-            if let Some(v) = bv.as_deref_mut() {
-                v.mark_clean(p.lpn);
-            }
-            self.write_page(flash, p, &mut bv);
         }
-        self.group = None;
+        self.group.end();
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
@@ -926,52 +914,18 @@ impl Ftl for Fast {
             }
         }
         self.clock = roles.sw.len() as u64;
-        for (l, &d) in roles.data.iter().enumerate() {
-            if d == NONE {
-                continue;
-            }
-            self.dmap[l] = d;
-            for o in 0..flash.write_ptr(Pbn(d)) {
-                scan.claim(flash, self.geo.ppn(Pbn(d), o));
-            }
-        }
-        self.pool = erased_pool(flash);
+        self.pool = scan.install_data_blocks(flash, &mut self.dmap, roles.data);
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut in_use = vec![false; self.geo.blocks as usize];
-        for &d in self.dmap.iter().filter(|&&d| d != NONE) {
-            if std::mem::replace(&mut in_use[d as usize], true) {
-                return Err(format!("pbn{d} is the data block of two logical blocks"));
-            }
-        }
-        self.check_rw(flash, &mut in_use)?;
-        self.check_sw(flash, &mut in_use)?;
-        for b in self.pool.iter() {
-            if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
-                return Err(format!("free {b:?} is in use or not erased"));
-            }
-        }
-        if in_use.iter().any(|&u| !u) {
-            return Err("a block is neither data, log nor free (leaked)".into());
-        }
-        let mut live = 0u64;
-        for l in 0..self.geo.logical_pages {
-            if let Some((ppn, _)) = self.live(flash, Lpn(l)) {
-                live += 1;
-                if flash.peek_tag(ppn).map(|t| t.lpn) != Some(Lpn(l)) {
-                    return Err(format!("lpn{l} maps to {ppn:?} holding another page"));
-                }
-            }
-        }
-        if live != flash.total_valid() {
-            return Err(format!(
-                "{live} live pages but {} valid on flash (a stale copy is still valid)",
-                flash.total_valid()
-            ));
-        }
-        Ok(())
+        let logs = |in_use: &mut [bool]| {
+            self.check_rw(flash, in_use)?;
+            self.check_sw(flash, in_use)
+        };
+        logblock::check(flash, &self.dmap, &self.pool, logs, |l| {
+            self.live(flash, l).map(|(ppn, _)| ppn)
+        })
     }
 
     fn stats(&self) -> FtlStats {

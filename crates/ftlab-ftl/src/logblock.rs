@@ -28,8 +28,9 @@
 //!   (see their module headers). Fillers are never mapped. The free pool is rebuilt in
 //!   block-number order, since the FIFO order of erasures is lost.
 
+use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{FtlStats, RecoverError};
+use ftlab_core::ftl::{BufferView, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
@@ -97,6 +98,50 @@ pub(crate) struct Shape {
     pub fillers: bool,
 }
 
+impl Shape {
+    /// The shape of an erased block, and where every block's starts.
+    const ERASED: Shape = Shape {
+        lbn: NONE,
+        in_place: true,
+        fillers: false,
+    };
+}
+
+/// The block-mapped part of the spare scan: the shape of every block.
+struct Shapes<'a> {
+    geo: &'a Geometry,
+    shapes: Vec<Shape>,
+    /// The shape of the block being read.
+    cur: Shape,
+}
+
+impl scan::Visit for Shapes<'_> {
+    fn page(&mut self, _: Pbn, off: u32, _: Ppn, tag: PageTag) -> Result<bool, RecoverError> {
+        // (An LPN beyond the capacity fails the scan right after.)
+        let lbn = self.geo.lbn_of(tag.lpn).0;
+        let shape = &mut self.cur;
+        shape.lbn = match shape.lbn {
+            NONE => lbn,
+            l if l == lbn => l,
+            _ => MIXED,
+        };
+        shape.in_place &= self.geo.lpn_offset(tag.lpn) == off;
+        shape.fillers |= tag.version == 0;
+        Ok(true)
+    }
+
+    fn block(&mut self, pbn: Pbn) -> Result<(), RecoverError> {
+        let shape = std::mem::replace(&mut self.cur, Shape::ERASED);
+        if shape.fillers && !shape.in_place {
+            return Err(RecoverError::Failed(format!(
+                "{pbn:?} holds a filler but is not a data block"
+            )));
+        }
+        self.shapes.push(shape);
+        Ok(())
+    }
+}
+
 /// The spare scan every block-mapped recovery starts from.
 pub(crate) struct Scan {
     /// The shape of every block.
@@ -108,46 +153,19 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
-    /// Reads the spare area of every programmed page once (`Cause::Recovery`) and
-    /// refuses flash no block-mapped scheme can have written: an LPN beyond the
-    /// capacity, or a filler away from its own offset.
+    /// Reads the spare area of every programmed page once (`Cause::Recovery`;
+    /// `scan::newest_versions`) and refuses flash no block-mapped scheme can have
+    /// written: an LPN beyond the capacity, or a filler away from its own offset.
     pub(crate) fn read(flash: &mut Flash) -> Result<Scan, RecoverError> {
         let geo = flash.geometry().clone();
-        let mut newest = vec![0u32; geo.logical_pages as usize];
-        let mut shapes = Vec::with_capacity(geo.blocks as usize);
-        for pbn in (0..geo.blocks).map(Pbn) {
-            let mut shape = Shape {
-                lbn: NONE,
-                in_place: true,
-                fillers: false,
-            };
-            for off in 0..flash.write_ptr(pbn) {
-                let ppn = geo.ppn(pbn, off);
-                let tag = flash.read_spare(ppn, Cause::Recovery);
-                let Some(v) = newest.get_mut(tag.lpn.idx()) else {
-                    return Err(RecoverError::Failed(format!(
-                        "{ppn:?} holds {tag:?}, beyond the logical capacity"
-                    )));
-                };
-                *v = (*v).max(tag.version);
-                let lbn = geo.lbn_of(tag.lpn).0;
-                shape.lbn = match shape.lbn {
-                    NONE => lbn,
-                    l if l == lbn => l,
-                    _ => MIXED,
-                };
-                shape.in_place &= geo.lpn_offset(tag.lpn) == off;
-                shape.fillers |= tag.version == 0;
-            }
-            if shape.fillers && !shape.in_place {
-                return Err(RecoverError::Failed(format!(
-                    "{pbn:?} holds a filler but is not a data block"
-                )));
-            }
-            shapes.push(shape);
-        }
+        let mut shapes = Shapes {
+            geo: &geo,
+            shapes: Vec::with_capacity(geo.blocks as usize),
+            cur: Shape::ERASED,
+        };
+        let newest = scan::newest_versions(flash, &mut shapes)?;
         Ok(Scan {
-            shapes,
+            shapes: shapes.shapes,
             newest,
             claimed: vec![false; geo.logical_pages as usize],
         })
@@ -179,6 +197,29 @@ impl Scan {
         self.claimed[l] = true;
         flash.mark_valid(ppn);
         Some(tag)
+    }
+
+    /// The last step of a block-mapped recovery, after the logs claimed their pages (a
+    /// log copy wins a tie): installs the data block `data[lbn]` (or [`NONE`]) of every
+    /// logical block in `dmap`, claims its pages in offset order, and returns the free
+    /// pool (the erased blocks in block-number order).
+    pub(crate) fn install_data_blocks(
+        &mut self,
+        flash: &mut Flash,
+        dmap: &mut [u32],
+        data: impl IntoIterator<Item = u32>,
+    ) -> FreePool {
+        let geo = flash.geometry().clone();
+        for (l, d) in data.into_iter().enumerate() {
+            if d == NONE {
+                continue;
+            }
+            dmap[l] = d;
+            for o in 0..flash.write_ptr(Pbn(d)) {
+                self.claim(flash, geo.ppn(Pbn(d), o));
+            }
+        }
+        erased_pool(flash)
     }
 
     /// Of two in-place blocks of one logical block, which is the data block and which
@@ -225,14 +266,42 @@ impl Scan {
 
 /// The erased blocks, in block-number order (recovery).
 pub(crate) fn erased_pool(flash: &Flash) -> FreePool {
-    let geo = flash.geometry();
-    let mut pool = FreePool::empty(geo);
-    for pbn in (0..geo.blocks).map(Pbn) {
-        if flash.is_erased(pbn) {
-            pool.put(flash, pbn);
-        }
+    let mut pool = FreePool::empty(flash.geometry());
+    for pbn in scan::erased(flash) {
+        pool.put(flash, pbn);
     }
     pool
+}
+
+/// Deep check of a block-mapped scheme. Roles: no block is the data block of two
+/// logical blocks (`dmap`); `logs` marks the scheme's log blocks in the in-use bits it
+/// is handed, and checks them; the free blocks are erased; every block has exactly one
+/// role. Then the live copy `live(lpn)` of every LPN against the flash
+/// (`scan::check_map`).
+pub(crate) fn check(
+    flash: &Flash,
+    dmap: &[u32],
+    pool: &FreePool,
+    logs: impl FnOnce(&mut [bool]) -> Result<(), String>,
+    live: impl Fn(Lpn) -> Option<Ppn>,
+) -> Result<(), String> {
+    let mut in_use = vec![false; flash.geometry().blocks as usize];
+    for &d in dmap.iter().filter(|&&d| d != NONE) {
+        if std::mem::replace(&mut in_use[d as usize], true) {
+            return Err(format!("pbn{d} is the data block of two logical blocks"));
+        }
+    }
+    logs(&mut in_use)?;
+    for b in pool.iter() {
+        if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
+            return Err(format!("free {b:?} is in use or not erased"));
+        }
+    }
+    if in_use.iter().any(|&u| !u) {
+        return Err("a block is neither data, log nor free (leaked)".into());
+    }
+    let lpns = flash.geometry().logical_pages;
+    scan::check_map(flash, lpns, flash.total_valid(), |l| live(Lpn(l)), |_| true)
 }
 
 /// Where the page at one offset of a block being composed comes from.
@@ -308,6 +377,87 @@ pub(crate) fn compose(
         done.programmed += 1;
     }
     done
+}
+
+/// The group a buffer is writing, for the co-optimised options of `bast` and `fast`
+/// (co-op-buffer-ftl.txt): its logical block, whether the buffer padded it (a switch
+/// merge of it is then a padding switch merge, PSM, §6.3), and the offsets a BA-BM full
+/// merge has already written from the buffer (§3), which the group's write skips.
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    current: Option<(Lbn, bool)>,
+    taken: Vec<bool>,
+}
+
+impl Group {
+    /// No group, for blocks of `ppb` pages.
+    pub(crate) fn new(ppb: u32) -> Group {
+        Group {
+            current: None,
+            taken: vec![false; ppb as usize],
+        }
+    }
+
+    /// A group of `lbn` starts being written.
+    pub(crate) fn begin(&mut self, lbn: Lbn, padded: bool) {
+        self.current = Some((lbn, padded));
+        self.taken.fill(false);
+    }
+
+    /// The group is written.
+    pub(crate) fn end(&mut self) {
+        self.current = None;
+    }
+
+    /// Whether `lbn` is the group being written and the buffer padded it.
+    pub(crate) fn is_padded(&self, lbn: Lbn) -> bool {
+        self.current == Some((lbn, true))
+    }
+
+    /// Whether the group's page at `offset` still has to be programmed: not if a BA-BM
+    /// merge already wrote it. If it has, it is on its way to flash, so it is marked
+    /// clean in the lent buffer first (a merge it triggers copies it from flash).
+    pub(crate) fn admit(
+        &self,
+        offset: u32,
+        lpn: Lpn,
+        bv: &mut Option<&mut dyn BufferView>,
+    ) -> bool {
+        if self.taken[offset as usize] {
+            return false;
+        }
+        if let Some(v) = bv.as_deref_mut() {
+            v.mark_clean(lpn);
+        }
+        true
+    }
+
+    /// BA-BM (co-op-buffer-ftl.txt §3) in a full merge of `lbn`: if the buffer holds
+    /// `lpn` (at `offset`) dirty, the merge programs the buffer's copy instead of `src`
+    /// (whose flash copy is dropped), the page is marked clean there, and the group's
+    /// write skips it if it is `lbn`'s. Returns whether the buffer's copy was taken.
+    pub(crate) fn take_dirty(
+        &mut self,
+        flash: &mut Flash,
+        v: &mut dyn BufferView,
+        lbn: Lbn,
+        offset: u32,
+        src: &mut Src,
+    ) -> bool {
+        let lpn = Lpn(lbn.0 * flash.geometry().pages_per_block + offset);
+        let Some(tag) = v.dirty_copy(lpn) else {
+            return false;
+        };
+        if let Src::Copy(p) = *src {
+            flash.invalidate(p);
+        }
+        *src = Src::Ram(tag);
+        v.mark_clean(lpn);
+        if self.current.is_some_and(|(g, _)| g == lbn) {
+            self.taken[offset as usize] = true;
+        }
+        true
+    }
 }
 
 /// Merge and utilisation counters shared by the family; folded into [`FtlStats`].

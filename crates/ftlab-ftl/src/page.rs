@@ -22,6 +22,7 @@
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
+use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -48,8 +49,6 @@ impl Default for PageOptions {
         PageOptions { gc_threshold: 3 }
     }
 }
-
-const UNMAPPED: u32 = u32::MAX;
 
 /// The page-mapped FTL.
 pub struct PageFtl {
@@ -168,19 +167,15 @@ impl Ftl for PageFtl {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        let geo = self.geo.clone();
-        crate::scan::newest_copies(flash, &mut self.l2p)?;
-        self.free.clear();
+        self.l2p = scan::newest_copies(flash, &mut ())?;
         let mut active = None;
-        for b in (0..geo.blocks).map(Pbn) {
-            if flash.is_erased(b) {
-                self.free.push_back(b);
-            } else if !flash.is_full(b) && active.is_none() {
+        scan::sort_blocks(flash, &mut self.free, &mut self.index, |b| {
+            let open = active.is_none();
+            if open {
                 active = Some(b);
-            } else {
-                self.index.insert(b, flash.valid_count(b));
             }
-        }
+            Ok(open)
+        })?;
         self.active = match active {
             Some(b) => b,
             None => self
@@ -193,43 +188,8 @@ impl Ftl for PageFtl {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        let mut mapped = 0u64;
-        for (l, &p) in self.l2p.iter().enumerate() {
-            if p == UNMAPPED {
-                continue;
-            }
-            mapped += 1;
-            let ppn = Ppn(p);
-            if !flash.is_valid(ppn) {
-                return Err(format!("lpn{l} maps to {ppn:?}, which is not valid"));
-            }
-            match flash.peek_tag(ppn) {
-                Some(t) if t.lpn.idx() == l => {}
-                other => return Err(format!("lpn{l} maps to {ppn:?} holding {other:?}")),
-            }
-        }
-        if mapped != flash.total_valid() {
-            return Err(format!(
-                "{mapped} mapped pages but {} valid pages on flash",
-                flash.total_valid()
-            ));
-        }
-        for &b in &self.free {
-            if !flash.is_erased(b) || self.index.contains(b) || b == self.active {
-                return Err(format!("free {b:?} is not erased or is also in use"));
-            }
-        }
-        let sealed = (0..self.geo.blocks)
-            .filter(|&b| self.index.contains(Pbn(b)))
-            .count();
-        if sealed + self.free.len() + 1 != self.geo.blocks as usize {
-            return Err(format!(
-                "{sealed} sealed + {} free + 1 active != {} blocks",
-                self.free.len(),
-                self.geo.blocks
-            ));
-        }
-        Ok(())
+        scan::check_l2p(flash, &self.l2p)?;
+        scan::check_blocks(flash, &self.free, &self.index, &[self.active])
     }
 
     fn stats(&self) -> FtlStats {

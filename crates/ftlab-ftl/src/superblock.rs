@@ -557,6 +557,14 @@ impl SuperblockFtl {
         if self.frontier[sb as usize] == b.0 && !flash.is_full(b) {
             return;
         }
+        self.reclaim_empty(flash, sb, b);
+        self.stats.merges_switch += 1;
+        self.maybe_promote(sb);
+    }
+
+    /// Erases block `b` of superblock `sb`, which holds no valid page any more: samples
+    /// its utilisation, detaches it and returns it to the reserve or the free pool.
+    fn reclaim_empty(&mut self, flash: &mut Flash, sb: u32, b: Pbn) {
         self.sample_u(flash, b);
         self.detach(sb, b);
         flash.erase(b, Cause::Merge);
@@ -565,8 +573,6 @@ impl SuperblockFtl {
             pbn: b.0,
             to_reserved,
         });
-        self.stats.merges_switch += 1;
-        self.maybe_promote(sb);
     }
 
     /// The next page of superblock `sb`'s current U-block, allocating a new U-block (and

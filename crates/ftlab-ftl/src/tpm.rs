@@ -59,7 +59,7 @@
 //!   (32768 entries of 2 KiB pages x 512 mappings would be 3 bytes each).
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Kind, Space, Why, NONE};
+use crate::demand::{self, Demand, Kind, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -124,9 +124,6 @@ pub struct Tpm {
     /// Free pages in open write-pointer blocks, now and at most since the last reset.
     open_free: u64,
     open_free_max: u64,
-    /// Most translation pages written by one data-block GC since the last reset.
-    gc_tpages_max: u32,
-    batch: Vec<(u32, u32, u32)>,
 }
 
 impl Tpm {
@@ -184,8 +181,6 @@ impl Tpm {
             owner: vec![NONE; geo.blocks as usize],
             open_free: 0,
             open_free_max: 0,
-            gc_tpages_max: 0,
-            batch: Vec::with_capacity(geo.pages_per_block as usize),
         })
     }
 
@@ -223,6 +218,8 @@ impl Tpm {
     }
 
     /// The CMT slot of translation page `t`, loading it on a miss.
+    // The hit/miss/evict steps mirror `dftl`'s `lookup` and `evict` but stay apart:
+    // their slots hold different things (one entry there, a whole page here).
     fn lookup(&mut self, flash: &mut Flash, t: u32) -> u32 {
         let s = self.gtd_slot[t as usize];
         if s != NONE {
@@ -255,10 +252,7 @@ impl Tpm {
             .expect("a full CMT has a least recently used entry");
         self.s.c.evictions += 1;
         if self.slot_updates[v as usize] > 0 {
-            if self.s.trans_room(flash) == 0 {
-                // GC may move pages of the victim page; it updates the cached copy.
-                self.collect(flash);
-            }
+            self.room_for_tpage(flash);
             let t = self.slot_tpage[v as usize];
             let epp = self.s.lay.epp as usize;
             let src = self.entry(v, 0);
@@ -300,87 +294,6 @@ impl Tpm {
         if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
             self.wp[g as usize] = NONE;
         }
-    }
-
-    /// GC until the pool holds `gc_threshold` blocks.
-    fn collect(&mut self, flash: &mut Flash) {
-        let mut rounds = 0u64;
-        while self.s.below_threshold() {
-            let ppb = self.s.geo.pages_per_block;
-            let (wp, owner, gtd_slot) = (&self.wp, &self.owner, &self.gtd_slot);
-            let epp = self.s.lay.epp;
-            let victim = self.s.pick_victim(
-                flash,
-                |b| {
-                    let open = wp[owner[b.idx()] as usize];
-                    if open == NONE {
-                        0
-                    } else {
-                        ppb - flash.write_ptr(Pbn(open))
-                    }
-                },
-                |l| gtd_slot[(l.0 / epp) as usize] != NONE,
-            );
-            match self.s.kind[victim.idx()] {
-                Kind::Trans => self.s.collect_trans_block(flash, victim),
-                _ => self.collect_data_block(flash, victim),
-            }
-            rounds += 1;
-            self.s.gc_round_done(rounds);
-        }
-    }
-
-    /// §III-D: copies the victim's valid pages with its group's write pointer (a new
-    /// block only when that one is used up), erases it, then updates its translation
-    /// page: in the CMT if cached, else one read and one write.
-    fn collect_data_block(&mut self, flash: &mut Flash, victim: Pbn) {
-        let g = self.owner[victim.idx()];
-        self.batch.clear();
-        for off in 0..flash.write_ptr(victim) {
-            let src = self.s.geo.ppn(victim, off);
-            if !flash.is_valid(src) {
-                continue;
-            }
-            let dst = self.wp_dest(flash, g, true);
-            let tag = flash.copy(src, dst, Cause::Gc);
-            self.s.invalidate(flash, src);
-            self.after_data_program(flash, g, dst);
-            self.s.c.data_pages_copied += 1;
-            let (t, e) = self.s.tpage_of(tag.lpn);
-            debug_assert_eq!(t / self.per_wp, g);
-            let slot = self.gtd_slot[t as usize];
-            if slot != NONE {
-                let i = self.entry(slot, e);
-                debug_assert_eq!(self.slot_entries[i], src.0);
-                self.slot_entries[i] = dst.0;
-                self.slot_updates[slot as usize] += 1;
-            } else {
-                self.batch.push((t, e, dst.0));
-            }
-        }
-        self.s.reclaim(flash, victim);
-        self.owner[victim.idx()] = NONE;
-        self.s.c.data_victims += 1;
-        self.batch.sort_unstable();
-        let mut i = 0;
-        let mut written = 0;
-        while i < self.batch.len() {
-            let t = self.batch[i].0;
-            let on_flash = self.s.read_tpage(flash, t, Why::Gc);
-            assert!(
-                on_flash,
-                "tpm: uncached mapping of translation page {t} is not on flash"
-            );
-            while i < self.batch.len() && self.batch[i].0 == t {
-                let (_, e, p) = self.batch[i];
-                let idx = self.s.entry(t, e);
-                self.s.content[idx] = p;
-                i += 1;
-            }
-            self.s.write_tpage(flash, t, Why::Gc);
-            written += 1;
-        }
-        self.gc_tpages_max = self.gc_tpages_max.max(written);
     }
 
     /// Recovery: the owner group of every data block and the write pointers of the
@@ -438,14 +351,7 @@ impl Tpm {
             self.lru.push_front(s);
             self.s.forget_unwritten(t);
         }
-        for (t, version) in on_flash {
-            if self.s.trans_room(flash) == 0 {
-                self.collect(flash);
-            }
-            if !self.s.written_since(t, version) {
-                self.s.write_tpage(flash, t, Why::Recovery);
-            }
-        }
+        self.rewrite_tpages(flash, on_flash);
         Ok(())
     }
 
@@ -542,6 +448,61 @@ impl Tpm {
     }
 }
 
+impl Demand for Tpm {
+    fn space(&mut self) -> &mut Space {
+        &mut self.s
+    }
+
+    fn pick_victim(&mut self, flash: &Flash) -> Pbn {
+        let ppb = self.s.geo.pages_per_block;
+        let (wp, owner, gtd_slot) = (&self.wp, &self.owner, &self.gtd_slot);
+        let epp = self.s.lay.epp;
+        self.s.pick_victim(
+            flash,
+            |b| {
+                let open = wp[owner[b.idx()] as usize];
+                if open == NONE {
+                    0
+                } else {
+                    ppb - flash.write_ptr(Pbn(open))
+                }
+            },
+            |l| gtd_slot[(l.0 / epp) as usize] != NONE,
+        )
+    }
+
+    /// §III-D: a victim's valid pages are copied with its group's write pointer (a new
+    /// block only when that one is used up), so at most one translation page is updated
+    /// per victim (per group of `tpages_per_write_pointer` with shared pointers).
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn {
+        self.wp_dest(flash, self.owner[victim.idx()], true)
+    }
+
+    fn after_gc_program(&mut self, flash: &Flash, victim: Pbn, dst: Ppn) {
+        self.after_data_program(flash, self.owner[victim.idx()], dst);
+    }
+
+    /// A moved page of a cached translation page is updated in the cached copy, which
+    /// counts as an update.
+    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool {
+        let (t, e) = self.s.tpage_of(lpn);
+        debug_assert_eq!(t / self.per_wp, self.owner[self.s.geo.block_of(src).idx()]);
+        let slot = self.gtd_slot[t as usize];
+        if slot == NONE {
+            return false;
+        }
+        let i = self.entry(slot, e);
+        debug_assert_eq!(self.slot_entries[i], src.0);
+        self.slot_entries[i] = dst.0;
+        self.slot_updates[slot as usize] += 1;
+        true
+    }
+
+    fn released(&mut self, victim: Pbn) {
+        self.owner[victim.idx()] = NONE;
+    }
+}
+
 impl Ftl for Tpm {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         for &tag in pages {
@@ -610,7 +571,7 @@ impl Ftl for Tpm {
         e.gauge(
             "gc_max_translation_writes_per_data_block",
             "pages",
-            self.gc_tpages_max as f64,
+            self.s.c.data_gc_tpages_max as f64,
         );
         e.gauge("wp_open_blocks", "blocks", open as f64);
         e.gauge("wp_free_pages", "pages", self.open_free as f64);
@@ -633,7 +594,6 @@ impl Ftl for Tpm {
 
     fn reset_stats(&mut self) {
         self.s.c = Default::default();
-        self.gc_tpages_max = 0;
         self.open_free_max = self.open_free;
     }
 

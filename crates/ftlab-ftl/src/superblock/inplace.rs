@@ -147,14 +147,7 @@ impl SuperblockFtl {
                 k += 1;
                 continue;
             }
-            self.sample_u(flash, b);
-            self.detach(sb, b);
-            flash.erase(b, Cause::Merge);
-            let to_reserved = self.release(b);
-            self.note(Event::Release {
-                pbn: b.0,
-                to_reserved,
-            });
+            self.reclaim_empty(flash, sb, b);
             if full {
                 self.stats.merges_full += 1;
             } else {
