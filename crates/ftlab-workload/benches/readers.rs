@@ -5,7 +5,8 @@
 //! `LINES` realistic lines (built from the shape of the shared samples) from memory,
 //! then from a file on disk (through the same buffered, sniffing `open_records` path
 //! `ftlab run` uses), then from a gzip-compressed file; each figure is the best of
-//! `ROUNDS` rounds. Set `FTLAB_BENCH_LINES` to change the size.
+//! `ROUNDS` rounds. Set `FTLAB_BENCH_LINES` to change the size, and
+//! `FTLAB_BENCH_FORMATS` (e.g. `spc,csv`) to time only some readers.
 
 use ftlab_workload::csv::CsvSpec;
 use ftlab_workload::{open_records, read_records, ReadOptions};
@@ -170,6 +171,12 @@ fn csv_text(n: usize) -> Vec<u8> {
     out
 }
 
+/// Whether `FTLAB_BENCH_FORMATS` (a comma-separated list; unset: every format) names
+/// `format`.
+fn wanted(format: &str) -> bool {
+    std::env::var("FTLAB_BENCH_FORMATS").map_or(true, |v| v.split(',').any(|f| f.trim() == format))
+}
+
 fn count(stream: ftlab_workload::RecordStream) -> usize {
     let mut n = 0;
     for r in stream {
@@ -229,6 +236,9 @@ fn main() {
         ("blkparse", blkparse, blkparse_kept),
         ("csv", csv_text(n), n),
     ] {
+        if !wanted(format) {
+            continue;
+        }
         // The readers take a 'static input; the bench leaks its two texts.
         let text: &'static [u8] = Box::leak(text.into_boxed_slice());
         let (got, secs) = best(|| {
