@@ -40,8 +40,16 @@ fn reproduces_a_small_experiment() {
         quick: true,
         jobs: 2,
     };
-    let produced = reproduce_paper("demo", &opts, &|_, _| {}).unwrap();
+    let calls = std::sync::Mutex::new(Vec::new());
+    let produced = reproduce_paper("demo", &opts, &|done, total| {
+        calls.lock().unwrap().push((done, total))
+    })
+    .unwrap();
     assert_eq!(produced.len(), 1);
+    // Progress: once per run (3 x points, 2 series), counting up to the total.
+    let mut calls = calls.into_inner().unwrap();
+    calls.sort();
+    assert_eq!(calls, (1..=6).map(|d| (d, 6)).collect::<Vec<_>>());
     let p = &produced[0];
     assert_eq!(p.xs, ["15", "25", "50"]);
     assert_eq!(p.series.len(), 2);

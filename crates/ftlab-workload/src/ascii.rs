@@ -12,7 +12,7 @@
 //! time-critical / time-limited markers, which have no meaning for an FTL); MQSim type
 //! values other than 0 and 1 are refused.
 
-use crate::parse::{parse_time_ns, parse_u64, show, split_ws, Lines};
+use crate::parse::{parse_u64, show, split_ws, Lines};
 use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
@@ -42,39 +42,28 @@ impl<R: BufRead> AsciiReader<R> {
         }
     }
 
-    fn parse(&self) -> Result<Record, TraceError> {
-        let l = &self.lines;
+    /// The record of the current line, in layout `kind`.
+    fn parse(l: &Lines<R>, kind: AsciiKind) -> Result<Record, TraceError> {
+        const LAYOUT: &str = "5 whitespace-separated fields";
         let mut fields = split_ws(l.line());
-        let mut next = |name: &'static str| {
-            fields.next().ok_or_else(|| {
-                l.err(
-                    name,
-                    "missing (expected 5 whitespace-separated fields)".into(),
-                )
-            })
-        };
-        let time = next("time")?;
-        let dev = next("device")?;
-        let lba = next("lba")?;
-        let size = next("size")?;
-        let op = next(match self.kind {
+        let time = l.need(fields.next(), "time", LAYOUT)?;
+        let dev = l.need(fields.next(), "device", LAYOUT)?;
+        let lba = l.need(fields.next(), "lba", LAYOUT)?;
+        let size = l.need(fields.next(), "size", LAYOUT)?;
+        let op_name = match kind {
             AsciiKind::Mqsim => "type",
             AsciiKind::Disksim => "flags",
-        })?;
-        let unit_ns = match self.kind {
+        };
+        let op = l.need(fields.next(), op_name, LAYOUT)?;
+        let unit_ns = match kind {
             AsciiKind::Mqsim => 1,
             AsciiKind::Disksim => 1_000_000,
         };
-        let arrival = parse_time_ns(time, unit_ns)
-            .map_err(|e| l.err("time", format!("`{}` {}", show(time), e.why())))?;
-        let device = parse_u64(dev)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| l.err("device", format!("`{}` is not a device number", show(dev))))?;
-        let lba = parse_u64(lba)
-            .ok_or_else(|| l.err("lba", format!("`{}` is not a sector number", show(lba))))?;
-        let sectors = parse_u64(size)
-            .ok_or_else(|| l.err("size", format!("`{}` is not a sector count", show(size))))?;
-        let op = match self.kind {
+        let arrival = l.time_ns(time, "time", unit_ns)?;
+        let device = l.number_u32(dev, "device", "a device number")?;
+        let lba = l.number(lba, "lba", "a sector number")?;
+        let sectors = l.number(size, "size", "a sector count")?;
+        let op = match kind {
             AsciiKind::Mqsim => match op {
                 b"1" => Op::Read,
                 b"0" => Op::Write,
@@ -97,17 +86,13 @@ impl<R: BufRead> AsciiReader<R> {
             },
         };
         let overflow = |f: &'static str| l.err(f, "overflows a byte offset".to_string());
-        Ok(Record {
-            req: Request {
-                arrival: Nanos(arrival),
-                op,
-                offset: lba.checked_mul(512).ok_or_else(|| overflow("lba"))?,
-                len: sectors.checked_mul(512).ok_or_else(|| overflow("size"))?,
-            },
-            device,
-            line: l.line_no(),
-            pass: 0,
-        })
+        let req = Request {
+            arrival: Nanos(arrival),
+            op,
+            offset: lba.checked_mul(512).ok_or_else(|| overflow("lba"))?,
+            len: sectors.checked_mul(512).ok_or_else(|| overflow("size"))?,
+        };
+        Ok(l.record(req, device))
     }
 }
 
@@ -119,11 +104,9 @@ impl<R: BufRead> Iterator for AsciiReader<R> {
             let t = l.trim_ascii();
             t.is_empty() || t[0] == b'#'
         };
-        match self.lines.advance_past(skip) {
-            Ok(true) => Some(self.parse()),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
-        }
+        let kind = self.kind;
+        self.lines
+            .next_parsed(skip, |l| Self::parse(l, kind).map(Some))
     }
 }
 

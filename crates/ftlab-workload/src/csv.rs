@@ -15,7 +15,7 @@
 //! record (for traces stamped with wall-clock epochs); blank lines and lines starting
 //! with `comment` are skipped.
 
-use crate::parse::{parse_time_ns, parse_u64, show, split_on, split_ws, Lines};
+use crate::parse::{show, split_on, split_ws, Lines};
 use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
@@ -234,11 +234,6 @@ pub struct CsvReader<R> {
     base: Option<u64>,
 }
 
-enum Parsed {
-    Event(Record),
-    Skip,
-}
-
 /// The fields the mapping needs, by slot, and the number of fields on the line.
 fn fields<'a>(line: &'a [u8], fmt: &CsvFormat) -> ([&'a [u8]; 6], usize) {
     let mut got: [&[u8]; 6] = [&[]; 6];
@@ -269,10 +264,15 @@ impl<R: BufRead> CsvReader<R> {
         }
     }
 
-    fn parse(&mut self) -> Result<Parsed, TraceError> {
-        let (got, n) = fields(self.lines.line(), &self.fmt);
-        let l = &self.lines;
-        let fmt = &self.fmt;
+    /// The record of the current line through the mapping `fmt` if the filter column
+    /// lets it through (None if not); `base` is the first record's time, for
+    /// `rebase_time` (the first record sets it).
+    fn parse(
+        l: &Lines<R>,
+        fmt: &CsvFormat,
+        base: &mut Option<u64>,
+    ) -> Result<Option<Record>, TraceError> {
+        let (got, n) = fields(l.line(), fmt);
         for (slot, col) in fmt.cols.iter().enumerate() {
             if let Some(c) = col {
                 if *c >= n {
@@ -284,7 +284,7 @@ impl<R: BufRead> CsvReader<R> {
             }
         }
         if fmt.cols[FILTER].is_some() && !fmt.filter.iter().any(|v| v == got[FILTER]) {
-            return Ok(Parsed::Skip);
+            return Ok(None);
         }
         let op_text = got[OP];
         let lower_eq = |v: &Vec<u8>| v.eq_ignore_ascii_case(op_text);
@@ -304,10 +304,7 @@ impl<R: BufRead> CsvReader<R> {
                 ),
             ));
         };
-        let num = |slot: usize, what: &str| {
-            parse_u64(got[slot])
-                .ok_or_else(|| l.err(NAMES[slot], format!("`{}` is not {what}", show(got[slot]))))
-        };
+        let num = |slot: usize, what: &str| l.number(got[slot], NAMES[slot], what);
         let offset = num(OFFSET, "a non-negative integer")?;
         let size = num(SIZE, "a non-negative integer")?;
         let device = match fmt.cols[DEVICE] {
@@ -323,12 +320,11 @@ impl<R: BufRead> CsvReader<R> {
             .checked_mul(fmt.size_bytes)
             .ok_or_else(|| overflow("size"))?;
         let mut t = match fmt.cols[TIME] {
-            Some(_) => parse_time_ns(got[TIME], fmt.time_ns)
-                .map_err(|e| l.err("time", format!("`{}` {}", show(got[TIME]), e.why())))?,
+            Some(_) => l.time_ns(got[TIME], "time", fmt.time_ns)?,
             None => 0,
         };
         if fmt.rebase {
-            let base = *self.base.get_or_insert(t);
+            let base = *base.get_or_insert(t);
             t = t.checked_sub(base).ok_or_else(|| {
                 l.err(
                     "time",
@@ -339,17 +335,13 @@ impl<R: BufRead> CsvReader<R> {
                 )
             })?;
         }
-        Ok(Parsed::Event(Record {
-            req: Request {
-                arrival: Nanos(t),
-                op,
-                offset,
-                len,
-            },
-            device,
-            line: l.line_no(),
-            pass: 0,
-        }))
+        let req = Request {
+            arrival: Nanos(t),
+            op,
+            offset,
+            len,
+        };
+        Ok(Some(l.record(req, device)))
     }
 }
 
@@ -357,26 +349,16 @@ impl<R: BufRead> Iterator for CsvReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            match self.lines.advance() {
-                Ok(false) => return None,
-                Ok(true) => {}
-                Err(e) => return Some(Err(e)),
+        let (fmt, header_pending, base) = (&self.fmt, &mut self.header_pending, &mut self.base);
+        // Blank lines, comments, and the header: the first line that is neither.
+        let skip = |line: &[u8]| {
+            let t = line.trim_ascii();
+            if t.is_empty() || (!fmt.comment.is_empty() && t.starts_with(&fmt.comment)) {
+                return true;
             }
-            let t = self.lines.line().trim_ascii();
-            if t.is_empty() || (!self.fmt.comment.is_empty() && t.starts_with(&self.fmt.comment)) {
-                continue;
-            }
-            if self.header_pending {
-                self.header_pending = false;
-                continue;
-            }
-            match self.parse() {
-                Ok(Parsed::Skip) => continue,
-                Ok(Parsed::Event(r)) => return Some(Ok(r)),
-                Err(e) => return Some(Err(e)),
-            }
-        }
+            std::mem::replace(header_pending, false)
+        };
+        self.lines.next_parsed(skip, |l| Self::parse(l, fmt, base))
     }
 }
 

@@ -9,7 +9,7 @@
 //! record's device (`--device` selects or lays out disks); the host name and the recorded
 //! response time are ignored; `Type` is matched case-insensitively.
 
-use crate::parse::{parse_u64, show, split_on, Lines};
+use crate::parse::{show, split_on, Lines};
 use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
@@ -30,29 +30,19 @@ impl<R: BufRead> MsrReader<R> {
         }
     }
 
-    fn parse(&mut self) -> Result<Record, TraceError> {
-        let l = &self.lines;
+    /// The record of the current line; `base` is the first record's timestamp (the
+    /// first record sets it).
+    fn parse(l: &Lines<R>, base: &mut Option<u64>) -> Result<Record, TraceError> {
+        const LAYOUT: &str = "7 comma-separated fields";
         let mut fields = split_on(l.line().trim_ascii(), b',');
-        let mut next = |name: &'static str| {
-            fields
-                .next()
-                .ok_or_else(|| l.err(name, "missing (expected 7 comma-separated fields)".into()))
-        };
-        let ts = next("timestamp")?;
-        let _host = next("hostname")?;
-        let disk = next("disk")?;
-        let kind = next("type")?;
-        let offset = next("offset")?;
-        let size = next("size")?;
-        let ticks = parse_u64(ts).ok_or_else(|| {
-            l.err(
-                "timestamp",
-                format!("`{}` is not a FILETIME (100 ns ticks)", show(ts)),
-            )
-        })?;
-        let device = parse_u64(disk)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| l.err("disk", format!("`{}` is not a disk number", show(disk))))?;
+        let ts = l.need(fields.next(), "timestamp", LAYOUT)?;
+        let _host = l.need(fields.next(), "hostname", LAYOUT)?;
+        let disk = l.need(fields.next(), "disk", LAYOUT)?;
+        let kind = l.need(fields.next(), "type", LAYOUT)?;
+        let offset = l.need(fields.next(), "offset", LAYOUT)?;
+        let size = l.need(fields.next(), "size", LAYOUT)?;
+        let ticks = l.number(ts, "timestamp", "a FILETIME (100 ns ticks)")?;
+        let device = l.number_u32(disk, "disk", "a disk number")?;
         let op = if kind.eq_ignore_ascii_case(b"read") {
             Op::Read
         } else if kind.eq_ignore_ascii_case(b"write") {
@@ -60,34 +50,28 @@ impl<R: BufRead> MsrReader<R> {
         } else {
             return Err(l.err("type", format!("`{}` is not Read or Write", show(kind))));
         };
-        let offset = parse_u64(offset)
-            .ok_or_else(|| l.err("offset", format!("`{}` is not a byte offset", show(offset))))?;
-        let len = parse_u64(size)
-            .ok_or_else(|| l.err("size", format!("`{}` is not a byte count", show(size))))?;
-        let base = *self.base.get_or_insert(ticks);
+        let offset = l.number(offset, "offset", "a byte offset")?;
+        let len = l.number(size, "size", "a byte count")?;
+        let base = *base.get_or_insert(ticks);
         let rel = ticks.checked_sub(base).ok_or_else(|| {
-            self.lines.err(
+            l.err(
                 "timestamp",
                 format!("{ticks} is earlier than the first record's {base} (not in time order)"),
             )
         })?;
         let arrival = rel.checked_mul(100).ok_or_else(|| {
-            self.lines.err(
+            l.err(
                 "timestamp",
                 format!("{ticks} is too far after the first record"),
             )
         })?;
-        Ok(Record {
-            req: Request {
-                arrival: Nanos(arrival),
-                op,
-                offset,
-                len,
-            },
-            device,
-            line: self.lines.line_no(),
-            pass: 0,
-        })
+        let req = Request {
+            arrival: Nanos(arrival),
+            op,
+            offset,
+            len,
+        };
+        Ok(l.record(req, device))
     }
 }
 
@@ -95,11 +79,11 @@ impl<R: BufRead> Iterator for MsrReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.lines.advance_past(|l| l.trim_ascii().is_empty()) {
-            Ok(true) => Some(self.parse()),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
-        }
+        let base = &mut self.base;
+        self.lines.next_parsed(
+            |l| l.trim_ascii().is_empty(),
+            |l| Self::parse(l, base).map(Some),
+        )
     }
 }
 

@@ -5,7 +5,8 @@
 //! does). Numbers are parsed exactly: a decimal time such as `0.026214` seconds becomes
 //! 26 214 000 ns with no floating-point rounding.
 
-use crate::TraceError;
+use crate::{Record, TraceError};
+use ftlab_core::request::Request;
 use std::io::BufRead;
 
 /// A line-at-a-time view of a text input that counts lines for error messages.
@@ -54,13 +55,42 @@ impl<R: BufRead> Lines<R> {
 
     /// Moves to the next line that `skip` does not pass over (blank lines, comments);
     /// same results as [`Lines::advance`].
-    pub fn advance_past(&mut self, skip: impl Fn(&[u8]) -> bool) -> Result<bool, TraceError> {
+    #[inline]
+    pub fn advance_past(
+        &mut self,
+        mut skip: impl FnMut(&[u8]) -> bool,
+    ) -> Result<bool, TraceError> {
         while self.advance()? {
             if !skip(self.line()) {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// The next item of a reader, as its `Iterator::next` returns it: moves past the
+    /// lines `skip` passes over, and parses the line with `parse`, which returns
+    /// `Ok(None)` for a line the reader passes over after a look at its fields (an
+    /// event it does not replay). `None` at the end of the input; a read error is
+    /// returned once, then `None`.
+    #[inline]
+    pub fn next_parsed<T>(
+        &mut self,
+        mut skip: impl FnMut(&[u8]) -> bool,
+        mut parse: impl FnMut(&Self) -> Result<Option<T>, TraceError>,
+    ) -> Option<Result<T, TraceError>> {
+        loop {
+            match self.advance_past(&mut skip) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+            match parse(self) {
+                Ok(Some(item)) => return Some(Ok(item)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
     }
 }
 
@@ -89,6 +119,68 @@ impl<R> Lines<R> {
             why,
         }
     }
+
+    /// `text`, the next field of the current line, or an error that field `name` is
+    /// `missing (expected <layout>)`.
+    #[inline]
+    pub fn need<'a>(
+        &self,
+        text: Option<&'a [u8]>,
+        name: &'static str,
+        layout: &str,
+    ) -> Result<&'a [u8], TraceError> {
+        text.ok_or_else(|| self.err(name, format!("missing (expected {layout})")))
+    }
+
+    /// Field `name` of the current line as a non-negative integer, or an error that
+    /// `` `text` is not <what> ``.
+    #[inline]
+    pub fn number(&self, text: &[u8], name: &'static str, what: &str) -> Result<u64, TraceError> {
+        parse_u64(text).ok_or_else(|| self.invalid(text, name, what))
+    }
+
+    /// Field `name` of the current line as a non-negative integer below 2^32 (a device
+    /// number), or an error that `` `text` is not <what> ``.
+    #[inline]
+    pub fn number_u32(
+        &self,
+        text: &[u8],
+        name: &'static str,
+        what: &str,
+    ) -> Result<u32, TraceError> {
+        parse_u64(text)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| self.invalid(text, name, what))
+    }
+
+    /// Field `name` of the current line as a time in units of `unit_ns` ns (see
+    /// [`parse_time_ns`]), in whole nanoseconds, or an error saying why it is not one.
+    #[inline]
+    pub fn time_ns(
+        &self,
+        text: &[u8],
+        name: &'static str,
+        unit_ns: u64,
+    ) -> Result<u64, TraceError> {
+        parse_time_ns(text, unit_ns)
+            .map_err(|e| self.err(name, format!("`{}` {}", show(text), e.why())))
+    }
+
+    /// A record of the current line.
+    #[inline]
+    pub fn record(&self, req: Request, device: u32) -> Record {
+        Record {
+            req,
+            device,
+            line: self.line_no,
+            pass: 0,
+        }
+    }
+
+    #[cold]
+    fn invalid(&self, text: &[u8], name: &'static str, what: &str) -> TraceError {
+        self.err(name, format!("`{}` is not {what}", show(text)))
+    }
 }
 
 /// Splits a line on one delimiter byte, trimming ASCII blanks around each field.
@@ -110,7 +202,9 @@ pub fn show(field: &[u8]) -> String {
 }
 
 /// A non-negative decimal integer, or `None` (empty, a non-digit, or overflow).
-#[inline]
+/// Always inlined: the readers call it several times a line, and as a call it made the
+/// blkparse reader about 1% slower (callgrind, `benches/readers.rs`).
+#[inline(always)]
 pub fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 {
         return None;

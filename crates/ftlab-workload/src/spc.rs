@@ -7,7 +7,7 @@
 //! after the fifth are ignored (some SPC files carry extra columns); blank lines are
 //! skipped; timestamps above 10^9 s (31 years) are refused as corrupt.
 
-use crate::parse::{parse_time_ns, parse_u64, show, split_on, Lines};
+use crate::parse::{show, split_on, Lines};
 use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
@@ -29,38 +29,24 @@ impl<R: BufRead> SpcReader<R> {
         }
     }
 
-    fn parse(&self) -> Result<Record, TraceError> {
-        let l = &self.lines;
+    /// The record of the current line.
+    fn parse(l: &Lines<R>) -> Result<Record, TraceError> {
+        const LAYOUT: &str = "5 comma-separated fields";
         let mut fields = split_on(l.line().trim_ascii(), b',');
-        let mut next = |name: &'static str| {
-            fields
-                .next()
-                .ok_or_else(|| l.err(name, "missing (expected 5 comma-separated fields)".into()))
-        };
-        let asu = next("asu")?;
-        let lba = next("lba")?;
-        let size = next("size")?;
-        let opcode = next("opcode")?;
-        let ts = next("timestamp")?;
-        let device = parse_u64(asu)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| {
-                l.err(
-                    "asu",
-                    format!("`{}` is not a non-negative integer", show(asu)),
-                )
-            })?;
-        let lba = parse_u64(lba)
-            .ok_or_else(|| l.err("lba", format!("`{}` is not a sector number", show(lba))))?;
-        let len = parse_u64(size)
-            .ok_or_else(|| l.err("size", format!("`{}` is not a byte count", show(size))))?;
+        let asu = l.need(fields.next(), "asu", LAYOUT)?;
+        let lba = l.need(fields.next(), "lba", LAYOUT)?;
+        let size = l.need(fields.next(), "size", LAYOUT)?;
+        let opcode = l.need(fields.next(), "opcode", LAYOUT)?;
+        let ts = l.need(fields.next(), "timestamp", LAYOUT)?;
+        let device = l.number_u32(asu, "asu", "a non-negative integer")?;
+        let lba = l.number(lba, "lba", "a sector number")?;
+        let len = l.number(size, "size", "a byte count")?;
         let op = match opcode {
             b"r" | b"R" => Op::Read,
             b"w" | b"W" => Op::Write,
             other => return Err(l.err("opcode", format!("`{}` is not r or w", show(other)))),
         };
-        let arrival = parse_time_ns(ts, 1_000_000_000)
-            .map_err(|e| l.err("timestamp", format!("`{}` {}", show(ts), e.why())))?;
+        let arrival = l.time_ns(ts, "timestamp", 1_000_000_000)?;
         if arrival > MAX_SECONDS * 1_000_000_000 {
             return Err(l.err(
                 "timestamp",
@@ -70,17 +56,13 @@ impl<R: BufRead> SpcReader<R> {
         let offset = lba
             .checked_mul(512)
             .ok_or_else(|| l.err("lba", format!("`{lba}` overflows a byte offset")))?;
-        Ok(Record {
-            req: Request {
-                arrival: Nanos(arrival),
-                op,
-                offset,
-                len,
-            },
-            device,
-            line: l.line_no(),
-            pass: 0,
-        })
+        let req = Request {
+            arrival: Nanos(arrival),
+            op,
+            offset,
+            len,
+        };
+        Ok(l.record(req, device))
     }
 }
 
@@ -88,11 +70,8 @@ impl<R: BufRead> Iterator for SpcReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.lines.advance_past(|l| l.trim_ascii().is_empty()) {
-            Ok(true) => Some(self.parse()),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
-        }
+        self.lines
+            .next_parsed(|l| l.trim_ascii().is_empty(), |l| Self::parse(l).map(Some))
     }
 }
 

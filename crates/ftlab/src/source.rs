@@ -175,13 +175,3 @@ pub fn name_source(mut e: TraceError, cfg: &Config) -> TraceError {
 pub fn fold(req: &mut Request, capacity: u64, page_size: u64) {
     transform::fold_modulo(req, capacity, page_size);
 }
-
-/// Requests the configured workload will submit per pass, if known in advance.
-pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
-    let n = match (&cfg.trace, &cfg.mix) {
-        (Some(_), _) => return None,
-        (None, Some(m)) => m.requests,
-        (None, None) => cfg.synthetic.count,
-    };
-    Some(cfg.limit.map_or(n, |l| l.min(n)))
-}
