@@ -9,6 +9,9 @@
 //! It keeps no checkpoint and does not implement recovery, and its registry entry says
 //! so, so runs with power losses are refused before they start.
 //!
+//! It repeats a few lines of `page` (the write and read paths) on purpose: an example a
+//! reader follows from top to bottom should not send them into another crate.
+//!
 //! Two fault options exist to test the harness itself, off by default: `lose_writes_after`
 //! silently drops every host write after the N-th (the oracle must catch it, and `ftlab
 //! run` must exit 1), and `panic_after` panics at the N-th host write (the run boundary

@@ -210,13 +210,10 @@ pub struct Schemes {
     pub buffer_options: serde_json::Value,
 }
 
-/// The FTL and buffer instances a config names (fresh ones, as at the start of a run
-/// or after a power loss), with their resolved options.
-pub fn build_schemes(
+/// The registry entries of the FTL and buffer a config names.
+fn entries(
     cfg: &Config,
-    geo: &Geometry,
-    latencies: Latencies,
-) -> Result<Schemes, RunError> {
+) -> Result<(&'static registry::FtlEntry, &'static registry::BufferEntry), RunError> {
     let ftl_entry = registry::ftl(&cfg.ftl).ok_or_else(|| {
         setting(
             "ftl",
@@ -233,6 +230,17 @@ pub fn build_schemes(
             ),
         )
     })?;
+    Ok((ftl_entry, buf_entry))
+}
+
+/// The FTL and buffer instances a config names (fresh ones, as at the start of a run
+/// or after a power loss), with their resolved options.
+pub fn build_schemes(
+    cfg: &Config,
+    geo: &Geometry,
+    latencies: Latencies,
+) -> Result<Schemes, RunError> {
+    let (ftl_entry, buf_entry) = entries(cfg)?;
     let ctx = BuildContext {
         geo,
         latencies,
@@ -271,22 +279,7 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     let preset = preset_of(cfg)?;
     let geo = geometry(cfg, preset)?;
     let latencies = latencies(preset, cfg)?;
-    let ftl = registry::ftl(&cfg.ftl).ok_or_else(|| {
-        setting(
-            "ftl",
-            format!("unknown FTL `{}` (known: {})", cfg.ftl, registry::ftl_ids()),
-        )
-    })?;
-    let buf = registry::buffer(&cfg.buffer).ok_or_else(|| {
-        setting(
-            "buffer",
-            format!(
-                "unknown buffer `{}` (known: {})",
-                cfg.buffer,
-                registry::buffer_ids()
-            ),
-        )
-    })?;
+    let (ftl, buf) = entries(cfg)?;
     let mut resolved = cfg.clone();
     for (opts, value) in [
         (
