@@ -11,6 +11,7 @@ use ftlab_core::Nanos;
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::time::{Duration, Instant};
 
 /// Why the observer stopped a run: Python raised (Ctrl-C, or the progress callback).
 /// Thrown with `resume_unwind` (no panic hook, no message on stderr); the run boundary
@@ -45,8 +46,15 @@ struct Timeline {
     p99_response_ns: Vec<u64>,
 }
 
+/// Least time between two visits to Python when there is no progress callback: the
+/// observer looks at the clock every `check_every` requests (cheap), but reattaches to
+/// the interpreter (which may wait for another thread to release the GIL) only this
+/// often, so Ctrl-C is seen within this time plus `check_every` requests.
+const CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
 struct PyObserver {
     check_every: u64,
+    last_check: Instant,
     progress: Option<Py<PyAny>>,
     stopped: Option<PyErr>,
     timeline_every: Option<u64>,
@@ -70,6 +78,11 @@ impl Observer for PyObserver {
         if self.stopped.is_some() {
             return;
         }
+        let end = p.total == Some(p.requests);
+        if self.progress.is_none() && !end && self.last_check.elapsed() < CHECK_INTERVAL {
+            return;
+        }
+        self.last_check = Instant::now();
         let cb = &self.progress;
         let r = Python::attach(|py| -> PyResult<()> {
             py.check_signals()?;
@@ -214,7 +227,7 @@ fn requests(
 /// report's JSON text (byte-identical to `ftlab run --json -`), the text summary, the
 /// failure (kind and message) if any, the latency distribution and the timeline.
 #[pyfunction]
-#[pyo3(signature = (config, overrides, workload=None, check_every=4096, progress=None, timeline_every=None))]
+#[pyo3(signature = (config, overrides, workload=None, check_every=1024, progress=None, timeline_every=None))]
 #[allow(clippy::type_complexity)]
 pub fn run<'py>(
     py: Python<'py>,
@@ -250,6 +263,7 @@ pub fn run<'py>(
     drop(workload);
     let mut obs = PyObserver {
         check_every: check_every.max(1),
+        last_check: Instant::now(),
         progress,
         stopped: None,
         timeline_every: timeline_every.filter(|&n| n > 0),

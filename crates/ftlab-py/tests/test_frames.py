@@ -100,3 +100,15 @@ def test_workload_op_spellings_and_time():
     s = np.zeros(3, dtype=[("op", "u1"), ("offset", "i8"), ("size", "i8")])
     s["op"], s["size"] = 1, 2048
     assert ftlab.run(workload=s).to_dict()["host"]["write_requests"] == 3
+
+
+def test_polars_rows_and_workloads():
+    pl = pytest.importorskip("polars")
+    rs = [ftlab.run(ftl=f, **N) for f in ("page", "dftl")]
+    df = ftlab.to_polars(rs)
+    assert df.height == 2 and df["config.ftl"].to_list() == ["page", "dftl"]
+    assert df["host.requests"].dtype == pl.Int64 and df["waf"].dtype == pl.Float64
+    assert rs[0].to_polars().height == 1
+    g = ftlab.generate(output="polars", **N)
+    assert g.columns == ["time", "op", "offset", "size"] and g["op"].dtype == pl.Categorical
+    assert _metrics(ftlab.run(workload=g)) == _metrics(ftlab.run(workload=ftlab.generate(**N)))

@@ -1,6 +1,7 @@
 """The GIL is released while simulating; Ctrl-C stops a run."""
 
 import _thread
+import hashlib
 import os
 import threading
 import time
@@ -33,27 +34,41 @@ def test_the_gil_is_released_while_simulating():
     assert len(ticks) >= 0.5 * elapsed / 0.01, (len(ticks), elapsed)
 
 
+def _ratio(work):
+    """Wall time of two `work()` in threads over one `work()` alone."""
+    s = time.perf_counter()
+    work()
+    single = time.perf_counter() - s
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    s = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return (time.perf_counter() - s) / single
+
+
+def _control():
+    # hashlib releases the GIL for large inputs: what this machine gives two threads now.
+    data = b"x" * 100_000_000
+    hashlib.sha256(data).digest()
+    return _ratio(lambda: hashlib.sha256(data).digest())
+
+
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
 def test_two_runs_in_threads_go_in_parallel():
-    def one():
-        ftlab.run(**LONG)
-
     ratios = []
-    for _ in range(3):  # the machine may be busy: take the best of three tries
-        s = time.perf_counter()
-        one()
-        single = time.perf_counter() - s
-        threads = [threading.Thread(target=one) for _ in range(2)]
-        s = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        both = time.perf_counter() - s
-        ratios.append(both / single)
+    for _ in range(5):  # the machine may be busy: the best of five tries
+        ratios.append(_ratio(lambda: ftlab.run(**LONG)))
         if ratios[-1] < 1.5:
-            break
-    assert min(ratios) < 1.5, ratios
+            return
+    control = min(_control() for _ in range(3))
+    if control >= 1.5:
+        pytest.skip(
+            "no second core free now: two GIL-free hashlib threads took %.2fx one (ftlab: %s)"
+            % (control, ", ".join("%.2f" % r for r in ratios))
+        )
+    assert min(ratios) < max(1.5, control * 1.2), (ratios, control)
 
 
 def test_keyboard_interrupt_stops_a_long_run_within_a_second():

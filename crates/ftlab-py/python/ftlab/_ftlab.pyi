@@ -46,7 +46,7 @@ def run(
     config: _Config,
     overrides: _Overrides,
     workload: Optional[_Workload] = None,
-    check_every: int = 4096,
+    check_every: int = 1024,
     progress: Optional[Callable[[int, Optional[int]], Any]] = None,
     timeline_every: Optional[int] = None,
 ) -> Dict[str, Any]:
