@@ -7,9 +7,8 @@
 //! library's errors to Python exceptions. The Python layer (`python/ftlab`) wraps these
 //! functions with docstrings, pandas/pyarrow/polars conversions and the `Report` class.
 //!
-//! The GIL is released while a simulation runs ([`run`]); an observer reattaches every
-//! few thousand requests to let Python handle signals (Ctrl-C) and call a progress
-//! callback.
+//! The GIL is released while a simulation runs (`run`); an observer reattaches at most
+//! every 50 ms (or at every progress callback) to let Python handle signals (Ctrl-C).
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
