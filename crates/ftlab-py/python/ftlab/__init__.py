@@ -489,7 +489,9 @@ def run(
         pandas or polars DataFrame, a pyarrow Table, a dict of arrays or a numpy
         structured array with columns ``op`` (``"r"``, ``"w"``, ``"t"``, ``"f"``, the
         words, or codes 0-3), ``offset`` and ``size`` (bytes) and optionally ``time``
-        (arrival in seconds; default 0 for all). No temporary file is written.
+        (arrival in seconds; default 0 for all). No temporary file is written. The
+        configuration's workload keys (``trace``, ``synthetic``, ``warmup``,
+        ``replay``, the transforms) do not apply to it.
     check:
         Raise ``DataLossError`` when the oracle found a violation or a recovery
         failed (the report is on the exception as ``.report``). Without it the
