@@ -135,6 +135,8 @@ impl BlockPages {
         (v != 0).then_some(v & CLEAN == 0)
     }
 
+    // Plain getters over this table's own arrays, like Flash's over its own.
+
     /// Buffered pages of a block.
     #[inline]
     pub fn pages(&self, lbn: Lbn) -> u32 {
@@ -338,6 +340,59 @@ impl BufferView for CoreView<'_> {
     }
 }
 
+/// The counters of a buffer that may pad: the named [`BufferStats`] and the padding
+/// figures reported under `buffer.extra` (`padding_writes`, `padded_flushes`).
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// The named counters.
+    pub named: BufferStats,
+    /// Padding pages handed to the FTL.
+    pub padding_writes: u64,
+    /// Flushes that were padded.
+    pub padded_flushes: u64,
+}
+
+impl Counters {
+    /// Serves a host read: the buffered copy if there is one (a read hit), else the
+    /// FTL's (a miss).
+    #[inline]
+    pub fn read(
+        &mut self,
+        be: &mut Backend<'_>,
+        lpn: Lpn,
+        buffered: Option<PageTag>,
+    ) -> Option<PageTag> {
+        match buffered {
+            Some(tag) => {
+                self.named.read_hits += 1;
+                Some(tag)
+            }
+            None => {
+                self.named.read_misses += 1;
+                be.read(lpn)
+            }
+        }
+    }
+
+    /// Counts a group of `pages` handed to the FTL, `padded` of them padding.
+    pub fn count_flush(&mut self, pages: u32, padded: u32) {
+        self.named.flushes += 1;
+        self.named.pages_flushed += pages as u64;
+        self.padding_writes += padded as u64;
+        self.padded_flushes += u64::from(padded > 0);
+    }
+
+    /// The named counters with the padding figures in `extra`.
+    pub fn report(&self) -> BufferStats {
+        let mut s = self.named.clone();
+        s.extra
+            .counter("padding_writes", "pages", self.padding_writes as f64);
+        s.extra
+            .counter("padded_flushes", "flushes", self.padded_flushes as f64);
+        s
+    }
+}
+
 /// How a write touched a buffered block (passed to [`BlockPolicy::touched`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Touch {
@@ -359,11 +414,7 @@ pub struct BlockCore {
     /// The policy's block lists.
     pub lists: Lists,
     /// Counters.
-    pub stats: BufferStats,
-    /// Padding writes handed to the FTL (reported as `buffer.extra.padding_writes`).
-    pub padding_writes: u64,
-    /// Flushes that were padded.
-    pub padded_flushes: u64,
+    pub stats: Counters,
     /// The list of cold blocks when the buffer shows itself to the FTL (BA-GC); `None`:
     /// no view.
     pub view_cold: Option<u32>,
@@ -376,9 +427,7 @@ impl BlockCore {
         BlockCore {
             t: BlockPages::new(geo, capacity),
             lists: Lists::new(geo.logical_blocks(), lists),
-            stats: BufferStats::default(),
-            padding_writes: 0,
-            padded_flushes: 0,
+            stats: Counters::default(),
             view_cold: None,
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
         }
@@ -404,7 +453,7 @@ impl BlockCore {
                 Some(false) => {}
                 None if pad => {
                     if let Some(tag) = read_for_padding(be, lpn) {
-                        self.stats.padding_reads += 1;
+                        self.stats.named.padding_reads += 1;
                         self.scratch.push(tag);
                         padded += 1;
                     }
@@ -421,33 +470,13 @@ impl BlockCore {
             });
             let view = view.as_mut().map(|v| v as &mut dyn BufferView);
             write_group(be, &self.scratch, padded, view);
-            self.stats.flushes += 1;
-            self.stats.pages_flushed += n as u64;
-            self.padding_writes += padded as u64;
-            self.padded_flushes += u64::from(padded > 0);
+            self.stats.count_flush(n, padded);
         }
         for o in 0..self.t.block_len(lbn) {
             self.t.remove(Lpn(first + o));
         }
         self.lists.remove(lbn.0);
         n
-    }
-
-    /// Counters with the scheme-specific figures filled in.
-    pub fn stats(&self) -> BufferStats {
-        let mut s = self.stats.clone();
-        s.extra
-            .counter("padding_writes", "pages", self.padding_writes as f64);
-        s.extra
-            .counter("padded_flushes", "flushes", self.padded_flushes as f64);
-        s
-    }
-
-    /// Zeroes the counters.
-    pub fn reset_stats(&mut self) {
-        self.stats = BufferStats::default();
-        self.padding_writes = 0;
-        self.padded_flushes = 0;
     }
 
     /// Table, lists and their agreement: a block is on a list exactly when it holds
@@ -543,13 +572,13 @@ impl<P: BlockPolicy> Buffer for BlockBuffer<P> {
         for &tag in pages {
             debug_assert_eq!(self.geo.lbn_of(tag.lpn), lbn);
             let how = if self.core.t.get(tag.lpn).is_some() {
-                self.core.stats.write_hits += 1;
+                self.core.stats.named.write_hits += 1;
                 Touch::Hit
             } else {
                 while self.core.t.is_full() {
                     self.evict(be);
                 }
-                self.core.stats.write_misses += 1;
+                self.core.stats.named.write_misses += 1;
                 if self.core.lists.contains(lbn.0) {
                     Touch::Grow
                 } else {
@@ -563,16 +592,7 @@ impl<P: BlockPolicy> Buffer for BlockBuffer<P> {
     }
 
     fn read(&mut self, be: &mut Backend<'_>, lpn: Lpn) -> Option<PageTag> {
-        match self.core.t.get(lpn) {
-            Some(tag) => {
-                self.core.stats.read_hits += 1;
-                Some(tag)
-            }
-            None => {
-                self.core.stats.read_misses += 1;
-                be.read(lpn)
-            }
-        }
+        self.core.stats.read(be, lpn, self.core.t.get(lpn))
     }
 
     fn trim(&mut self, be: &mut Backend<'_>, lpn: Lpn) {
@@ -604,11 +624,11 @@ impl<P: BlockPolicy> Buffer for BlockBuffer<P> {
     }
 
     fn stats(&self) -> BufferStats {
-        self.core.stats()
+        self.core.stats.report()
     }
 
     fn reset_stats(&mut self) {
-        self.core.reset_stats();
+        self.core.stats = Counters::default();
     }
 }
 

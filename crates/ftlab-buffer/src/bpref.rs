@@ -26,12 +26,12 @@
 //!   flush-cache command evicts with the same rule until the buffer is empty.
 
 use crate::blocklru::{capacity_pages, DEFAULT_SIZE};
-use crate::lru::PageCore;
-use ftlab_core::buffer::{Backend, Buffer, BufferStats};
+use crate::lru::{PageBuffer, PageCore, PagePolicy};
+use ftlab_core::buffer::Backend;
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
-use ftlab_core::{Lbn, Lpn, PageTag, PageWrite};
+use ftlab_core::Lbn;
 use serde::{Deserialize, Serialize};
 
 /// Scheme id in the registry and in errors.
@@ -63,80 +63,42 @@ impl Default for BprefOptions {
     }
 }
 
-/// The `bpref` buffer.
-pub struct Bpref {
-    core: PageCore,
+/// BP-REF's policy: the victim window and the padding threshold.
+#[derive(Debug)]
+pub struct BprefPolicy {
     window: Vec<Lbn>,
     window_blocks: usize,
     /// Pad when buffered pages > this.
     pad_above: u32,
 }
 
+/// The `bpref` buffer.
+pub type Bpref = PageBuffer<BprefPolicy>;
+
 /// Builds `bpref`.
 pub fn new(geo: &Geometry, opts: &BprefOptions) -> Result<Bpref, SchemeError> {
     let cap = capacity_pages(ID, geo, opts.size)?;
     let window_blocks = opts.window_blocks;
     let pct = opts.pad_threshold_pct;
-    Ok(Bpref {
-        core: PageCore::new(geo, cap),
+    let policy = BprefPolicy {
         window: Vec::with_capacity(window_blocks as usize),
         window_blocks: window_blocks as usize,
         pad_above: geo.pages_per_block * pct / 100,
-    })
+    };
+    Ok(PageBuffer::new(geo, cap, policy))
 }
 
-impl Bpref {
-    fn evict(&mut self, be: &mut Backend<'_>) {
-        evict_in(
-            &mut self.core,
-            &mut self.window,
-            self.window_blocks,
-            self.pad_above,
-            be,
-        );
-    }
-}
-
-impl Buffer for Bpref {
-    fn write(&mut self, be: &mut Backend<'_>, pages: &[PageWrite]) {
-        let (window, wb, pad_above) = (&mut self.window, self.window_blocks, self.pad_above);
-        for &tag in pages {
-            self.core.write_page(be, tag, &mut |core, be| {
-                evict_in(core, window, wb, pad_above, be)
-            });
+impl PagePolicy for BprefPolicy {
+    /// Pads and flushes the victim block if it is dense enough, else flushes the LRU
+    /// page.
+    fn evict(&mut self, core: &mut PageCore, be: &mut Backend<'_>) {
+        let victim = window_victim(core, &mut self.window, self.window_blocks);
+        if core.block_pages(victim) > self.pad_above {
+            core.flush_block_padded(be, victim);
+        } else {
+            let lpn = core.lru_page().expect("non-empty");
+            core.flush_page(be, lpn);
         }
-    }
-
-    fn read(&mut self, be: &mut Backend<'_>, lpn: Lpn) -> Option<PageTag> {
-        self.core.read(be, lpn)
-    }
-
-    fn trim(&mut self, be: &mut Backend<'_>, lpn: Lpn) {
-        self.core.remove(lpn);
-        be.trim(lpn);
-    }
-
-    fn flush(&mut self, be: &mut Backend<'_>) {
-        while self.core.used() > 0 {
-            self.evict(be);
-        }
-        be.ftl.flush(be.flash);
-    }
-
-    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
-        self.core.volatile_pages(out);
-    }
-
-    fn check(&self) -> Result<(), String> {
-        self.core.check()
-    }
-
-    fn stats(&self) -> BufferStats {
-        self.core.stats()
-    }
-
-    fn reset_stats(&mut self) {
-        self.core.reset_stats();
     }
 }
 
@@ -163,28 +125,11 @@ fn window_victim(core: &PageCore, window: &mut Vec<Lbn>, window_blocks: usize) -
     best
 }
 
-/// One eviction: pad and flush the victim block if it is dense enough, else flush the
-/// LRU page.
-fn evict_in(
-    core: &mut PageCore,
-    window: &mut Vec<Lbn>,
-    window_blocks: usize,
-    pad_above: u32,
-    be: &mut Backend<'_>,
-) {
-    let victim = window_victim(core, window, window_blocks);
-    if core.block_pages(victim) > pad_above {
-        core.flush_block_padded(be, victim);
-    } else {
-        let lpn = core.lru_page().expect("non-empty");
-        core.flush_page(be, lpn);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::blocklru::testutil::{tags, Rig};
+    use ftlab_core::buffer::Buffer;
     use ftlab_core::options::from_pairs;
 
     /// A buffer of 4 pages (8 KiB) with a victim window of `window_blocks`.

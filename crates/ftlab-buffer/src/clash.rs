@@ -56,6 +56,7 @@ use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::{Lists, Lru};
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
+use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
 use ftlab_core::u32map::U32Map;
 use ftlab_core::{Lpn, PageTag, PageWrite};
 use serde::{Deserialize, Serialize};
@@ -117,30 +118,7 @@ const CLEAN: u8 = 1;
 const DIRTY: u8 = 2;
 
 /// Keys of the flushed-group size histogram (`buffer.extra`), by powers of two.
-const GROUP_KEYS: [&str; 13] = [
-    "flush_group_pages_1",
-    "flush_group_pages_2",
-    "flush_group_pages_3_4",
-    "flush_group_pages_5_8",
-    "flush_group_pages_9_16",
-    "flush_group_pages_17_32",
-    "flush_group_pages_33_64",
-    "flush_group_pages_65_128",
-    "flush_group_pages_129_256",
-    "flush_group_pages_257_512",
-    "flush_group_pages_513_1024",
-    "flush_group_pages_1025_2048",
-    "flush_group_pages_2049_4096",
-];
-
-/// The histogram bucket of a group of `n >= 1` pages.
-fn group_bucket(n: u32) -> usize {
-    if n <= 1 {
-        0
-    } else {
-        (32 - (n - 1).leading_zeros()) as usize
-    }
-}
+const GROUP_KEYS: [&str; POW2_BUCKETS] = ftlab_core::pow2_keys!("flush_group_pages_");
 
 /// The p-space: page slots grouped by logical block, with the groups kept in buckets by
 /// size (FIFO inside a bucket) so the largest group is found without a scan.
@@ -376,7 +354,7 @@ struct Extra {
     clean_drops: u64,
     late_merge_reads: u64,
     early_merge_reads: u64,
-    groups: [u64; 13],
+    groups: Pow2Histogram,
 }
 
 /// The C-lash buffer.
@@ -619,7 +597,7 @@ impl Clash {
             let n = self.group.len() as u32;
             self.stats.flushes += 1;
             self.stats.pages_flushed += n as u64;
-            self.x.groups[group_bucket(n)] += 1;
+            self.x.groups.record(n);
         }
     }
 }
@@ -791,13 +769,8 @@ impl Buffer for Clash {
         ] {
             s.extra.counter(k, "events", v as f64);
         }
-        for (i, key) in GROUP_KEYS
-            .iter()
-            .enumerate()
-            .take(group_bucket(self.ppb) + 1)
-        {
-            s.extra.counter(key, "groups", x.groups[i] as f64);
-        }
+        x.groups
+            .report(&mut s.extra, &GROUP_KEYS, self.ppb, "groups");
         s
     }
 
@@ -1308,13 +1281,5 @@ mod tests {
         };
         let e = Clash::new(&geo, &o).err().expect("refused");
         assert!(e.to_string().contains("`b_space_blocks`"), "{e}");
-    }
-
-    #[test]
-    fn group_histogram_buckets() {
-        let b: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 64, 65, 4096]
-            .map(group_bucket)
-            .to_vec();
-        assert_eq!(b, vec![0, 1, 2, 2, 3, 3, 4, 6, 7, 12]);
     }
 }

@@ -94,6 +94,8 @@ impl CoopPolicy {
     }
 }
 
+// Placement is BPLRU's, as in bplru.rs (§5.1.1: "LRU compensation of BPLRU is
+// adopted"); only the eviction differs.
 impl BlockPolicy for CoopPolicy {
     fn touched(&mut self, core: &mut BlockCore, lbn: Lbn, how: Touch) {
         lru_touched(core, lbn, how);

@@ -33,6 +33,9 @@ pub const ID: &str = "fab";
 /// Options of `fab`: its size alone.
 pub type FabOptions = SizeOptions;
 
+// Every block buffer is a policy struct, a `BlockBuffer` alias and a builder, as in
+// bplru.rs: the shared part is `BlockBuffer` itself.
+
 /// FAB's policy: largest block first, block-level LRU among equals.
 #[derive(Debug)]
 pub struct FabPolicy {

@@ -12,9 +12,10 @@
 //!   evictions, so `lru` never groups pages (the group-forming buffers are the
 //!   block-level ones).
 //!
-//! [`PageCore`] is shared with `bpref`, which evicts from the same page-level LRU.
+//! [`PageCore`] and [`PageBuffer`] are shared with `bpref`, which evicts from the same
+//! page-level LRU by another [`PagePolicy`].
 
-use crate::blocklru::{capacity_pages, read_for_padding, write_group, SizeOptions};
+use crate::blocklru::{capacity_pages, read_for_padding, write_group, Counters, SizeOptions};
 use ftlab_core::buffer::{Backend, Buffer, BufferStats};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::{Lru as LruList, NIL};
@@ -37,11 +38,7 @@ pub struct PageCore {
     lpn_slot: Vec<u32>,
     block_pages: Vec<u32>,
     /// Counters.
-    pub stats: BufferStats,
-    /// Padding writes handed to the FTL.
-    pub padding_writes: u64,
-    /// Flushes that were padded.
-    pub padded_flushes: u64,
+    pub stats: Counters,
     scratch: Vec<PageTag>,
 }
 
@@ -56,9 +53,7 @@ impl PageCore {
             free: (0..slots).rev().collect(),
             lpn_slot: vec![NIL; geo.logical_pages as usize],
             block_pages: vec![0; geo.logical_blocks() as usize],
-            stats: BufferStats::default(),
-            padding_writes: 0,
-            padded_flushes: 0,
+            stats: Counters::default(),
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
         }
     }
@@ -113,7 +108,7 @@ impl PageCore {
         if s != NIL {
             self.tags[s as usize] = tag;
             self.lru.touch(s);
-            self.stats.write_hits += 1;
+            self.stats.named.write_hits += 1;
             return true;
         }
         while self.free.is_empty() {
@@ -126,7 +121,7 @@ impl PageCore {
         self.lpn_slot[tag.lpn.idx()] = s;
         self.block_pages[self.geo.lbn_of(tag.lpn).idx()] += 1;
         self.lru.push_front(s);
-        self.stats.write_misses += 1;
+        self.stats.named.write_misses += 1;
         false
     }
 
@@ -147,8 +142,7 @@ impl PageCore {
     pub fn flush_page(&mut self, be: &mut Backend<'_>, lpn: Lpn) {
         let tag = self.remove(lpn).expect("flushing a buffered page");
         write_group(be, &[tag], 0, None);
-        self.stats.flushes += 1;
-        self.stats.pages_flushed += 1;
+        self.stats.count_flush(1, 0);
     }
 
     /// Flushes every buffered page of `lbn` in one group, padded with the block's other
@@ -163,30 +157,20 @@ impl PageCore {
             if let Some(tag) = self.remove(Lpn(l)) {
                 self.scratch.push(tag);
             } else if let Some(tag) = read_for_padding(be, Lpn(l)) {
-                self.stats.padding_reads += 1;
+                self.stats.named.padding_reads += 1;
                 self.scratch.push(tag);
                 padded += 1;
             }
         }
         write_group(be, &self.scratch, padded, None);
-        self.stats.flushes += 1;
-        self.stats.pages_flushed += self.scratch.len() as u64;
-        self.padding_writes += padded as u64;
-        self.padded_flushes += u64::from(padded > 0);
+        let pages = self.scratch.len() as u32;
+        self.stats.count_flush(pages, padded);
     }
 
     /// Serves a read from the buffer or the FTL.
     pub fn read(&mut self, be: &mut Backend<'_>, lpn: Lpn) -> Option<PageTag> {
-        match self.get(lpn) {
-            Some(tag) => {
-                self.stats.read_hits += 1;
-                Some(tag)
-            }
-            None => {
-                self.stats.read_misses += 1;
-                be.read(lpn)
-            }
-        }
+        let buffered = self.get(lpn);
+        self.stats.read(be, lpn, buffered)
     }
 
     /// Appends every buffered page (all are dirty: a write buffer).
@@ -194,23 +178,6 @@ impl PageCore {
         for s in self.lru.iter().rev() {
             out.push(self.tags[s as usize].lpn);
         }
-    }
-
-    /// Counters with the scheme-specific figures.
-    pub fn stats(&self) -> BufferStats {
-        let mut s = self.stats.clone();
-        s.extra
-            .counter("padding_writes", "pages", self.padding_writes as f64);
-        s.extra
-            .counter("padded_flushes", "flushes", self.padded_flushes as f64);
-        s
-    }
-
-    /// Zeroes the counters.
-    pub fn reset_stats(&mut self) {
-        self.stats = BufferStats::default();
-        self.padding_writes = 0;
-        self.padded_flushes = 0;
     }
 
     /// Slots, LPN table, block counts and the LRU list agree.
@@ -245,27 +212,35 @@ impl PageCore {
     }
 }
 
-/// The `lru` buffer.
-pub struct Lru {
+/// How a page-level buffer frees space.
+pub trait PagePolicy {
+    /// Flushes at least one page through the core. Called only when it holds pages.
+    fn evict(&mut self, core: &mut PageCore, be: &mut Backend<'_>);
+}
+
+/// A page-level write buffer: the shared [`PageCore`] driven by a [`PagePolicy`] (`lru`
+/// and `bpref`).
+pub struct PageBuffer<P> {
     core: PageCore,
+    policy: P,
 }
 
-/// Builds `lru`.
-pub fn new(geo: &Geometry, opts: &LruOptions) -> Result<Lru, SchemeError> {
-    Ok(Lru {
-        core: PageCore::new(geo, capacity_pages(ID, geo, opts.size)?),
-    })
+impl<P: PagePolicy> PageBuffer<P> {
+    /// An empty buffer of `capacity` pages.
+    pub fn new(geo: &Geometry, capacity: u32, policy: P) -> Self {
+        PageBuffer {
+            core: PageCore::new(geo, capacity),
+            policy,
+        }
+    }
 }
 
-fn evict_lru(core: &mut PageCore, be: &mut Backend<'_>) {
-    let lpn = core.lru_page().expect("a full buffer has an LRU page");
-    core.flush_page(be, lpn);
-}
-
-impl Buffer for Lru {
+impl<P: PagePolicy> Buffer for PageBuffer<P> {
     fn write(&mut self, be: &mut Backend<'_>, pages: &[PageWrite]) {
+        let policy = &mut self.policy;
         for &tag in pages {
-            self.core.write_page(be, tag, &mut evict_lru);
+            self.core
+                .write_page(be, tag, &mut |core, be| policy.evict(core, be));
         }
     }
 
@@ -280,7 +255,7 @@ impl Buffer for Lru {
 
     fn flush(&mut self, be: &mut Backend<'_>) {
         while self.core.used() > 0 {
-            evict_lru(&mut self.core, be);
+            self.policy.evict(&mut self.core, be);
         }
         be.ftl.flush(be.flash);
     }
@@ -294,12 +269,35 @@ impl Buffer for Lru {
     }
 
     fn stats(&self) -> BufferStats {
-        self.core.stats()
+        self.core.stats.report()
     }
 
     fn reset_stats(&mut self) {
-        self.core.reset_stats();
+        self.core.stats = Counters::default();
     }
+}
+
+/// `lru`'s policy: the least recently written page leaves alone.
+#[derive(Debug)]
+pub struct LruPolicy;
+
+impl PagePolicy for LruPolicy {
+    fn evict(&mut self, core: &mut PageCore, be: &mut Backend<'_>) {
+        let lpn = core.lru_page().expect("a full buffer has an LRU page");
+        core.flush_page(be, lpn);
+    }
+}
+
+/// The `lru` buffer.
+pub type Lru = PageBuffer<LruPolicy>;
+
+/// Builds `lru`.
+pub fn new(geo: &Geometry, opts: &LruOptions) -> Result<Lru, SchemeError> {
+    Ok(PageBuffer::new(
+        geo,
+        capacity_pages(ID, geo, opts.size)?,
+        LruPolicy,
+    ))
 }
 
 #[cfg(test)]

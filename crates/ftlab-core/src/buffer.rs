@@ -80,6 +80,7 @@ impl BufferStats {
     /// Folds in the counters of an earlier instance `o` (see
     /// [`FtlStats::add_counters`](crate::ftl::FtlStats::add_counters)).
     pub fn add_counters(&mut self, o: &BufferStats) {
+        // Written out field by field like FtlStats's: the two structs share no field.
         self.read_hits += o.read_hits;
         self.write_hits += o.write_hits;
         self.read_misses += o.read_misses;

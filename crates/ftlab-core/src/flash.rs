@@ -225,13 +225,7 @@ impl Flash {
     /// Panics if the page was never programmed since its block's last erase.
     #[inline]
     pub fn read(&mut self, ppn: Ppn, cause: Cause) -> PageTag {
-        assert!(
-            self.is_programmed(ppn),
-            "NAND refuses: read of {ppn:?}, which was never programmed"
-        );
-        self.stats.page_reads[cause as usize] += 1;
-        self.log(OpKind::Read, self.geo.block_of(ppn), cause);
-        self.tags[ppn.idx()]
+        self.sense(ppn, cause, OpKind::Read)
     }
 
     /// Reads only the spare area of a page.
@@ -239,12 +233,26 @@ impl Flash {
     /// Panics if the page was never programmed since its block's last erase.
     #[inline]
     pub fn read_spare(&mut self, ppn: Ppn, cause: Cause) -> PageTag {
+        self.sense(ppn, cause, OpKind::SpareRead)
+    }
+
+    /// A page read or a spare-area read (`kind`): both return the page's spare tag and
+    /// differ only in what they count.
+    #[inline(always)]
+    fn sense(&mut self, ppn: Ppn, cause: Cause, kind: OpKind) -> PageTag {
+        let read = kind == OpKind::Read;
         assert!(
             self.is_programmed(ppn),
-            "NAND refuses: spare read of {ppn:?}, which was never programmed"
+            "NAND refuses: {} of {ppn:?}, which was never programmed",
+            if read { "read" } else { "spare read" }
         );
-        self.stats.spare_reads[cause as usize] += 1;
-        self.log(OpKind::SpareRead, self.geo.block_of(ppn), cause);
+        let counts = if read {
+            &mut self.stats.page_reads
+        } else {
+            &mut self.stats.spare_reads
+        };
+        counts[cause as usize] += 1;
+        self.log(kind, self.geo.block_of(ppn), cause);
         self.tags[ppn.idx()]
     }
 

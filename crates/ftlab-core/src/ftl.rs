@@ -54,6 +54,7 @@ impl FtlStats {
     /// replaced it): named counters and `extra`'s counters add up, `extra`'s gauges
     /// keep this instance's values.
     pub fn add_counters(&mut self, o: &FtlStats) {
+        // Written out field by field like BufferStats's: the two structs share no field.
         self.gc_invocations += o.gc_invocations;
         self.gc_pages_copied += o.gc_pages_copied;
         self.merges_switch += o.merges_switch;

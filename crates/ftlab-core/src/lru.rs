@@ -295,7 +295,9 @@ impl<E: EndsOf> Links<E> {
         };
     }
 
-    /// Links `node`, on no list, at the back of `list` (the mirror of `link_front`).
+    // The mirror of `link_front` (front and back, newer and older swapped), written out
+    // rather than parameterized by direction: this runs on every request.
+    /// Links `node`, on no list, at the back of `list`.
     #[inline]
     fn link_back(&mut self, list: u32, node: u32) {
         let e = self.ends.of_mut(list);
@@ -340,6 +342,8 @@ impl<E: EndsOf> Links<E> {
 #[derive(Clone, Debug)]
 pub struct Lists(Links<Vec<Ends>>);
 
+// The public methods of `Lists` and `Lru` delegate to `Links`, one with a list argument,
+// the other with list 0: the implementation is not repeated, only the signatures.
 impl Lists {
     /// `lists` empty lists over `nodes` nodes. Both must be below [`NIL`].
     pub fn new(nodes: u32, lists: u32) -> Lists {

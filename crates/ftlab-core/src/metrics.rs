@@ -11,6 +11,8 @@ use hdrhistogram::Histogram;
 /// recorded as this.
 pub const RESPONSE_NS_MAX: u64 = 10_000_000_000_000;
 
+// Named fields rather than a map, like every settings or figures struct here: the
+// report and the summary read them by name.
 /// What the host saw.
 #[derive(Clone, Debug)]
 pub struct HostStats {

@@ -117,25 +117,17 @@ impl Oracle {
     pub fn check(&mut self, lpn: Lpn, found: Option<PageTag>) -> Result<(), Violation> {
         self.reads_checked += 1;
         let expected = self.expected(lpn);
-        if self.expected[lpn.idx()] & LOOSE != 0 {
-            let ok = match found {
+        let ok = if self.expected[lpn.idx()] & LOOSE != 0 {
+            match found {
                 None => true,
                 Some(t) => t.lpn == lpn && expected.is_some_and(|v| t.version <= v),
-            };
-            return if ok {
-                Ok(())
-            } else {
-                Err(Violation {
-                    lpn,
-                    expected,
-                    found,
-                })
-            };
-        }
-        let ok = match (expected, found) {
-            (None, None) => true,
-            (Some(v), Some(t)) => t.lpn == lpn && t.version == v,
-            _ => false,
+            }
+        } else {
+            match (expected, found) {
+                (None, None) => true,
+                (Some(v), Some(t)) => t.lpn == lpn && t.version == v,
+                _ => false,
+            }
         };
         if ok {
             Ok(())

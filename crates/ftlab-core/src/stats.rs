@@ -13,6 +13,9 @@
 //! are fields of [`FtlStats`](crate::ftl::FtlStats) and
 //! [`BufferStats`](crate::buffer::BufferStats); this sink holds what only some schemes
 //! have. The JSON keeps the shape of a plain map, key to number.
+//!
+//! [`Pow2Histogram`] counts sizes (pages per group) in power-of-two buckets and reports
+//! them as counters into a sink, under keys made by [`pow2_keys!`](crate::pow2_keys).
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::collections::BTreeMap;
@@ -127,9 +130,102 @@ impl Serialize for Sink {
     }
 }
 
+/// Buckets of a [`Pow2Histogram`]: sizes 1, 2, 3-4, 5-8, ..., 2049-4096.
+pub const POW2_BUCKETS: usize = 13;
+
+/// The [`Pow2Histogram`] bucket of size `n >= 1`: 0 for 1, 1 for 2, 2 for 3-4, 3 for
+/// 5-8, ..., 12 for 2049-4096 (`ceil(log2 n)`).
+#[inline]
+pub fn pow2_bucket(n: u32) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (32 - (n - 1).leading_zeros()) as usize
+    }
+}
+
+/// The [`POW2_BUCKETS`] keys of a [`Pow2Histogram`]: the prefix followed by `1`, `2`,
+/// `3_4`, `5_8`, ..., `2049_4096`, as `&'static str` for a [`Sink`].
+#[macro_export]
+macro_rules! pow2_keys {
+    ($prefix:literal) => {
+        // Written out: `concat!` takes only literals, so the suffixes cannot be computed.
+        [
+            concat!($prefix, "1"),
+            concat!($prefix, "2"),
+            concat!($prefix, "3_4"),
+            concat!($prefix, "5_8"),
+            concat!($prefix, "9_16"),
+            concat!($prefix, "17_32"),
+            concat!($prefix, "33_64"),
+            concat!($prefix, "65_128"),
+            concat!($prefix, "129_256"),
+            concat!($prefix, "257_512"),
+            concat!($prefix, "513_1024"),
+            concat!($prefix, "1025_2048"),
+            concat!($prefix, "2049_4096"),
+        ]
+    };
+}
+
+/// Counts of sizes from 1 to 4096 (e.g. the pages of the groups a scheme handles) in
+/// power-of-two buckets ([`pow2_bucket`]). Shared by the C-lash buffer and CACH-FTL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pow2Histogram([u64; POW2_BUCKETS]);
+
+impl Pow2Histogram {
+    /// Counts one size `n` (1 to 4096).
+    #[inline]
+    pub fn record(&mut self, n: u32) {
+        self.0[pow2_bucket(n)] += 1;
+    }
+
+    /// Records the buckets up to the one of size `max` (the largest size possible, so
+    /// the report lists every reachable bucket and no other) as counters `keys` in
+    /// `unit`.
+    pub fn report(
+        &self,
+        sink: &mut Sink,
+        keys: &[&'static str; POW2_BUCKETS],
+        max: u32,
+        unit: &'static str,
+    ) {
+        for (key, &n) in keys.iter().zip(&self.0).take(pow2_bucket(max) + 1) {
+            sink.counter(key, unit, n as f64);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pow2_histogram_buckets_and_reports_up_to_the_largest_size() {
+        let b: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 64, 65, 4096]
+            .map(pow2_bucket)
+            .to_vec();
+        assert_eq!(b, vec![0, 1, 2, 2, 3, 3, 4, 6, 7, 12]);
+        let mut h = Pow2Histogram::default();
+        for n in [1, 3, 4, 4, 64] {
+            h.record(n);
+        }
+        let mut sink = Sink::default();
+        const KEYS: [&str; POW2_BUCKETS] = crate::pow2_keys!("g_");
+        h.report(&mut sink, &KEYS, 64, "groups");
+        let got: Vec<(&str, f64)> = sink.iter().map(|(k, f)| (k, f.value)).collect();
+        let want = [
+            ("g_1", 1.0),
+            ("g_17_32", 0.0),
+            ("g_2", 0.0),
+            ("g_33_64", 1.0),
+            ("g_3_4", 3.0),
+            ("g_5_8", 0.0),
+            ("g_9_16", 0.0),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(KEYS[12], "g_2049_4096");
+    }
 
     #[test]
     fn counters_add_up_and_gauges_keep_the_current_value() {

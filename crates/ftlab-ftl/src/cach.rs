@@ -136,6 +136,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
+use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use pmr::Pmr;
 use serde::{Deserialize, Serialize};
@@ -210,29 +211,7 @@ const FILLER: PageTag = PageTag {
 };
 
 /// Keys of the received-group size histogram (`ftl.extra`), by powers of two.
-const GROUP_KEYS: [&str; 13] = [
-    "group_pages_1",
-    "group_pages_2",
-    "group_pages_3_4",
-    "group_pages_5_8",
-    "group_pages_9_16",
-    "group_pages_17_32",
-    "group_pages_33_64",
-    "group_pages_65_128",
-    "group_pages_129_256",
-    "group_pages_257_512",
-    "group_pages_513_1024",
-    "group_pages_1025_2048",
-    "group_pages_2049_4096",
-];
-
-fn group_bucket(n: u32) -> usize {
-    if n <= 1 {
-        0
-    } else {
-        (32 - (n - 1).leading_zeros()) as usize
-    }
-}
+const GROUP_KEYS: [&str; POW2_BUCKETS] = ftlab_core::pow2_keys!("group_pages_");
 
 /// What an offset of a block image holds.
 const NO_PAGE: u8 = 0;
@@ -305,7 +284,7 @@ struct Extra {
     pmr_erases: u64,
     bmr_erases: u64,
     filler_programs: u64,
-    groups: [u64; 13],
+    groups: Pow2Histogram,
 }
 
 /// The CACH-FTL.
@@ -555,7 +534,7 @@ impl Ftl for CachFtl {
         let lbn = self.geo.lbn_of(first.lpn);
         debug_assert!(pages.iter().all(|p| self.geo.lbn_of(p.lpn) == lbn));
         let g = pages.len() as u32;
-        self.x.groups[group_bucket(g)] += 1;
+        self.x.groups.record(g);
         self.settle_job_of(flash, lbn);
         if g > self.threshold {
             self.write_bmr(flash, lbn, pages);
@@ -654,13 +633,8 @@ impl Ftl for CachFtl {
         ] {
             s.extra.gauge(k, unit, v as f64);
         }
-        for (i, key) in GROUP_KEYS
-            .iter()
-            .enumerate()
-            .take(group_bucket(self.ppb) + 1)
-        {
-            s.extra.counter(key, "groups", x.groups[i] as f64);
-        }
+        x.groups
+            .report(&mut s.extra, &GROUP_KEYS, self.ppb, "groups");
         s
     }
 
