@@ -1,7 +1,8 @@
 //! Machinery shared by the block-mapped family (`block`, `bast`, `fast`): the pool of
 //! erased blocks, composing a block from the latest copies of its pages (the heart of
-//! every merge and block rewrite), the LPN index of FAST's shared log pages, and the
-//! merge counters. (BAST's LRU list of log blocks is an [`ftlab_core::lru::Lru`].)
+//! every merge and block rewrite), the LPN index of FAST's shared log pages, the group a
+//! co-optimised buffer is writing, the merge counters, the recovery scan of block shapes
+//! and the deep check. (BAST's LRU list of log blocks is an [`ftlab_core::lru::Lru`].)
 //!
 //! Sources: superblock-ftl.txt §2.3 (D-blocks, U-blocks, full/partial/switch merges,
 //! Fig. 3) and §5.1 (U_avg); co-op-buffer-ftl.txt §2.4.

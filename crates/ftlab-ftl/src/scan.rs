@@ -21,8 +21,9 @@
 //!   GC index (`page`, `dac`, `dftl`, `tpm`).
 //! - Deep checks. [`check_map`]: every mapped LPN maps to a valid page whose spare tag
 //!   holds that LPN, and the mapped pages are all the valid data pages (all six and
-//!   `block`; [`check_l2p`] for a page-level table). [`check_blocks`]: free, open and sealed blocks are disjoint and are all
-//!   the blocks (`page`, `dac`; the demand-paged schemes check their block kinds too).
+//!   `block`; [`check_l2p`] for a page-level table). [`check_blocks`]: free, open and
+//!   sealed blocks are disjoint and are all the blocks (`page`, `dac`; the demand-paged
+//!   schemes check their block kinds instead, `demand::Space::check`).
 
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::RecoverError;
