@@ -470,44 +470,15 @@ impl RunArgs {
     }
 }
 
-/// What an FTL can do, as `ftlab list` shows it.
-fn capabilities(c: &registry::Capabilities) -> String {
-    let mut v = vec![if c.block_mapped {
-        "block-mapped"
-    } else {
-        "page-mapped"
-    }
-    .to_string()];
-    if c.demand_paged {
-        v.push("demand-paged map".into());
-    }
-    if c.merge_queries {
-        v.push("answers CO-OP merge queries".into());
-    }
-    v.push(match c.recovery {
-        registry::Recovery::Always => "recovers from power loss".into(),
-        registry::Recovery::Never => "no power-loss recovery".into(),
-        registry::Recovery::WithOption { option, value } => {
-            format!("recovers from power loss with {option} = {value}")
-        }
-    });
-    v.join(", ")
-}
-
 /// One line per option: key, default, help, and what is allowed (from the options'
 /// schema, the same one that checks them).
 fn list_options(w: &mut String, def: &ftlab_core::options::OptionsDef) {
     use std::fmt::Write as _;
     for o in def.fields() {
-        let mut allowed = Vec::new();
-        if o.kind.contains('|') {
-            allowed.push(o.kind.clone());
-        }
-        allowed.extend(o.range());
-        let allowed = if allowed.is_empty() {
-            String::new()
+        let allowed = if o.is_choice() || o.range().is_some() {
+            format!(" [{}]", o.allowed())
         } else {
-            format!(" [{}]", allowed.join("; "))
+            String::new()
         };
         let _ = writeln!(w, "      {} = {}  {}{allowed}", o.name, o.default, o.help);
     }
@@ -520,7 +491,7 @@ fn list() {
     let _ = writeln!(w, "FTLs (--ftl):");
     for e in registry::FTLS {
         let _ = writeln!(w, "  {:<12} {}  [{}]", e.id, e.description, e.source);
-        let _ = writeln!(w, "      ({})", capabilities(&e.caps));
+        let _ = writeln!(w, "      ({})", e.caps.describe());
         list_options(w, &e.options);
     }
     let _ = writeln!(w, "\nWrite buffers (--buffer):");
@@ -558,7 +529,7 @@ impl Observer for Bar {
 
 fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.config()?;
-    let total = sim::requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64));
+    let total = sim::total_requests(&cfg);
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -603,7 +574,11 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(f) = failure {
         eprintln!("error: {f}");
         let saved = std::env::temp_dir().join(format!("ftlab-failed-seed-{}.toml", cfg.seed));
-        match std::fs::write(&saved, cfg.to_toml()) {
+        let written = cfg
+            .to_toml()
+            .map_err(|e| e.to_string())
+            .and_then(|t| std::fs::write(&saved, t).map_err(|e| e.to_string()));
+        match written {
             Ok(()) => eprintln!("replay: ftlab run --config {}", saved.display()),
             Err(_) => eprintln!(
                 "replay: ftlab run --config <the report's `config`, as TOML> (seed {})",
@@ -624,7 +599,7 @@ fn config_cmd(cmd: &ConfigCommand) -> anyhow::Result<ExitCode> {
             // One validation pass: every key checked, the schemes' option defaults
             // filled in, nothing built (a 1 TiB device costs nothing here).
             let resolved = sim::validate(&args.config()?)?;
-            print!("{}", resolved.config.to_toml());
+            print!("{}", resolved.config.to_toml()?);
         }
         ConfigCommand::Schema => {
             println!("{}", serde_json::to_string_pretty(&config::schema())?);

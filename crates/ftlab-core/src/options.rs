@@ -150,6 +150,19 @@ pub struct OptionField {
 }
 
 impl OptionField {
+    /// What is allowed, for listings: the values of a choice (`late, early`) or the
+    /// type, then the range if one is declared (`integer; at least 1`).
+    pub fn allowed(&self) -> String {
+        let mut parts = vec![self.kind.replace(" | ", ", ")];
+        parts.extend(self.range());
+        parts.join("; ")
+    }
+
+    /// Whether the option is a choice among named values.
+    pub fn is_choice(&self) -> bool {
+        self.kind.contains(" | ")
+    }
+
     /// The allowed range as text (`at least 1`, `from 0 to 100`), if one is declared.
     pub fn range(&self) -> Option<String> {
         let n = |x: f64| {

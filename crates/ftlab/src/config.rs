@@ -359,9 +359,13 @@ pub fn load(
 
 impl Config {
     /// The configuration as a TOML document (what `ftlab config show` prints; loading
-    /// it back gives the same configuration).
-    pub fn to_toml(&self) -> String {
-        toml::to_string(self).expect("a configuration is TOML")
+    /// it back gives the same configuration). Fails for values TOML cannot hold (a
+    /// seed of 2^63 or more, set from Rust or Python).
+    pub fn to_toml(&self) -> Result<String, ConfigError> {
+        toml::to_string(self).map_err(|e| ConfigError::Invalid {
+            origin: "configuration".into(),
+            why: e.to_string(),
+        })
     }
 }
 
@@ -468,7 +472,7 @@ mod tests {
             ..Config::default()
         };
         c.ftl_options.insert("gc_threshold".into(), 5.into());
-        let text = c.to_toml();
+        let text = c.to_toml().unwrap();
         assert!(
             text.contains("timing = \"parallel\"") && text.contains("capacity = \"1GiB\""),
             "{text}"

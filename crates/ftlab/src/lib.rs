@@ -41,6 +41,4 @@ pub mod testkit;
 pub use config::Config;
 pub use error::RunError;
 pub use ftlab_report::Report;
-pub use sim::{
-    run, Failure, NoObserver, Observer, Progress, ProgressFn, RunOutput, Simulation, Workload,
-};
+pub use sim::{run, Failure, NoObserver, Observer, Progress, RunOutput, Simulation, Workload};

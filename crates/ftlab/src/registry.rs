@@ -40,6 +40,33 @@ pub struct Capabilities {
     pub recovery: Recovery,
 }
 
+impl Capabilities {
+    /// The capabilities in words, as `ftlab list` and `docs/schemes.md` show them
+    /// (`block-mapped, answers CO-OP merge queries, recovers from a power loss`).
+    pub fn describe(&self) -> String {
+        let mut v = vec![if self.block_mapped {
+            "block-mapped"
+        } else {
+            "page-mapped"
+        }
+        .to_string()];
+        if self.demand_paged {
+            v.push("demand-paged map".into());
+        }
+        if self.merge_queries {
+            v.push("answers CO-OP merge queries".into());
+        }
+        v.push(match self.recovery {
+            Recovery::Always => "recovers from a power loss".into(),
+            Recovery::Never => "no power-loss recovery".into(),
+            Recovery::WithOption { option, value } => {
+                format!("recovers from a power loss with `{option} = {value}`")
+            }
+        });
+        v.join(", ")
+    }
+}
+
 /// The smallest workable over-provisioning and geometry are not declared here: each
 /// constructor refuses what it cannot run on (naming the option that would fix it), and
 /// [`crate::sim::smallest_op`] finds the least over-provisioning a scheme accepts by
@@ -361,19 +388,12 @@ fn option_rows(out: &mut String, def: &OptionsDef) {
     }
     out.push_str("| option | default | allowed | meaning |\n|---|---|---|---|\n");
     for f in fields {
-        let mut allowed = Vec::new();
-        if f.kind.contains('|') {
-            allowed.push(f.kind.replace(" | ", ", "));
-        } else {
-            allowed.push(f.kind.clone());
-        }
-        allowed.extend(f.range());
         let _ = writeln!(
             out,
             "| `{}` | `{}` | {} | {} |",
             f.name,
             f.default,
-            allowed.join("; "),
+            f.allowed(),
             f.help.replace('|', "\\|")
         );
     }
@@ -393,35 +413,18 @@ pub fn reference_markdown() -> String {
          or in a `[ftl_options]` / `[buffer_options]` table of a config file.\n\n## FTLs\n\n",
     );
     for e in BUILTIN_FTLS {
-        let c = &e.caps;
-        let recovery = match c.recovery {
-            Recovery::Always => "recovers from a power loss".to_string(),
-            Recovery::Never => "no power-loss recovery".to_string(),
-            Recovery::WithOption { option, value } => {
-                format!("recovers from a power loss with `{option} = {value}`")
-            }
-        };
+        let caps = e.caps.describe();
+        let mut first = caps.chars();
+        let caps: String = first
+            .next()
+            .map(|c| c.to_ascii_uppercase())
+            .into_iter()
+            .chain(first)
+            .collect();
         let _ = write!(
             out,
-            "### `{}`\n\n{}. Source: {}.\n\n{}{}{}, {recovery}.\n\n",
-            e.id,
-            e.description,
-            e.source,
-            if c.block_mapped {
-                "Block-mapped"
-            } else {
-                "Page-mapped"
-            },
-            if c.demand_paged {
-                ", demand-paged map"
-            } else {
-                ""
-            },
-            if c.merge_queries {
-                ", answers CO-OP merge queries"
-            } else {
-                ""
-            },
+            "### `{}`\n\n{}. Source: {}.\n\n{caps}.\n\n",
+            e.id, e.description, e.source,
         );
         option_rows(&mut out, &e.options);
     }

@@ -122,15 +122,6 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {}
 
-/// Calls a closure with the request count, every 4096 requests and at the end.
-pub struct ProgressFn<F: FnMut(u64)>(pub F);
-
-impl<F: FnMut(u64)> Observer for ProgressFn<F> {
-    fn progress(&mut self, p: &Progress) {
-        (self.0)(p.requests)
-    }
-}
-
 /// Everything resolved from a config before the engine starts.
 pub struct Prepared {
     /// Geometry.
@@ -198,16 +189,12 @@ pub fn device_geometry(cfg: &Config) -> Result<Geometry, RunError> {
     geometry(cfg, preset_of(cfg)?)
 }
 
-/// Fresh FTL and buffer instances with their resolved options (as JSON, for the echo).
+/// Fresh FTL and buffer instances (their resolved options are in [`Resolved`]).
 pub struct Schemes {
     /// The FTL.
     pub ftl: Box<dyn Ftl>,
     /// The buffer.
     pub buffer: Box<dyn Buffer>,
-    /// The FTL's options, defaults filled in.
-    pub ftl_options: serde_json::Value,
-    /// The buffer's options, defaults filled in.
-    pub buffer_options: serde_json::Value,
 }
 
 /// The registry entries of the FTL and buffer a config names.
@@ -234,7 +221,7 @@ fn entries(
 }
 
 /// The FTL and buffer instances a config names (fresh ones, as at the start of a run
-/// or after a power loss), with their resolved options.
+/// or after a power loss).
 pub fn build_schemes(
     cfg: &Config,
     geo: &Geometry,
@@ -246,16 +233,9 @@ pub fn build_schemes(
         latencies,
         seed: cfg.seed,
     };
-    let ftl_options = (ftl_entry.options.resolve)(ftl_entry.id, &cfg.ftl_options)?;
-    let buffer_options = (buf_entry.options.resolve)(buf_entry.id, &cfg.buffer_options)?;
     let ftl = (ftl_entry.build)(&ctx, &cfg.ftl_options)?;
     let buffer = (buf_entry.build)(&ctx, &cfg.buffer_options)?;
-    Ok(Schemes {
-        ftl,
-        buffer,
-        ftl_options,
-        buffer_options,
-    })
+    Ok(Schemes { ftl, buffer })
 }
 
 /// A configuration checked in full, without building anything sized by the device.
@@ -402,6 +382,12 @@ pub fn smallest_op(cfg: &Config) -> Result<f64, RunError> {
     Err(last.expect("at least one try"))
 }
 
+/// Requests the configured workload will submit in all (warm-up and measured passes),
+/// if known in advance.
+pub fn total_requests(cfg: &Config) -> Option<u64> {
+    requests_per_pass(cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64))
+}
+
 /// Requests the configured workload will submit per pass, if known in advance.
 pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
     let n = match (&cfg.trace, &cfg.mix) {
@@ -468,7 +454,7 @@ impl Simulation {
         let (stream, total, configured): (RecordStream, _, _) = match workload {
             Workload::Configured => (
                 workload_stream(&cfg, &geo, &counters)?,
-                requests_per_pass(&cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64)),
+                total_requests(&cfg),
                 true,
             ),
             Workload::Requests(it) => (Box::new(it.map(|r| Ok(Record::generated(r)))), None, false),

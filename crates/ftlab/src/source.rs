@@ -4,7 +4,6 @@
 use crate::config::{Config, DeviceLayout, FoldMode};
 use crate::error::{setting, RunError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::request::Request;
 use ftlab_core::Nanos;
 use ftlab_workload::mix::Mix;
 use ftlab_workload::synthetic::Synthetic;
@@ -169,9 +168,4 @@ pub fn name_source(mut e: TraceError, cfg: &Config) -> TraceError {
         e.file = format!("{src} {}", e.file);
     }
     e
-}
-
-/// Folds a request into the capacity (modulo), keeping it whole.
-pub fn fold(req: &mut Request, capacity: u64, page_size: u64) {
-    transform::fold_modulo(req, capacity, page_size);
 }
