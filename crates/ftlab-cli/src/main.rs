@@ -571,6 +571,9 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
         None => print!("{}", ftlab_report::summary(&report)),
     }
     std::io::stdout().flush()?;
+    for n in &report.notices {
+        eprintln!("warning: {n}");
+    }
     if let Some(f) = failure {
         eprintln!("error: {f}");
         let saved = std::env::temp_dir().join(format!("ftlab-failed-seed-{}.toml", cfg.seed));

@@ -312,8 +312,43 @@ pub struct WorkloadReport {
     pub late_records: u64,
 }
 
+/// Something a reader of a report must know: the run is valid, but a figure may not
+/// mean what it seems (filters that kept little of a trace, dirty pages still in the
+/// buffer, reads of pages never written, a saturated device). Printed as a warning by
+/// the CLI and kept in the report's `notices` list.
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// A stable identifier for scripts (`snake_case`, documented in docs/report.md).
+    pub code: &'static str,
+    /// What was seen, with the figures.
+    pub message: String,
+    /// What to do about it (a flag, a setting), if anything.
+    pub hint: Option<String>,
+}
+
+impl Notice {
+    /// A notice with a hint.
+    pub fn new(code: &'static str, message: impl Into<String>, hint: Option<String>) -> Self {
+        Notice {
+            code,
+            message: message.into(),
+            hint,
+        }
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\n  hint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The layout version of [`Report`] (its `report_version` key).
-pub const REPORT_VERSION: u32 = 2;
+pub const REPORT_VERSION: u32 = 3;
 
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -322,7 +357,7 @@ pub struct Report {
     pub ftlab_version: &'static str,
     /// Version of this report's layout: bumped by every deliberate change of its keys
     /// or of their types (CHANGELOG.md lists them). 2: scheme options echoed as typed
-    /// values (numbers, booleans) instead of text.
+    /// values (numbers, booleans) instead of text. 3: `notices`.
     pub report_version: u32,
     /// Host side.
     pub host: HostReport,
@@ -340,6 +375,9 @@ pub struct Report {
     pub power_loss: PowerLossReport,
     /// Workload (set by the run; default when built alone).
     pub workload: WorkloadReport,
+    /// What a reader must know to trust the figures (empty for a run with nothing to
+    /// say), in the order the run found them.
+    pub notices: Vec<Notice>,
     /// Every setting of the run, seed included.
     pub config: serde_json::Value,
 }
@@ -489,6 +527,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
         },
         power_loss: power_loss(o),
         workload: WorkloadReport::default(),
+        notices: Vec::new(),
         config: labels.config,
     }
 }
@@ -625,4 +664,20 @@ pub fn summary(r: &Report) -> String {
         }
     );
     s
+}
+
+#[cfg(test)]
+mod notice_tests {
+    use super::Notice;
+
+    #[test]
+    fn a_notice_prints_its_hint_on_its_own_line_and_serializes_every_field() {
+        let n = Notice::new("dirty_at_end", "4 dirty pages", Some("--drain".into()));
+        assert_eq!(n.to_string(), "4 dirty pages\n  hint: --drain");
+        assert_eq!(Notice::new("x", "m", None).to_string(), "m");
+        assert_eq!(
+            serde_json::to_string(&n).unwrap(),
+            r#"{"code":"dirty_at_end","message":"4 dirty pages","hint":"--drain"}"#
+        );
+    }
 }

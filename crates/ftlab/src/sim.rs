@@ -22,7 +22,7 @@ use ftlab_core::options::BuildContext;
 use ftlab_core::request::Request;
 use ftlab_core::timing::{ParallelTiming, SerialTiming, Timing};
 use ftlab_core::Nanos;
-use ftlab_report::{Labels, Report, WorkloadReport};
+use ftlab_report::{Labels, Notice, Report, WorkloadReport};
 use ftlab_workload::transform::Counters;
 use ftlab_workload::{Record, RecordStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -466,6 +466,7 @@ impl Simulation {
             sim_time: Nanos(0),
             failure: None,
             total,
+            notices: Vec::new(),
         };
         let looped = catch_unwind(AssertUnwindSafe(|| {
             drive(
@@ -497,6 +498,7 @@ impl Simulation {
         let requests = st.done;
         let progress = st.progress();
         let mut failure = st.failure;
+        let notices = st.notices;
         // The report: after a panic the engine may be half-way through a request, so
         // building it is guarded too.
         let built = catch_unwind(AssertUnwindSafe(|| {
@@ -544,6 +546,7 @@ impl Simulation {
                 skipped_records: counters.skipped_records.get(),
                 late_records: counters.late_records.get(),
             };
+            report.notices = notices;
             report
         }));
         let report = match built {
@@ -572,6 +575,8 @@ struct Loop {
     sim_time: Nanos,
     failure: Option<Failure>,
     total: Option<u64>,
+    /// What the run found that a reader of the report must know, in order.
+    notices: Vec<Notice>,
 }
 
 impl Loop {
