@@ -13,7 +13,6 @@
 use crate::flash::Flash;
 use crate::ftl::{Answer, Ftl, GroupInfo, IdleBudget, Query};
 use crate::units::{Lpn, PageTag, PageWrite};
-use serde::Serialize;
 
 /// What a buffer talks to: the FTL and the flash below it.
 pub struct Backend<'a> {
@@ -55,40 +54,23 @@ impl Backend<'_> {
     }
 }
 
-/// Counters a buffer keeps. Fields a buffer does not have stay 0.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct BufferStats {
-    /// Host page reads served from the buffer.
-    pub read_hits: u64,
-    /// Host page writes that updated a page already buffered.
-    pub write_hits: u64,
-    /// Host page reads that went to the FTL.
-    pub read_misses: u64,
-    /// Host page writes that found no buffered copy.
-    pub write_misses: u64,
-    /// Groups handed to the FTL.
-    pub flushes: u64,
-    /// Pages handed to the FTL.
-    pub pages_flushed: u64,
-    /// Pages read from flash to pad a block before flushing it.
-    pub padding_reads: u64,
-    /// Scheme-specific figures, reported under `buffer.extra`.
-    pub extra: crate::stats::Sink,
-}
-
-impl BufferStats {
-    /// Folds in the counters of an earlier instance `o` (see
-    /// [`FtlStats::add_counters`](crate::ftl::FtlStats::add_counters)).
-    pub fn add_counters(&mut self, o: &BufferStats) {
-        // Written out field by field like FtlStats's: the two structs share no field.
-        self.read_hits += o.read_hits;
-        self.write_hits += o.write_hits;
-        self.read_misses += o.read_misses;
-        self.write_misses += o.write_misses;
-        self.flushes += o.flushes;
-        self.pages_flushed += o.pages_flushed;
-        self.padding_reads += o.padding_reads;
-        self.extra.add_counters(&o.extra);
+crate::stats::counters! {
+    /// Counters a buffer keeps. Fields a buffer does not have stay 0.
+    pub struct BufferStats {
+        /// Host page reads served from the buffer.
+        read_hits: "pages",
+        /// Host page writes that updated a page already buffered.
+        write_hits: "pages",
+        /// Host page reads that went to the FTL.
+        read_misses: "pages",
+        /// Host page writes that found no buffered copy.
+        write_misses: "pages",
+        /// Groups handed to the FTL.
+        flushes: "groups",
+        /// Pages handed to the FTL.
+        pages_flushed: "pages",
+        /// Pages read from flash to pad a block before flushing it.
+        padding_reads: "pages",
     }
 }
 

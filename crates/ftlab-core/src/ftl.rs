@@ -10,65 +10,40 @@
 use crate::flash::Flash;
 use crate::nand::Latencies;
 use crate::units::{Lbn, Lpn, Nanos, PageTag, PageWrite};
-use serde::Serialize;
 
-/// Counters an FTL keeps. Fields a scheme does not have stay 0.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct FtlStats {
-    /// Garbage collections (victim blocks reclaimed) of page-mapped areas.
-    pub gc_invocations: u64,
-    /// Valid pages copied by GC.
-    pub gc_pages_copied: u64,
-    /// Switch merges (1 erase, 0 copies).
-    pub merges_switch: u64,
-    /// Partial merges.
-    pub merges_partial: u64,
-    /// Full merges.
-    pub merges_full: u64,
-    /// Pages copied by merges.
-    pub merge_pages_copied: u64,
-    /// Switch merges of a block a buffer had padded to complete it (co-op-buffer-ftl.txt
-    /// §6.3: "PSMs artificially made by the unconditional or conditional block padding
-    /// technique"); not counted in `merges_switch`.
-    pub merges_padding_switch: u64,
-    /// Optimized switch merges (co-op-buffer-ftl.txt §5.1.2, §5.2.2); not counted in
-    /// `merges_switch`.
-    pub merges_osm: u64,
-    /// Full merges that took some valid pages from the write buffer (BA-BM,
-    /// co-op-buffer-ftl.txt §3); not counted in `merges_full`.
-    pub merges_ba_bm: u64,
-    /// Mapping-cache hits.
-    pub map_hits: u64,
-    /// Mapping-cache misses.
-    pub map_misses: u64,
-    /// Translation (map) page reads.
-    pub translation_reads: u64,
-    /// Translation (map) page writes.
-    pub translation_writes: u64,
-    /// Scheme-specific figures (e.g. `u_avg`), reported under `ftl.extra`.
-    pub extra: crate::stats::Sink,
-}
-
-impl FtlStats {
-    /// Folds in the counters of an earlier instance `o` of the same run (a power loss
-    /// replaced it): named counters and `extra`'s counters add up, `extra`'s gauges
-    /// keep this instance's values.
-    pub fn add_counters(&mut self, o: &FtlStats) {
-        // Written out field by field like BufferStats's: the two structs share no field.
-        self.gc_invocations += o.gc_invocations;
-        self.gc_pages_copied += o.gc_pages_copied;
-        self.merges_switch += o.merges_switch;
-        self.merges_partial += o.merges_partial;
-        self.merges_full += o.merges_full;
-        self.merge_pages_copied += o.merge_pages_copied;
-        self.merges_padding_switch += o.merges_padding_switch;
-        self.merges_osm += o.merges_osm;
-        self.merges_ba_bm += o.merges_ba_bm;
-        self.map_hits += o.map_hits;
-        self.map_misses += o.map_misses;
-        self.translation_reads += o.translation_reads;
-        self.translation_writes += o.translation_writes;
-        self.extra.add_counters(&o.extra);
+crate::stats::counters! {
+    /// Counters an FTL keeps. Fields a scheme does not have stay 0.
+    pub struct FtlStats {
+        /// Garbage collections (victim blocks reclaimed) of page-mapped areas.
+        gc_invocations: "collections",
+        /// Valid pages copied by GC.
+        gc_pages_copied: "pages",
+        /// Switch merges (1 erase, 0 copies).
+        merges_switch: "merges",
+        /// Partial merges.
+        merges_partial: "merges",
+        /// Full merges.
+        merges_full: "merges",
+        /// Pages copied by merges.
+        merge_pages_copied: "pages",
+        /// Switch merges of a block a buffer had padded to complete it (co-op-buffer-ftl.txt
+        /// §6.3: "PSMs artificially made by the unconditional or conditional block padding
+        /// technique"); not counted in `merges_switch`.
+        merges_padding_switch: "merges",
+        /// Optimized switch merges (co-op-buffer-ftl.txt §5.1.2, §5.2.2); not counted in
+        /// `merges_switch`.
+        merges_osm: "merges",
+        /// Full merges that took some valid pages from the write buffer (BA-BM,
+        /// co-op-buffer-ftl.txt §3); not counted in `merges_full`.
+        merges_ba_bm: "merges",
+        /// Mapping-cache hits.
+        map_hits: "lookups",
+        /// Mapping-cache misses.
+        map_misses: "lookups",
+        /// Translation (map) page reads.
+        translation_reads: "pages",
+        /// Translation (map) page writes.
+        translation_writes: "pages",
     }
 }
 
@@ -292,5 +267,32 @@ mod tests {
             },
         };
         assert_eq!(sum, two);
+    }
+
+    #[test]
+    fn to_sink_holds_every_shared_counter_with_its_unit_and_the_extra_figures() {
+        let mut st = FtlStats {
+            merges_full: 3,
+            map_hits: 7,
+            ..Default::default()
+        };
+        st.extra.gauge("log_blocks", "blocks", 2.0);
+        let sink = st.to_sink();
+        assert_eq!(FtlStats::COUNTERS.len(), 13);
+        for (key, unit) in FtlStats::COUNTERS {
+            let f = sink.figure(key).unwrap();
+            assert_eq!(
+                (f.unit, f.kind),
+                (*unit, crate::stats::Kind::Counter),
+                "{key}"
+            );
+        }
+        assert_eq!(sink["merges_full"], 3.0);
+        assert_eq!(sink.figure("map_hits").unwrap().unit, "lookups");
+        assert_eq!(
+            sink.figure("log_blocks").unwrap().kind,
+            crate::stats::Kind::Gauge
+        );
+        assert_eq!(sink.iter().count(), 14);
     }
 }

@@ -10,9 +10,14 @@
 //! it over the whole run.
 //!
 //! The named counters every scheme shares (GC, merges, map cache, translation pages)
-//! are fields of [`FtlStats`](crate::ftl::FtlStats) and
-//! [`BufferStats`](crate::buffer::BufferStats); this sink holds what only some schemes
-//! have. The JSON keeps the shape of a plain map, key to number.
+//! are `u64` fields of [`FtlStats`](crate::ftl::FtlStats) and
+//! [`BufferStats`](crate::buffer::BufferStats), so counting on the hot path is one
+//! add, with no lookup by name. Both structs are declared by one macro that gives each
+//! field its unit and generates the rest from that list: the sum across power losses
+//! (`add_counters`), the list of keys and units (`COUNTERS`) and the whole set of
+//! figures as one sink (`to_sink`: shared counters and scheme-specific figures, each
+//! with its kind and unit). This sink holds what only some schemes have; its JSON keeps
+//! the shape of a plain map, key to number.
 //!
 //! [`Pow2Histogram`] counts sizes (pages per group) in power-of-two buckets and reports
 //! them as counters into a sink, under keys made by [`pow2_keys!`](crate::pow2_keys).
@@ -129,6 +134,62 @@ impl Serialize for Sink {
         m.end()
     }
 }
+
+/// Declares a statistics struct of `u64` counters, each with its doc comment and unit,
+/// plus `extra`, a [`Sink`] of scheme-specific figures. Generates `COUNTERS` (every
+/// counter's key and unit), `add_counters` (folds in an earlier instance of the same
+/// run: every counter and `extra`'s counters add up) and `to_sink` (every figure in
+/// one sink). A new counter is one line here; nothing else lists the fields.
+macro_rules! counters {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[doc = $doc:literal])* $field:ident: $unit:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+        pub struct $name {
+            $(
+                $(#[doc = $doc])*
+                #[doc = concat!("\n\nUnit: ", $unit, ".")]
+                pub $field: u64,
+            )*
+            /// Scheme-specific figures, reported under `extra`.
+            pub extra: $crate::stats::Sink,
+        }
+
+        impl $name {
+            /// Every shared counter: report key and unit.
+            pub const COUNTERS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), $unit)),*];
+
+            /// Folds in the counters of an earlier instance `o` of the same run (a
+            /// power loss replaced it): every counter and `extra`'s counters add up;
+            /// `extra`'s gauges keep this instance's values.
+            pub fn add_counters(&mut self, o: &Self) {
+                $( self.$field += o.$field; )*
+                self.extra.add_counters(&o.extra);
+            }
+
+            /// Every figure in one sink: the shared counters, then `extra`'s figures
+            /// (a scheme-specific figure never reuses a shared counter's key).
+            pub fn to_sink(&self) -> $crate::stats::Sink {
+                let mut s = self.extra.clone();
+                $(
+                    debug_assert!(
+                        !s.contains_key(stringify!($field)),
+                        "`extra` reuses the shared key `{}`",
+                        stringify!($field)
+                    );
+                    s.counter(stringify!($field), $unit, self.$field as f64);
+                )*
+                s
+            }
+        }
+    };
+}
+pub(crate) use counters;
 
 /// Buckets of a [`Pow2Histogram`]: sizes 1, 2, 3-4, 5-8, ..., 2049-4096.
 pub const POW2_BUCKETS: usize = 13;

@@ -442,5 +442,18 @@ pub fn reference_markdown() -> String {
         );
         option_rows(&mut out, &e.options);
     }
+    out.push_str(
+        "## Shared counters\n\nEvery FTL and buffer keeps these (0 where a scheme has no \
+         such event); they add up across power losses. The report groups them under \
+         `ftl.gc`, `ftl.merges`, `ftl.map_cache`, `ftl.translation` and `buffer`; \
+         scheme-specific figures are under `ftl.extra` and `buffer.extra`.\n\n\
+         | counter | kept by | unit |\n|---|---|---|\n",
+    );
+    for (key, unit) in ftlab_core::ftl::FtlStats::COUNTERS {
+        let _ = writeln!(out, "| `{key}` | FTL | {unit} |");
+    }
+    for (key, unit) in ftlab_core::buffer::BufferStats::COUNTERS {
+        let _ = writeln!(out, "| `{key}` | buffer | {unit} |");
+    }
     out
 }
