@@ -253,6 +253,8 @@ impl Ftl for DacFtl {
         }
     }
 
+    // `read` and `trim` are `page`'s: both are a direct page map, and the three lines
+    // each would share are a table lookup and a call of the scheme's own `unmap`.
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
         let ppn = self.l2p[lpn.idx()];
         (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host))

@@ -145,6 +145,8 @@ impl Ftl for ExampleFtl {
             if self.opts.lose_writes_after.is_some_and(|n| self.writes > n) {
                 continue;
             }
+            // From here on, and in `read` and `trim`, the example is `page`'s code on
+            // purpose: docs/adding-a-scheme.md shows a whole scheme in one file.
             self.unmap(flash, tag.lpn);
             let ppn = self.frontier(flash, false);
             flash.program(ppn, tag, Cause::Host);
