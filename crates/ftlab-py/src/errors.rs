@@ -49,6 +49,9 @@ pub fn run_error(py: Python<'_>, e: RunError) -> PyErr {
             trace_error(py, msg, "workload", request, "offset")
         }
         RunError::Internal { .. } => InternalError::new_err(msg),
+        // `run` raises the Python error that asked for the stop before it gets here;
+        // a stop with no such error is a keyboard interrupt.
+        RunError::Cancelled { .. } => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
     }
 }
 

@@ -13,11 +13,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::time::{Duration, Instant};
 
-/// Why the observer stopped a run: Python raised (Ctrl-C, or the progress callback).
-/// Thrown with `resume_unwind` (no panic hook, no message on stderr); the run boundary
-/// catches it like any panic, and [`run`] raises the stored Python error instead.
-struct Stop;
-
 /// The quantiles reported in `latency`.
 const QUANTILES: [f64; 9] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0];
 
@@ -62,13 +57,6 @@ struct PyObserver {
     latency: Latency,
 }
 
-impl PyObserver {
-    fn stop(&mut self, e: PyErr) -> ! {
-        self.stopped = Some(e);
-        std::panic::resume_unwind(Box::new(Stop))
-    }
-}
-
 impl Observer for PyObserver {
     fn progress_every(&self) -> u64 {
         self.check_every
@@ -92,8 +80,14 @@ impl Observer for PyObserver {
             Ok(())
         });
         if let Err(e) = r {
-            self.stop(e);
+            // Python raised (Ctrl-C, or the progress callback): the run stops at once
+            // (`stop_requested`) and `run` raises this error.
+            self.stopped = Some(e);
         }
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stopped.is_some()
     }
 
     fn snapshot_every(&self) -> Option<u64> {

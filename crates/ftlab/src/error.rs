@@ -44,14 +44,25 @@ pub enum RunError {
         /// The run's seed.
         seed: u64,
     },
+    /// The observer asked the run to stop ([`Observer::stop_requested`]: Ctrl-C, a
+    /// callback that failed); no report is built.
+    ///
+    /// [`Observer::stop_requested`]: crate::Observer::stop_requested
+    #[error("stopped on request after {requests} requests")]
+    Cancelled {
+        /// Requests submitted before the stop.
+        requests: u64,
+    },
 }
 
 impl RunError {
     /// The exit code of the `ftlab` command for this error: [`exit::FAILED`] for an
-    /// internal error, [`exit::USAGE`] for everything else (bad configuration or input).
+    /// internal error, [`exit::INTERRUPTED`] for a run stopped on request,
+    /// [`exit::USAGE`] for everything else (bad configuration or input).
     pub fn exit_code(&self) -> u8 {
         match self {
             RunError::Internal { .. } => exit::FAILED,
+            RunError::Cancelled { .. } => exit::INTERRUPTED,
             _ => exit::USAGE,
         }
     }
@@ -76,4 +87,7 @@ pub mod exit {
     pub const FAILED: u8 = 1;
     /// Bad usage, configuration or input; nothing was simulated.
     pub const USAGE: u8 = 2;
+    /// Stopped on request (Ctrl-C) before the end; no report (128 + SIGINT, as shells
+    /// report it).
+    pub const INTERRUPTED: u8 = 130;
 }

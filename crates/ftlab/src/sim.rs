@@ -115,6 +115,13 @@ pub trait Observer {
     /// A power loss struck before request `p.requests + 1` and the FTL recovered (or
     /// failed to: see the run's failure).
     fn power_loss(&mut self, _p: &Progress, _recovered: bool) {}
+
+    /// Asked after every [`Observer::progress`] call during the run: `true` stops the
+    /// run there with [`RunError::Cancelled`] (Ctrl-C, a callback that failed, a live
+    /// client that left). The default never stops.
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }
 
 /// An observer that watches nothing.
@@ -651,6 +658,9 @@ fn drive(
         st.done += 1;
         if st.done.is_multiple_of(progress_every) {
             observer.progress(&st.progress());
+            if observer.stop_requested() {
+                return Err(RunError::Cancelled { requests: st.done });
+            }
         }
         if st.done.is_multiple_of(snapshot_every) {
             observer.snapshot(&st.progress(), engine);

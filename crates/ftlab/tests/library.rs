@@ -145,3 +145,40 @@ fn a_panic_inside_a_scheme_is_a_failure_with_the_seed() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Stops the run at its first progress call past `after` requests.
+struct StopAfter {
+    after: u64,
+    seen: u64,
+}
+
+impl Observer for StopAfter {
+    fn progress_every(&self) -> u64 {
+        500
+    }
+    fn progress(&mut self, p: &Progress) {
+        self.seen = p.requests;
+    }
+    fn stop_requested(&self) -> bool {
+        self.seen >= self.after
+    }
+}
+
+#[test]
+fn an_observer_can_stop_a_run_at_a_progress_call() {
+    let mut stop = StopAfter {
+        after: 3000,
+        seen: 0,
+    };
+    let e = Simulation::new(small())
+        .unwrap()
+        .run(Workload::Configured, &mut stop)
+        .err()
+        .expect("the run must stop");
+    assert!(
+        matches!(e, ftlab::RunError::Cancelled { requests: 3000 }),
+        "{e}"
+    );
+    assert_eq!(e.exit_code(), ftlab::error::exit::INTERRUPTED);
+    assert_eq!(e.to_string(), "stopped on request after 3000 requests");
+}
