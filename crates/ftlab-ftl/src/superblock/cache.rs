@@ -7,8 +7,10 @@
 //! the spare areas are always up to date (the PMD and PT are written with every page), so
 //! entries are never dirty and an eviction costs nothing. Lookup goes through a direct
 //! index `(lbn, pmd index) -> slot` (simulator bookkeeping standing in for the small hash
-//! a controller would use; not counted as mapping RAM); eviction scans the entries'
-//! use stamps (the cache is small: 16 entries by default).
+//! a controller would use; not counted as mapping RAM); the replacement order is the
+//! crate-wide intrusive [`Lru`] over slots.
+
+use ftlab_core::lru::Lru;
 
 pub(super) const NONE: u32 = u32::MAX;
 
@@ -18,8 +20,9 @@ pub(super) struct MapCache {
     pmd_len: usize,
     pt_len: usize,
     key: Vec<u32>,
-    stamp: Vec<u64>,
-    clock: u64,
+    /// Every slot, most recently used at the front; empty slots start at the back, the
+    /// lowest slot last, so they are taken first and in order.
+    lru: Lru,
     pmd: Vec<u32>,
     pt: Vec<u32>,
     slot_of: Vec<u32>,
@@ -28,12 +31,15 @@ pub(super) struct MapCache {
 impl MapCache {
     /// A cache of `entries` entries for `lbns` logical blocks.
     pub(super) fn new(entries: usize, lbns: u32, pmd_len: usize, pt_len: usize) -> MapCache {
+        let mut lru = Lru::new(entries as u32);
+        for s in 0..entries as u32 {
+            lru.push_front(s);
+        }
         MapCache {
             pmd_len,
             pt_len,
             key: vec![NONE; entries],
-            stamp: vec![0; entries],
-            clock: 0,
+            lru,
             pmd: vec![NONE; entries * pmd_len],
             pt: vec![NONE; entries * pt_len],
             slot_of: vec![NONE; lbns as usize * pmd_len],
@@ -57,8 +63,7 @@ impl MapCache {
         if s == NONE {
             return None;
         }
-        self.clock += 1;
-        self.stamp[s as usize] = self.clock;
+        self.lru.touch(s);
         Some(s as usize)
     }
 
@@ -82,17 +87,14 @@ impl MapCache {
     /// are left for the caller to fill.
     pub(super) fn insert(&mut self, lbn: u32, i: u32) -> usize {
         debug_assert!(self.peek(lbn, i).is_none());
-        let s = (0..self.key.len())
-            .min_by_key(|&s| (self.key[s] != NONE, self.stamp[s]))
-            .expect("map cache has at least one entry");
+        let s = self.lru.back().expect("map cache has at least one entry") as usize;
         if self.key[s] != NONE {
             self.slot_of[self.key[s] as usize] = NONE;
         }
         let k = self.key_of(lbn, i);
         self.key[s] = k;
         self.slot_of[k as usize] = s as u32;
-        self.clock += 1;
-        self.stamp[s] = self.clock;
+        self.lru.touch(s as u32);
         s
     }
 
