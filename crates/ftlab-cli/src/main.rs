@@ -58,6 +58,9 @@ enum Command {
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Measure simulation speed: every FTL and a few buffers on fixed workloads, compared
+    /// with the previous run on this machine.
+    Bench(ftlab_cli::bench::BenchArgs),
 }
 
 /// Runs every experiment of a paper (or of all papers) in parallel over the machine's
@@ -803,6 +806,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce_cmd(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
+        Command::Bench(args) => ftlab_cli::bench::command(args),
     };
     match result {
         Ok(code) => code,
