@@ -350,7 +350,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
     /// The previous run to compare with, rewritten with this run's medians
-    /// [default: ~/.cache/ftlab/bench-<size>.json]
+    /// [default: ~/.cache/ftlab/bench-SIZE.json]
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<std::path::PathBuf>,
     /// Compare with the baseline but do not replace it
