@@ -266,25 +266,22 @@ pub fn inspect(path: &Path, format: &str) -> Result<Inspection, TraceError> {
     look(&mut input, &name, format)
 }
 
-/// Adds the header hint to the error of the first data line when that line looks like a
-/// header.
-struct HeaderHint {
+/// Adds a hint to the error of the first data line: that it looks like a header, or
+/// like another format than the one given.
+struct FirstLineHint {
     inner: RecordStream,
-    header: Option<(u64, String)>,
+    hint: Option<(u64, String)>,
 }
 
-impl Iterator for HeaderHint {
+impl Iterator for FirstLineHint {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let mut item = self.inner.next()?;
-        if let Some((line, text)) = self.header.take() {
+        if let Some((line, hint)) = self.hint.take() {
             if let Err(e) = &mut item {
                 if e.line == line && e.is_record_error() {
-                    e.why.push_str(&format!(
-                        "; line {line} looks like a header (`{text}`): --header skips it \
-                         (--format csv, where --columns can name header columns), or delete it"
-                    ));
+                    e.why.push_str(&hint);
                 }
             }
         }
@@ -292,17 +289,30 @@ impl Iterator for HeaderHint {
     }
 }
 
-/// The 1-based number and text of the first data line of `head` if it looks like a
-/// header.
-fn header_line(head: &[u8]) -> Option<(u64, String)> {
+/// The 1-based number of the first data line of `head` and the hint for an error on it:
+/// a header, or the shape of another native format than `format`.
+fn first_line_hint(head: &[u8], format: &str, opts: &ReadOptions) -> Option<(u64, String)> {
     let first = sniff::first_line(head, false)?;
-    if !sniff::looks_like_header(first) {
-        return None;
-    }
     let at = first.as_ptr() as usize - head.as_ptr() as usize;
     let line = head[..at].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-    let text = String::from_utf8_lossy(&first[..first.len().min(80)]).into_owned();
-    Some((line, text))
+    let header_skipped = format == "csv" && (opts.csv.header || !opts.csv.by_name.is_empty());
+    if sniff::looks_like_header(first) && !header_skipped && format != "blkparse" {
+        let text = String::from_utf8_lossy(&first[..first.len().min(80)]).into_owned();
+        return Some((
+            line,
+            format!(
+                "; line {line} looks like a header (`{text}`): --header skips it (--format \
+                 csv, where --columns can name header columns), or delete it"
+            ),
+        ));
+    }
+    match sniff::guess_format(head, false) {
+        Ok((g, _)) if g != format && !(g == "mqsim" && format == "ssdsim") => Some((
+            line,
+            format!("; the first lines look like {g}, not {format}: --format {g} (or auto)"),
+        )),
+        _ => None,
+    }
 }
 
 /// Reads records of `format` (`auto`: recognised from the first lines) from an already
@@ -321,16 +331,18 @@ pub fn read_records(
         why,
     };
     let seen = look(&mut input, name, format)?;
-    let header = match seen.format.as_str() {
-        "vscsi" | "blkparse" => None,
-        "csv" if opts.csv.header || !opts.csv.by_name.is_empty() => None,
-        _ => input.fill_buf().ok().and_then(header_line),
+    let hint = match seen.format.as_str() {
+        "vscsi" => None,
+        f => input
+            .fill_buf()
+            .ok()
+            .and_then(|head| first_line_hint(head, f, opts)),
     };
     let stream = open_format(input, name, &seen.format, opts, err)?;
-    Ok(match header {
-        Some(h) => Box::new(HeaderHint {
+    Ok(match hint {
+        Some(h) => Box::new(FirstLineHint {
             inner: stream,
-            header: Some(h),
+            hint: Some(h),
         }),
         None => stream,
     })

@@ -396,3 +396,22 @@ fn survey_says_what_a_trace_holds() {
         s.describe()
     );
 }
+
+#[test]
+fn a_wrong_format_error_names_the_format_the_lines_look_like() {
+    let e = open_records(
+        &data("financial1-first10k.spc"),
+        "mqsim",
+        &ReadOptions::default(),
+    )
+    .unwrap()
+    .next()
+    .unwrap()
+    .unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(
+        e.why
+            .contains("the first lines look like spc, not mqsim: --format spc"),
+        "{e}"
+    );
+}
