@@ -163,7 +163,7 @@ fn a_window_outside_the_trace_exits_2_and_says_what_it_saw() {
     assert!(out.is_empty(), "no report: {out}");
     for want in [
         "the workload is empty",
-        "gave 10000 records and kept none of them through the time window [300, end) s",
+        "gave 10000 good records, and the run kept none of them through the time window [300, end) s",
         "4077 reads, 5923 writes",
         "devices (22): 19: 1435, 20: 1435",
         "timestamps: first 0.000000 s, last 259.601203 s",

@@ -168,7 +168,7 @@ pub fn check_format(format: &str, opts: &ReadOptions) -> Result<(), String> {
         "blkparse" => opts.blkparse.validate(),
         f if FORMATS.iter().any(|k| k.id == f) => Ok(()),
         other => Err(format!(
-            "unknown trace format `{other}` (--format; known: {})",
+            "unknown trace format `{other}` (known: {})",
             known_formats()
         )),
     }
@@ -305,6 +305,10 @@ fn first_line_hint(head: &[u8], format: &str, opts: &ReadOptions) -> Option<(u64
                  csv, where --columns can name header columns), or delete it"
             ),
         ));
+    }
+    // The generic reader takes any shape through its mapping: no guess against it.
+    if format == "csv" {
+        return None;
     }
     match sniff::guess_format(head, false) {
         Ok((g, _)) if g != format && !(g == "mqsim" && format == "ssdsim") => Some((

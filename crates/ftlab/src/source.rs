@@ -63,8 +63,16 @@ pub fn transform_spec(cfg: &Config) -> Result<TransformSpec, RunError> {
 /// Checks the workload settings of `cfg` for `geo`; the error names the key.
 pub fn validate_workload(cfg: &Config, geo: &Geometry) -> Result<(), RunError> {
     match &cfg.trace {
-        Some(_) => ftlab_workload::check_format(&cfg.format, &read_options(cfg))
-            .map_err(|e| setting("format", e))?,
+        Some(_) => ftlab_workload::check_format(&cfg.format, &read_options(cfg)).map_err(|e| {
+            // A reader setting names its own key and flag; the format itself is `format`.
+            if e.starts_with("csv") {
+                setting("csv", e)
+            } else if e.starts_with("blkparse") {
+                setting("blkparse", e)
+            } else {
+                setting("format", e)
+            }
+        })?,
         None if cfg.mix.is_some() => {
             let mix = cfg.mix.as_ref().expect("checked");
             mix.validate().map_err(|e| setting("mix", e))?
@@ -154,14 +162,14 @@ pub fn workload_stream(
                     format!(
                         "side_by_side lays {} devices one after the other in {} ({} bytes; the \
                          largest device spans {}), more than the capacity of {}: give \
-                         --capacity {} or more, --fold to fold the regions into the \
+                         --capacity {}MiB or more, --fold to fold the regions into the \
                          capacity, or --device to replay fewer devices",
                         layout.regions.len(),
                         ftlab_core::units::format_size(need),
                         need,
                         ftlab_core::units::format_size(largest),
                         ftlab_core::units::format_size(geo.logical_bytes()),
-                        ftlab_core::units::format_size(need),
+                        need.div_ceil(1 << 20),
                     ),
                 ));
             }
@@ -270,10 +278,11 @@ pub fn workload_notes(cfg: &Config, counters: &Counters) -> Vec<Note> {
         out.push(Note {
             code: "records_split",
             message: format!(
-                "the compact fold split {split} records into {} more pieces: the engine \
-                 counted {} pieces as host requests (workload.host_records has the trace's)",
-                counters.extra_pieces.get(),
-                split + counters.extra_pieces.get()
+                "the compact fold split {split} of the trace's records into {} pieces, so the \
+                 engine got {} more requests than the trace has records: host.requests counts \
+                 the pieces, workload.host_records the records",
+                split + counters.extra_pieces.get(),
+                counters.extra_pieces.get()
             ),
             hint: None,
         });
@@ -343,15 +352,20 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
     } else {
         format!(" through {}", what.join(", "))
     };
+    let read = counters.records_read.get();
+    let bad = if skipped > 0 {
+        format!(" and {skipped} bad ones")
+    } else {
+        String::new()
+    };
     let head = if kept == 0 {
         format!(
-            "the workload is empty: {path} read as {format} gave {} records and kept none \
-             of them{filters}",
-            seen
+            "the workload is empty: {path} read as {format} gave {read} good records{bad}, \
+             and the run kept none of them{filters}"
         )
     } else {
         format!(
-            "the workload kept {kept} of {seen} records of {path} ({:.2}% dropped{filters}), \
+            "the workload kept {kept} of the {seen} records of {path} ({:.2}% dropped{filters}), \
              more than max_dropped_share = {} allows",
             share * 100.0,
             cfg.max_dropped_share
