@@ -855,7 +855,15 @@ fn main() -> ExitCode {
                             _ => None,
                         }),
                 )
-                .any(|t| t.is_record_error() && !t.file.ends_with("(fold compact)"));
+                .any(|t| {
+                    // Not for a record that shows the whole file is misread (a header, another
+                    // format, a csv header without the named column): skipping cannot help.
+                    t.is_record_error()
+                        && !t.file.ends_with("(fold compact)")
+                        && !t.why.contains("looks like a header")
+                        && !t.why.contains("the first lines look like")
+                        && !t.why.contains("the header has no column")
+                });
             if bad_record {
                 eprintln!("hint: --skip-bad skips bad records and counts them in the report");
             }

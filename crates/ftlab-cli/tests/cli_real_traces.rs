@@ -413,6 +413,7 @@ fn a_header_line_gets_the_header_hint() {
     assert_eq!(code, 2);
     assert!(err.contains(":1: field `timestamp`"), "{err}");
     assert!(err.contains("line 1 looks like a header"), "{err}");
+    assert!(!err.contains("--skip-bad"), "skipping cannot help: {err}");
 }
 
 #[test]

@@ -109,8 +109,7 @@ impl Survey {
         if let (Some(a), Some(b)) = (self.first_ns, self.last_ns) {
             let _ = writeln!(
                 s,
-                "  timestamps: first {:.6} s, last {:.6} s as stamped (span {:.6} s); windows \
-                 count from the first record",
+                "  timestamps: first {:.6} s, last {:.6} s as stamped (span {:.6} s)",
                 a as f64 / 1e9,
                 b as f64 / 1e9,
                 (b - a) as f64 / 1e9

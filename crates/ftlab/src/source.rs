@@ -375,10 +375,17 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
         .map(|s| s.describe())
         .unwrap_or_else(|e| format!("  (reading it again failed: {e})\n"));
     let hint = if kept == 0 {
-        "hint: check --format (--format auto recognises the native ones), --device, \
-         --window-start/--window-end (seconds from the first record) and --blkparse-event"
+        format!(
+            "hint: check --format (--format auto recognises the native ones), --device, \
+             --window-start/--window-end ({}) and --blkparse-event",
+            if cfg.absolute_time {
+                "seconds as stamped, with --absolute-time"
+            } else {
+                "seconds from the first record"
+            }
+        )
     } else {
-        "hint: --max-dropped-share 1 accepts it"
+        "hint: --max-dropped-share 1 accepts it".to_string()
     };
     Err(RunError::Workload(format!("{head}\n{survey}{hint}")))
 }
