@@ -176,9 +176,20 @@ struct WorkloadArgs {
     #[arg(long, value_name = "S")]
     #[serde(rename = "window_end_s")]
     window_end: Option<f64>,
-    /// Hold N records to put a trace that is not time-ordered (blkparse) in order
+    /// Hold N records to put a trace that is not time-ordered (blkparse) in order; 0 turns
+    /// it off [default: 4096]
     #[arg(long, value_name = "N")]
     sort_window: Option<u32>,
+    /// Keep arrival times as stamped instead of relative to the first record (windows
+    /// then count from time 0 of the stamps)
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    absolute_time: bool,
+    /// Refuse the run (exit 2) when the device selection, time window and skipped bad
+    /// records drop more than this share of the trace's records; 1 accepts anything
+    /// [default: 0.99]
+    #[arg(long, value_name = "SHARE")]
+    max_dropped_share: Option<f64>,
     /// Skip bad records and count them (workload.skipped_records) instead of stopping
     #[arg(long)]
     #[serde(skip_serializing_if = "is_false")]
@@ -187,7 +198,8 @@ struct WorkloadArgs {
     /// bounds what a power loss can take does (co-op-buffer-ftl.txt §6.5)
     #[arg(long, value_name = "N")]
     flush_every: Option<u64>,
-    /// Generic csv format: columns (from 0) as time=N,offset=N,size=N,op=N[,device=N]
+    /// Generic csv format: columns as time=N,offset=N,size=N,op=N[,device=N], counting
+    /// from 0, or by header name (time=Timestamp,...; implies --header)
     #[arg(long, value_name = "MAP")]
     #[serde(skip)]
     columns: Option<String>,
@@ -299,17 +311,20 @@ impl WorkloadArgs {
                 let (k, v) = part
                     .split_once('=')
                     .ok_or_else(|| anyhow::anyhow!("--columns: `{part}` is not NAME=COLUMN"))?;
-                let key = match k.trim() {
-                    name @ ("time" | "offset" | "size" | "op" | "device") => format!("csv.{name}"),
+                let role = match k.trim() {
+                    name @ ("time" | "offset" | "size" | "op" | "device") => name,
                     other => anyhow::bail!(
                         "--columns: unknown column name `{other}` (time, offset, size, op, device)"
                     ),
                 };
-                let col: u32 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("--columns: `{v}` is not a column number"))?;
-                f.push((key, Integer(col as i64)));
+                match v.trim().parse::<u32>() {
+                    Ok(col) => f.push((format!("csv.{role}"), Integer(col as i64))),
+                    Err(_) if !v.trim().is_empty() => f.push((
+                        format!("csv.by_name.{role}"),
+                        toml::Value::String(v.trim().to_string()),
+                    )),
+                    Err(_) => anyhow::bail!("--columns: `{part}` names no column"),
+                }
             }
         }
         Ok(())
@@ -318,11 +333,14 @@ impl WorkloadArgs {
 
 #[derive(Args)]
 struct StatsArgs {
-    /// The trace file (plain, .gz or .zst)
+    /// The trace file (plain, or gzip, zstd, bzip2 or xz compressed)
     file: PathBuf,
-    /// Trace format (see `ftlab list`) [default: spc]
+    /// Trace format (see `ftlab list`; auto recognises the native ones) [default: spc]
     #[arg(long, value_name = "FMT")]
     format: Option<String>,
+    /// Devices shown in the per-device table (the busiest first)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    top: usize,
     /// Print the statistics as JSON
     #[arg(long)]
     json: bool,
@@ -388,7 +406,8 @@ struct RunArgs {
     /// Trace file to replay; without one, the synthetic workload runs
     #[arg(long, value_name = "PATH")]
     trace: Option<PathBuf>,
-    /// Trace format (see `ftlab list`) [default: spc]
+    /// Trace format (see `ftlab list`; auto recognises spc, msr, mqsim, disksim, blkparse
+    /// and vscsi and says which it chose) [default: spc]
     #[arg(long, value_name = "FMT")]
     format: Option<String>,
     /// Fold addresses beyond the capacity into it: modulo (wrap around, the default) or
@@ -718,6 +737,8 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     cfg.warmup = 0;
     cfg.replay = 1;
     cfg.fold = false;
+    // Statistics of a selection are what it is for: only an empty one is refused.
+    cfg.max_dropped_share = 1.0;
     let geo = sim::device_geometry(&cfg)?;
     ftlab_workload::check_format(&cfg.format, &source::read_options(&cfg))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -726,12 +747,29 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     for r in source::workload_stream(&cfg, &geo, &counters)? {
         b.add(&r.map_err(|e| source::name_source(e, &cfg))?);
     }
-    let stats = b.finish(counters.skipped_records.get());
+    source::check_kept(&cfg, &counters)?;
+    let mut stats = b.finish(counters.skipped_records.get());
+    // Disorder as the trace has it, before the sort window repaired it.
+    stats.out_of_order = counters.out_of_order.get();
+    let format = counters
+        .format
+        .borrow()
+        .clone()
+        .unwrap_or(cfg.format.clone());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&stats)?);
     } else {
-        println!("{} ({})", args.file.display(), cfg.format);
-        print!("{}", stats.human());
+        println!("{} ({format})", args.file.display());
+        print!("{}", stats.human_top(args.top));
+    }
+    for n in source::workload_notes(&cfg, &counters)
+        .into_iter()
+        .filter(|n| n.code != "devices_share_space")
+    {
+        eprintln!(
+            "warning: {}",
+            ftlab_report::Notice::new(n.code, n.message, n.hint)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -822,7 +860,15 @@ fn main() -> ExitCode {
                             _ => None,
                         }),
                 )
-                .any(|t| t.is_record_error() && !t.file.ends_with("(fold compact)"));
+                .any(|t| {
+                    // Not for a record that shows the whole file is misread (a header, another
+                    // format, a csv header without the named column): skipping cannot help.
+                    t.is_record_error()
+                        && !t.file.ends_with("(fold compact)")
+                        && !t.why.contains("looks like a header")
+                        && !t.why.contains("the first lines look like")
+                        && !t.why.contains("the header has no column")
+                });
             if bad_record {
                 eprintln!("hint: --skip-bad skips bad records and counts them in the report");
             }

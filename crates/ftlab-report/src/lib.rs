@@ -310,6 +310,24 @@ pub struct WorkloadReport {
     pub skipped_records: u64,
     /// Records the sort window could not put in order (given the latest time so far).
     pub late_records: u64,
+    /// Good records the reader delivered in the first pass, before any transform.
+    pub records_read: u64,
+    /// Of those, records arriving before the record preceding them, as read.
+    pub out_of_order_records: u64,
+    /// The first record's timestamp as stamped in the trace, ns.
+    pub first_timestamp_ns: Option<u64>,
+    /// Whether arrivals were made relative to the first record (the default; false with
+    /// `absolute_time`).
+    pub time_rebased: bool,
+    /// First to last arrival of one pass after the transforms, ns.
+    pub span_ns: u64,
+    /// Devices in one pass after the selection.
+    pub devices: u64,
+    /// Host requests of the trace submitted, all passes: records, before the fold split
+    /// any (`host.requests` counts the pieces the engine got).
+    pub host_records: u64,
+    /// Records the fold split into pieces, all passes.
+    pub split_records: u64,
 }
 
 /// Something a reader of a report must know: the run is valid, but a figure may not
@@ -348,7 +366,7 @@ impl std::fmt::Display for Notice {
 }
 
 /// The layout version of [`Report`] (its `report_version` key).
-pub const REPORT_VERSION: u32 = 3;
+pub const REPORT_VERSION: u32 = 4;
 
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -357,7 +375,9 @@ pub struct Report {
     pub ftlab_version: &'static str,
     /// Version of this report's layout: bumped by every deliberate change of its keys
     /// or of their types (CHANGELOG.md lists them). 2: scheme options echoed as typed
-    /// values (numbers, booleans) instead of text. 3: `notices`.
+    /// values (numbers, booleans) instead of text. 3: `notices`. 4: `workload` states
+    /// the records read, out-of-order records, first timestamp, rebasing, span, devices,
+    /// host records and split records.
     pub report_version: u32,
     /// Host side.
     pub host: HostReport,
@@ -649,6 +669,29 @@ pub fn summary(r: &Report) -> String {
              records skipped",
             wl.records_per_pass, wl.measured_passes, wl.warmup_passes, wl.skipped_records
         );
+        if wl.source == "trace" {
+            let _ = writeln!(
+                s,
+                "            span {:.6} s per pass{}; {} devices; {} records out of time order",
+                wl.span_ns as f64 / 1e9,
+                match (wl.time_rebased, wl.first_timestamp_ns) {
+                    (true, Some(t)) if t > 0 => {
+                        format!(" (rebased: first stamp {:.6} s)", t as f64 / 1e9)
+                    }
+                    (false, _) => " (absolute times)".into(),
+                    _ => String::new(),
+                },
+                wl.devices,
+                wl.out_of_order_records
+            );
+        }
+        if wl.split_records > 0 {
+            let _ = writeln!(
+                s,
+                "            {} host requests of the trace became {} requests: the fold split {}",
+                wl.host_records, wl.requests_submitted, wl.split_records
+            );
+        }
     }
     let v = &r.verify;
     let _ = writeln!(

@@ -1,7 +1,8 @@
 //! The generic reader: any delimited text trace, described by a column mapping
 //! ([`CsvSpec`], config table `[csv]`, flags `--columns`, `--delimiter`, ...).
 //!
-//! Columns are counted from 0. The mapping says which column holds the time, offset,
+//! Columns are counted from 0, or named by the header line (`by_name`, `--columns
+//! time=Timestamp,...`; a name implies a header). The mapping says which column holds the time, offset,
 //! size, operation and (optionally) device, the units of each, which operation values
 //! mean read, write and trim, whether the first line is a header, and optionally a
 //! column whose value must be one of a list for the line to be replayed (for formats
@@ -11,15 +12,18 @@
 //! Choices: operation values match case-insensitively after trimming; a line whose op
 //! value is in none of the three lists is an error (not silently dropped); with no time
 //! column every request arrives at 0 (back to back); with no device column the device
-//! is 0; times are taken as given unless `rebase_time` makes them relative to the first
-//! record (for traces stamped with wall-clock epochs); blank lines and lines starting
-//! with `comment` are skipped.
+//! is 0; times are taken as given (every run rebases them to the first record unless
+//! `absolute_time` is set; `rebase_time` does it here already, and is kept for old
+//! configurations); blank lines and lines starting with `comment` are skipped; header
+//! names match trimmed and case-insensitively, and a name the header lacks is an error
+//! that lists the header's columns.
 
 use crate::parse::{show, split_on, split_ws, Lines};
 use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::BufRead;
 
 /// The column mapping of the generic reader.
@@ -61,6 +65,9 @@ pub struct CsvSpec {
     pub filter_values: Vec<String>,
     /// Make times relative to the first record's.
     pub rebase_time: bool,
+    /// Columns named by the header line instead of numbered: `time`, `offset`, `size`,
+    /// `op`, `device` or `filter` -> header name (implies `header`).
+    pub by_name: BTreeMap<String, String>,
 }
 
 impl Default for CsvSpec {
@@ -83,6 +90,7 @@ impl Default for CsvSpec {
             filter_column: None,
             filter_values: Vec::new(),
             rebase_time: false,
+            by_name: BTreeMap::new(),
         }
     }
 }
@@ -128,6 +136,7 @@ pub struct CsvFormat {
     values: [Vec<Vec<u8>>; 3],
     filter: Vec<Vec<u8>>,
     rebase: bool,
+    names: [Option<String>; 6],
 }
 
 const TIME: usize = 0;
@@ -147,41 +156,78 @@ impl CsvSpec {
             d if d.len() == 1 => Delim::Byte(d.as_bytes()[0]),
             d => {
                 return Err(format!(
-                    "csv.delimiter = `{d}`: must be one character, `tab` or `whitespace`"
+                    "csv.delimiter (--delimiter) = `{d}`: must be one character, `tab` or \
+                     `whitespace`"
                 ))
             }
         };
-        let need = |v: Option<u32>, key: &str| {
-            v.map(|c| c as usize).ok_or_else(|| {
+        let mut names: [Option<String>; 6] = Default::default();
+        for (role, name) in &self.by_name {
+            let slot = NAMES.iter().position(|n| n == role).ok_or_else(|| {
                 format!(
-                    "csv.{key} is not set: the generic reader needs the {key} column (columns \
-                     count from 0; e.g. --columns time=0,offset=1,size=2,op=3)"
+                    "csv.by_name: unknown column role `{role}` (--columns; roles: time, \
+                     offset, size, op, device, filter)"
                 )
-            })
+            })?;
+            names[slot] = Some(name.trim().to_ascii_lowercase());
+        }
+        let numbered = [
+            self.time,
+            self.offset,
+            self.size,
+            self.op,
+            self.device,
+            self.filter_column,
+        ];
+        for (slot, n) in names.iter().enumerate() {
+            if n.is_some() && numbered[slot].is_some() {
+                return Err(format!(
+                    "csv.{} is set both by number and by name (csv.by_name, --columns): give \
+                     one",
+                    NAMES[slot]
+                ));
+            }
+        }
+        let need = |slot: usize| {
+            let key = NAMES[slot];
+            match (numbered[slot], &names[slot]) {
+                (Some(c), _) => Ok(Some(c as usize)),
+                (None, Some(_)) => Ok(None),
+                (None, None) => Err(format!(
+                    "csv.{key} is not set: the generic reader needs the {key} column \
+                     (--columns {key}=N, columns counting from 0, or {key}=NAME of a header \
+                     column; e.g. --columns time=0,offset=1,size=2,op=3)"
+                )),
+            }
         };
         let cols = [
             self.time.map(|c| c as usize),
-            Some(need(self.offset, "offset")?),
-            Some(need(self.size, "size")?),
-            Some(need(self.op, "op")?),
+            need(OFFSET)?,
+            need(SIZE)?,
+            need(OP)?,
             self.device.map(|c| c as usize),
             self.filter_column.map(|c| c as usize),
         ];
         if cols.iter().flatten().any(|&c| c >= 256) {
             return Err("csv columns must be below 256".into());
         }
-        if self.filter_column.is_some() && self.filter_values.is_empty() {
+        if (self.filter_column.is_some() || names[FILTER].is_some())
+            && self.filter_values.is_empty()
+        {
             return Err("csv.filter_values is empty: list the values to replay".into());
         }
         let time_ns = time_unit_ns(&self.time_unit).ok_or_else(|| {
             format!(
-                "csv.time_unit = `{}`: must be s, ms, us, ns or 100ns",
+                "csv.time_unit (--time-unit) = `{}`: must be s, ms, us, ns or 100ns",
                 self.time_unit
             )
         })?;
         let unit = |u: &str, key: &str| {
             byte_unit(u).ok_or_else(|| {
-                format!("csv.{key} = `{u}`: must be bytes, sectors, kib or a number of bytes")
+                format!(
+                    "csv.{key} (--{}) = `{u}`: must be bytes, sectors, kib or a number of bytes",
+                    key.replace('_', "-")
+                )
             })
         };
         let lower = |v: &[String]| -> Vec<Vec<u8>> {
@@ -198,18 +244,24 @@ impl CsvSpec {
             for b in values.iter().skip(i + 1) {
                 if let Some(v) = a.iter().find(|v| b.contains(v)) {
                     return Err(format!(
-                        "csv op value `{}` is in two of read_values, write_values, trim_values",
+                        "csv op value `{}` is in two of csv.read_values (--read-values), \
+                         csv.write_values (--write-values), csv.trim_values",
                         show(v)
                     ));
                 }
             }
         }
         if values[0].is_empty() && values[1].is_empty() {
-            return Err("csv.read_values and csv.write_values are both empty".into());
+            return Err(
+                "csv.read_values (--read-values) and csv.write_values (--write-values) are both \
+                 empty"
+                    .into(),
+            );
         }
+        let any_name = names.iter().any(Option::is_some);
         Ok(CsvFormat {
             delim,
-            header: self.header,
+            header: self.header || any_name,
             comment: self.comment.as_bytes().to_vec(),
             cols,
             time_ns,
@@ -222,6 +274,7 @@ impl CsvSpec {
                 .map(|s| s.as_bytes().to_vec())
                 .collect(),
             rebase: self.rebase_time,
+            names,
         })
     }
 }
@@ -345,20 +398,69 @@ impl<R: BufRead> CsvReader<R> {
     }
 }
 
+impl<R: BufRead> CsvReader<R> {
+    /// Reads the header line (the current line): resolves the columns named in it.
+    fn header(&mut self) -> Result<(), TraceError> {
+        let fmt = &mut self.fmt;
+        if fmt.names.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let line = self.lines.line();
+        let fields: Vec<String> = match fmt.delim {
+            Delim::Byte(d) => split_on(line, d).map(show).collect(),
+            Delim::Whitespace => split_ws(line).map(show).collect(),
+        };
+        for (slot, name) in fmt.names.iter().enumerate() {
+            let Some(name) = name else {
+                continue;
+            };
+            match fields
+                .iter()
+                .position(|f| f.trim().eq_ignore_ascii_case(name))
+            {
+                Some(i) => fmt.cols[slot] = Some(i),
+                None => {
+                    return Err(self.lines.err(
+                        NAMES[slot],
+                        format!(
+                            "the header has no column named `{name}` (--columns {}={name}); its \
+                             columns: {}",
+                            NAMES[slot],
+                            fields.join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<R: BufRead> Iterator for CsvReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (fmt, header_pending, base) = (&self.fmt, &mut self.header_pending, &mut self.base);
-        // Blank lines, comments, and the header: the first line that is neither.
-        let skip = |line: &[u8]| {
+        // Blank lines and comments are passed over; the first other line may be the
+        // header.
+        fn skip(comment: &[u8], line: &[u8]) -> bool {
             let t = line.trim_ascii();
-            if t.is_empty() || (!fmt.comment.is_empty() && t.starts_with(&fmt.comment)) {
-                return true;
+            t.is_empty() || (!comment.is_empty() && t.starts_with(comment))
+        }
+        if self.header_pending {
+            self.header_pending = false;
+            let comment = &self.fmt.comment;
+            match self.lines.advance_past(|l| skip(comment, l)) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
             }
-            std::mem::replace(header_pending, false)
-        };
-        self.lines.next_parsed(skip, |l| Self::parse(l, fmt, base))
+            if let Err(e) = self.header() {
+                return Some(Err(e));
+            }
+        }
+        let (fmt, base) = (&self.fmt, &mut self.base);
+        self.lines
+            .next_parsed(|l| skip(&fmt.comment, l), |l| Self::parse(l, fmt, base))
     }
 }
 
@@ -450,9 +552,51 @@ mod tests {
     }
 
     #[test]
+    fn csv_columns_by_header_name() {
+        let mut s = CsvSpec::default();
+        for (role, name) in [
+            ("time", "Timestamp"),
+            ("device", "disk"),
+            ("op", "TYPE"),
+            ("offset", "Offset"),
+            ("size", "Size"),
+        ] {
+            s.by_name.insert(role.into(), name.into());
+        }
+        s.time_unit = "100ns".into();
+        let text = "# exported\nTimestamp, Hostname, Disk, Type, Offset, Size\n\
+                    100,hm,1,Read,4096,512\n300,hm,0,Write,0,4096\n";
+        let r: Vec<Record> = read(text, &s).into_iter().map(Result::unwrap).collect();
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (
+                r[0].req.arrival,
+                r[0].device,
+                r[0].req.op,
+                r[0].req.offset,
+                r[0].line
+            ),
+            (Nanos(10_000), 1, Op::Read, 4096, 3)
+        );
+        s.by_name.insert("size".into(), "Length".into());
+        let e = read(text, &s)[0].clone().unwrap_err();
+        assert_eq!((e.line, e.field), (2, "size"));
+        assert!(
+            e.why.contains("no column named `length`") && e.why.contains("Hostname"),
+            "{e}"
+        );
+        s.size = Some(5);
+        assert!(s
+            .compile()
+            .unwrap_err()
+            .contains("both by number and by name"));
+    }
+
+    #[test]
     fn bad_mappings_name_the_key() {
         let e = CsvSpec::default().compile().unwrap_err();
         assert!(e.starts_with("csv.offset is not set"), "{e}");
+        assert!(e.contains("--columns offset=N"), "{e}");
         let e = CsvSpec {
             time_unit: "h".into(),
             ..spec()

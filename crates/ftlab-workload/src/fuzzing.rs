@@ -8,7 +8,7 @@ use crate::{read_records, ReadOptions};
 use std::io::Cursor;
 
 /// Every format a fuzz target exists for.
-pub const FUZZ_FORMATS: &[&str] = &["spc", "msr", "mqsim", "disksim", "blkparse", "csv"];
+pub const FUZZ_FORMATS: &[&str] = &["spc", "msr", "mqsim", "disksim", "blkparse", "csv", "vscsi"];
 
 /// Reads `data` as a trace of `format` to the end; returns (records, errors).
 pub fn read_all(format: &str, data: &[u8]) -> (u64, u64) {
@@ -28,7 +28,12 @@ pub fn read_all(format: &str, data: &[u8]) -> (u64, u64) {
         return (0, 1);
     };
     let (mut ok, mut bad) = (0, 0);
-    let lines = data.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    // Items are bounded by lines, or by the smallest record for the binary format.
+    let lines = if format == "vscsi" {
+        (data.len() / crate::vscsi::V1_BYTES) as u64 + 1
+    } else {
+        data.iter().filter(|&&b| b == b'\n').count() as u64 + 1
+    };
     for r in stream {
         match r {
             Ok(_) => ok += 1,

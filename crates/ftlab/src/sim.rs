@@ -12,7 +12,7 @@ use crate::config::{Config, Precondition, TimingModel, VerifyLevel};
 use crate::error::{setting, RunError};
 use crate::powerloss::PowerLossPlan;
 use crate::registry;
-use crate::source::{name_source, validate_workload, workload_stream};
+use crate::source::{check_kept, name_source, validate_workload, workload_notes, workload_stream};
 use ftlab_core::buffer::Buffer;
 use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
 use ftlab_core::ftl::{Ftl, RecoverError};
@@ -542,10 +542,20 @@ impl Simulation {
         if let Some(e) = input_error {
             return Err(e);
         }
+        if configured && st.failure.is_none() {
+            check_kept(&cfg, &counters)?;
+        }
         let requests = st.done;
         let progress = st.progress();
         let mut failure = st.failure;
-        let notices = st.notices;
+        let mut notices = st.notices;
+        if configured {
+            notices.extend(
+                workload_notes(&cfg, &counters)
+                    .into_iter()
+                    .map(|n| Notice::new(n.code, n.message, n.hint)),
+            );
+        }
         // The report: after a panic the engine may be half-way through a request, so
         // building it is guarded too.
         let built = catch_unwind(AssertUnwindSafe(|| {
@@ -577,11 +587,13 @@ impl Simulation {
                 }
                 .into(),
                 path: cfg.trace.clone().filter(|_| configured),
-                format: cfg
-                    .trace
-                    .as_ref()
-                    .filter(|_| configured)
-                    .map(|_| cfg.format.clone()),
+                format: cfg.trace.as_ref().filter(|_| configured).map(|_| {
+                    counters
+                        .format
+                        .borrow()
+                        .clone()
+                        .unwrap_or_else(|| cfg.format.clone())
+                }),
                 warmup_passes: warmup,
                 measured_passes: if configured { cfg.replay } else { 1 },
                 records_per_pass: if configured {
@@ -592,6 +604,14 @@ impl Simulation {
                 requests_submitted: requests,
                 skipped_records: counters.skipped_records.get(),
                 late_records: counters.late_records.get(),
+                records_read: counters.records_read.get(),
+                out_of_order_records: counters.out_of_order.get(),
+                first_timestamp_ns: counters.first_stamp_ns.get(),
+                time_rebased: configured && !cfg.absolute_time,
+                span_ns: crate::source::pass_span_ns(&counters),
+                devices: counters.devices.borrow().len() as u64,
+                host_records: requests.saturating_sub(counters.extra_pieces.get()),
+                split_records: counters.split_records.get(),
             };
             report.notices = notices;
             report
