@@ -382,6 +382,10 @@ struct RunArgs {
     /// Over-provisioning in percent of the logical capacity [default: 7]
     #[arg(long, value_name = "PCT")]
     op: Option<f64>,
+    /// Memory the run may use for its tables, e.g. 8GiB; a run whose estimated tables
+    /// exceed it is refused before anything is allocated [default: the memory available]
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
     /// Trace file to replay; without one, the synthetic workload runs
     #[arg(long, value_name = "PATH")]
     trace: Option<PathBuf>,
@@ -399,9 +403,16 @@ struct RunArgs {
     /// Timing model: serial (the papers') or parallel (channels x dies) [default: serial]
     #[arg(long, value_name = "MODEL")]
     timing: Option<String>,
-    /// Write every logical page once before measuring (fill), or not (none) [default: none]
+    /// Before measuring: write every logical page once (fill), every page the workload
+    /// reads or writes (footprint: short trace excerpts then read real data), or
+    /// nothing (none) [default: none]
     #[arg(long, value_name = "MODE")]
     precondition: Option<String>,
+    /// Leave the pages still dirty in the write buffer at the end out of the figures,
+    /// instead of writing them to flash as a device does on shutdown (the default)
+    #[arg(long)]
+    #[serde(skip)]
+    no_drain: bool,
     /// Passes over the workload before the measured ones; their statistics are dropped
     /// (cach-ftl.txt §5.1 plays a trace twice first)
     #[arg(long, value_name = "N")]
@@ -456,6 +467,9 @@ impl RunArgs {
         }
         if self.no_verify {
             f.push(("verify".into(), S("off".into())));
+        }
+        if self.no_drain {
+            f.push(("drain".into(), Boolean(false)));
         }
         self.workload.flags(&mut f)?;
         Ok(f)

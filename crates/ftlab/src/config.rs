@@ -47,6 +47,10 @@ pub enum Precondition {
     None,
     /// Every logical page written once, then the counters reset.
     Fill,
+    /// Every logical page the workload reads or writes (one pass of it, after its
+    /// transforms) written once, then the counters reset: a short excerpt of a trace
+    /// then reads data that exists, as it did on the traced system.
+    Footprint,
 }
 
 /// How `fold` brings addresses beyond the capacity into it (`fold_mode`).
@@ -125,6 +129,10 @@ pub struct Config {
     /// Over-provisioning in percent of the logical capacity.
     #[schemars(range(min = 0.0))]
     pub op: f64,
+    /// Memory the run may use for its tables; none: what the system says is available
+    /// (/proc/meminfo, the cgroup limit). A run whose estimated tables exceed it is
+    /// refused before anything is allocated.
+    pub max_memory: Option<ByteSize>,
     /// Seed of every random stream in the run.
     pub seed: u64,
     /// Timing model.
@@ -143,8 +151,15 @@ pub struct Config {
     pub rmw: bool,
     /// Offer idle gaps to the buffer and FTL.
     pub idle: bool,
-    /// `none`, or `fill`: write every logical page once before measuring.
+    /// `none`; `fill`: write every logical page once before measuring; `footprint`:
+    /// write once every page the workload reads or writes. After either, the FTL
+    /// writes back its dirty mapping entries (a device at rest) and counters reset.
     pub precondition: Precondition,
+    /// At the end of the run, write the pages still dirty in the write buffer to flash
+    /// (as a device flushes its cache on shutdown) before the figures are taken; their
+    /// operations count in `flash.*` and WA. `false` leaves them in the buffer, out of
+    /// the figures (the report still counts them in `end_of_run.dirty_pages`).
+    pub drain: bool,
     /// Passes over the workload before the measured ones (not reported).
     pub warmup: u32,
     /// Measured passes over the workload (after the warm-up ones).
@@ -213,6 +228,7 @@ impl Default for Config {
             nand: ftlab_core::nand::DEFAULT_PRESET.into(),
             capacity: ByteSize(1 << 30),
             op: 7.0,
+            max_memory: None,
             seed: 1,
             timing: TimingModel::Serial,
             channels: 1,
@@ -223,6 +239,7 @@ impl Default for Config {
             rmw: false,
             idle: true,
             precondition: Precondition::None,
+            drain: true,
             warmup: 0,
             replay: 1,
             trace: None,
