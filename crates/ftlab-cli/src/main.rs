@@ -400,9 +400,20 @@ struct RunArgs {
     /// Seed of every random stream [default: 1]
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Timing model: serial (the papers') or parallel (channels x dies) [default: serial]
+    /// Timing model: serial (the papers' one chip) or parallel (channels x dies, 8 x 4
+    /// unless --channels/--dies say otherwise) [default: serial]
     #[arg(long, value_name = "MODEL")]
     timing: Option<String>,
+    /// Channels of --timing parallel [default: 8]
+    #[arg(long, value_name = "N")]
+    channels: Option<u32>,
+    /// Dies per channel of --timing parallel [default: 4]
+    #[arg(long, value_name = "N")]
+    dies: Option<u32>,
+    /// Channel bandwidth of --timing parallel in MiB/s (a page's transfer time)
+    /// [default: 40]
+    #[arg(long, value_name = "MIB_S")]
+    channel_mib_s: Option<f64>,
     /// Before measuring: write every logical page once (fill), every page the workload
     /// reads or writes (footprint: short trace excerpts then read real data), or
     /// nothing (none) [default: none]

@@ -120,3 +120,57 @@ fn precondition_footprint_silences_the_unmapped_reads_warning() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stderr(&o).contains("never written"), "{}", stderr(&o));
 }
+
+#[test]
+fn channels_and_dies_are_flags_of_parallel_timing() {
+    let o = ftlab(&[
+        "config",
+        "show",
+        "--timing",
+        "parallel",
+        "--channels",
+        "2",
+        "--dies",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("channels = 2") && text.contains("dies = 3"),
+        "{text}"
+    );
+    let o = ftlab(&["config", "show", "--timing", "parallel"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("channels = 8") && text.contains("dies = 4"),
+        "{text}"
+    );
+    let help = stdout(&ftlab(&["run", "--help"]));
+    assert!(
+        help.contains("--channels") && help.contains("--dies"),
+        "{help}"
+    );
+    let o = ftlab(&["run", "--timing", "parallel", "--channels", "0", "-q"]);
+    refused(&o, &["channels"]);
+}
+
+#[test]
+fn a_saturated_run_warns_with_a_hint_to_parallel_timing() {
+    let o = ftlab(&[
+        "run",
+        "--trace",
+        "../../tests/data/tpcc-small.mqsim.trace",
+        "--format",
+        "mqsim",
+        "--fold",
+        "--capacity",
+        "1GiB",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: the device is saturated") && err.contains("--timing parallel"),
+        "{err}"
+    );
+}

@@ -23,8 +23,30 @@ pub enum TimingModel {
     /// The papers' model: one flash operation at a time, requests first-come
     /// first-served.
     Serial,
-    /// Channels x dies: array time on the die, page transfer on the channel.
+    /// Channels x dies: array time on the die, page transfer on the channel; 8 channels
+    /// x 4 dies unless `channels` and `dies` say otherwise.
     Parallel,
+}
+
+/// Channels of the default parallel organisation: MQSim's default SSD (8 channels of
+/// 4 chips each), a common multi-die device of the last decade. Serial timing keeps
+/// the papers' one chip.
+pub const DEFAULT_CHANNELS: u32 = 8;
+
+/// Dies per channel of the default parallel organisation (see [`DEFAULT_CHANNELS`]).
+pub const DEFAULT_DIES: u32 = 4;
+
+impl Config {
+    /// The channels and dies per channel the device has: as set, else
+    /// [`DEFAULT_CHANNELS`] x [`DEFAULT_DIES`] under parallel timing and 1 x 1 under
+    /// serial timing (where they play no part).
+    pub fn organisation(&self) -> (u32, u32) {
+        let (c, d) = match self.timing {
+            TimingModel::Serial => (1, 1),
+            TimingModel::Parallel => (DEFAULT_CHANNELS, DEFAULT_DIES),
+        };
+        (self.channels.unwrap_or(c), self.dies.unwrap_or(d))
+    }
 }
 
 /// How much the run checks (`verify`).
@@ -137,10 +159,12 @@ pub struct Config {
     pub seed: u64,
     /// Timing model.
     pub timing: TimingModel,
-    /// Channels (parallel timing).
-    pub channels: u32,
-    /// Dies per channel (parallel timing).
-    pub dies: u32,
+    /// Channels (parallel timing); none: 8 under parallel timing (the
+    /// [`DEFAULT_CHANNELS`] x [`DEFAULT_DIES`] organisation), 1 under serial.
+    pub channels: Option<u32>,
+    /// Dies per channel (parallel timing); none: 4 under parallel timing, 1 under
+    /// serial.
+    pub dies: Option<u32>,
     /// Channel bandwidth in MiB/s (parallel timing: page transfer time).
     pub channel_mib_s: f64,
     /// Checking: every read against the last write (`on`), none, or `deep`.
@@ -231,8 +255,8 @@ impl Default for Config {
             max_memory: None,
             seed: 1,
             timing: TimingModel::Serial,
-            channels: 1,
-            dies: 1,
+            channels: None,
+            dies: None,
             channel_mib_s: 40.0,
             verify: VerifyLevel::On,
             deep_every: 1000,

@@ -184,8 +184,8 @@ fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
         spare_bytes: n.spare_bytes.unwrap_or(preset.spare_bytes),
         logical_bytes: cfg.capacity.0,
         op_percent: cfg.op,
-        channels: cfg.channels,
-        dies_per_channel: cfg.dies,
+        channels: cfg.organisation().0,
+        dies_per_channel: cfg.organisation().1,
         min_spare_blocks: 0,
     }
     .build()?)
@@ -268,6 +268,9 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     let latencies = latencies(preset, cfg)?;
     let (ftl, buf) = entries(cfg)?;
     let mut resolved = cfg.clone();
+    // The echo states the organisation the run used, defaults filled in.
+    resolved.channels = Some(geo.channels);
+    resolved.dies = Some(geo.dies_per_channel);
     for (opts, value) in [
         (
             &mut resolved.ftl_options,
