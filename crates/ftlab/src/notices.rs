@@ -10,8 +10,8 @@ use ftlab_report::{Notice, Report};
 /// written: the read figures then mostly measure map lookups, not flash reads.
 pub const UNMAPPED_SHARE: f64 = 0.10;
 
-/// `drained_at_end` fires when at least this share of the pages written reached flash
-/// only in the end-of-run drain: the buffer absorbed most of the workload.
+/// `drained_at_end` fires when the end-of-run drain caused at least this share of the
+/// run's flash programs: the buffer absorbed most of the workload.
 pub const DRAINED_SHARE: f64 = 0.5;
 
 /// `saturated`: waiting is at least this share of the total response time...
@@ -52,23 +52,22 @@ pub fn end_of_run(r: &Report, cfg: &Config) -> Vec<Notice> {
             ),
         ));
     }
-    if e.drained
-        && h.pages_written > 0
-        && e.dirty_pages as f64 >= DRAINED_SHARE * h.pages_written as f64
-    {
+    let programs = r.flash.page_programs;
+    if e.drained && programs > 0 && e.drain_programs as f64 >= DRAINED_SHARE * programs as f64 {
         out.push(Notice::new(
             "drained_at_end",
             format!(
-                "{} of the {} pages written ({:.1}%) reached flash only in the end-of-run \
-                 drain: the write buffer absorbed most of the workload, so response times \
+                "{} of the {} flash programs ({:.1}%) were the end-of-run drain of {} dirty \
+                 pages: the write buffer absorbed most of the workload, so response times \
                  show little of what writing to flash costs",
-                e.dirty_pages,
-                h.pages_written,
-                pct(e.dirty_pages, h.pages_written)
+                e.drain_programs,
+                programs,
+                pct(e.drain_programs, programs),
+                e.dirty_pages
             ),
             Some(
                 "a longer workload (--replay N, a longer trace) or a smaller buffer \
-                 (buffer_options) measures the buffer under load"
+                 (buffer_options.size) measures the buffer under load"
                     .into(),
             ),
         ));
