@@ -21,8 +21,9 @@
 //!   page in all, against 103 estimated).
 //! - The footprint precondition's bitmap (1 bit per logical page), the recovery scan of
 //!   a run with power losses (8 bytes per logical page) and a write buffer's pages (its
-//!   `size`, plus 64 bytes of bookkeeping per page) are added; a fixed 64 MiB covers
-//!   the program, histograms and workload readers.
+//!   `size` in pages, 96 bytes each: the page LRU allocates 24 upfront, measured with a
+//!   4 GiB buffer; block buffers grow as they fill, with hash maps) are added; a fixed
+//!   64 MiB covers the program, histograms and workload readers.
 //! - The limit is `max_memory` when set (to run anyway on a machine whose available
 //!   memory is misreported, or to refuse early in tests), else what the system says is
 //!   available; with neither (not Linux), nothing is refused.
@@ -49,6 +50,9 @@ pub fn ftl_bytes_per_page(ftl: &str, geo: &Geometry) -> u64 {
         _ => 16,
     }
 }
+
+/// The name of the write buffer's part of an [`Estimate`].
+const BUFFER_PART: &str = "write buffer";
 
 /// What a run's tables need, part by part.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,10 +100,7 @@ pub fn estimate(cfg: &Config, geo: &Geometry) -> Estimate {
         .and_then(|s| s.parse::<ftlab_core::units::ByteSize>().ok())
     {
         let pages = size.0 / geo.page_size as u64;
-        parts.push((
-            "write buffer",
-            pages.saturating_mul(geo.page_size as u64 / 64 + 64),
-        ));
+        parts.push((BUFFER_PART, pages.saturating_mul(96)));
     }
     Estimate { parts }
 }
@@ -151,6 +152,26 @@ pub fn check(cfg: &Config, geo: &Geometry) -> Result<(), RunError> {
         .filter(|(_, b)| *b >= 1 << 20)
         .map(|(what, b)| format!("{what} {}", format_size(*b)))
         .collect();
+    let buffer = est
+        .parts
+        .iter()
+        .find(|(what, _)| *what == BUFFER_PART)
+        .map_or(0, |(_, b)| *b);
+    if buffer > need / 2 {
+        return Err(setting(
+            "buffer_options.size",
+            format!(
+                "a {} write buffer needs about {} of memory ({} for the whole run: {}), \
+                 more than the {} available ({source}); nothing was allocated. Ways out: \
+                 a smaller buffer_options.size; --max-memory SIZE overrides the limit",
+                format_size(buffer / 96 * geo.page_size as u64),
+                format_size(buffer),
+                format_size(need),
+                parts.join(", "),
+                format_size(limit),
+            ),
+        ));
+    }
     let fit_pages = (limit.saturating_sub(FIXED_BYTES) as f64 / need.max(1) as f64
         * geo.logical_pages as f64) as u64;
     let fit = format_size(fit_pages.saturating_mul(geo.page_size as u64) & !((1 << 30) - 1));
@@ -207,5 +228,20 @@ mod tests {
             ..Config::default()
         };
         check(&ok, &crate::sim::device_geometry(&ok).unwrap()).unwrap();
+        // A huge write buffer is named as the culprit, not the capacity.
+        let mut buf = Config {
+            buffer: "lru".into(),
+            max_memory: Some("4GiB".parse().unwrap()),
+            ..Config::default()
+        };
+        buf.buffer_options
+            .insert("size".into(), serde_json::Value::String("1TiB".into()));
+        let e = check(&buf, &crate::sim::device_geometry(&buf).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`buffer_options.size`") && e.contains("1 TiB write buffer"),
+            "{e}"
+        );
     }
 }
