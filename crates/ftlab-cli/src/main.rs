@@ -58,6 +58,9 @@ enum Command {
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Measure simulation speed: every FTL and a few buffers on fixed workloads, compared
+    /// with the previous run on this machine.
+    Bench(ftlab_cli::bench::BenchArgs),
 }
 
 /// Runs every experiment of a paper (or of all papers) in parallel over the machine's
@@ -397,8 +400,9 @@ struct RunArgs {
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "modulo")]
     #[serde(skip)]
     fold: Option<String>,
-    /// Seed of every random stream [default: 1]
+    /// Seed of every random stream, 0 to 2^64-1 [default: 1]
     #[arg(long, value_name = "N")]
+    #[serde(with = "ftlab::config::seed_repr::option")]
     seed: Option<u64>,
     /// Timing model: serial (the papers' one chip) or parallel (channels x dies, 8 x 4
     /// unless --channels/--dies say otherwise) [default: serial]
@@ -767,7 +771,7 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
         flags.push(("synthetic.count".into(), Integer(n as i64)));
     }
     if let Some(n) = args.seed {
-        flags.push(("seed".into(), Integer(n as i64)));
+        flags.push(("seed".into(), config::seed_repr::to_toml(n)));
     }
     if let Some(c) = &args.capacity {
         flags.push(("capacity".into(), S(c.clone())));
@@ -827,6 +831,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce_cmd(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
+        Command::Bench(args) => ftlab_cli::bench::command(args),
     };
     match result {
         Ok(code) => code,
