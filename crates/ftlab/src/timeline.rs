@@ -307,7 +307,7 @@ impl Recorder {
             return;
         }
         let rt = engine.last_response().0;
-        self.latency.saturating_record(rt.max(1));
+        self.latency.saturating_record(rt);
         self.latency_max_ns = self.latency_max_ns.max(rt);
         self.in_interval += 1;
         self.measured += 1;
