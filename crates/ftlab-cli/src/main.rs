@@ -460,7 +460,7 @@ struct RunArgs {
     quiet: bool,
     /// Record a timeline of the measured phase: an interval every N requests (10k) or
     /// every span of simulated time (1s, 500ms); in the JSON report and --timeline-out
-    #[arg(long, value_name = "EVERY")]
+    #[arg(long, value_name = "EVERY", allow_negative_numbers = true)]
     timeline: Option<TimelineEvery>,
     /// Write the timeline as CSV to PATH (one row per interval; records a timeline of
     /// about 200 intervals if --timeline is not given)
