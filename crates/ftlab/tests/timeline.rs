@@ -178,3 +178,13 @@ fn the_timeline_key_is_checked_and_names_itself() {
     assert_eq!(c.timeline, Some(TimelineEvery::Time(Nanos(250_000_000))));
     assert!(c.to_toml().unwrap().contains("timeline = \"250ms\""));
 }
+
+#[test]
+fn docs_report_md_lists_every_timeline_column() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/report.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    for c in ftlab_report::timeline::COLUMNS {
+        let row = format!("| `{}` | {} |", c.key, c.unit);
+        assert!(doc.contains(&row), "docs/report.md lacks the row `{row}`");
+    }
+}
