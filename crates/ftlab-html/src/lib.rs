@@ -69,46 +69,13 @@ pub fn default_label(report: &Value) -> String {
 
 /// The timeline charts: chart id (= interval key), caption, y label, scale.
 const TIMELINE_CHARTS: &[(&str, &str, &str, f64)] = &[
-    ("requests", "Host requests per interval", "requests", 1.0),
-    (
-        "bytes_written",
-        "Host writes per interval",
-        "MiB",
-        1.0 / 1048576.0,
-    ),
-    (
-        "bytes_read",
-        "Host reads per interval",
-        "MiB",
-        1.0 / 1048576.0,
-    ),
-    ("waf", "Write amplification per interval", "WAF", 1.0),
     (
         "waf_cumulative",
         "Write amplification, cumulative",
         "WAF",
         1.0,
     ),
-    (
-        "flash_programs",
-        "Flash page programs per interval",
-        "pages",
-        1.0,
-    ),
-    (
-        "flash_page_reads",
-        "Flash page reads per interval",
-        "pages",
-        1.0,
-    ),
-    ("flash_erases", "Block erases per interval", "blocks", 1.0),
-    (
-        "gc_collections",
-        "GC collections per interval",
-        "collections",
-        1.0,
-    ),
-    ("merges", "Merges per interval (all kinds)", "merges", 1.0),
+    ("waf", "Write amplification per interval", "WAF", 1.0),
     (
         "free_blocks",
         "Free (erased) blocks at the end of each interval",
@@ -116,17 +83,12 @@ const TIMELINE_CHARTS: &[(&str, &str, &str, f64)] = &[
         1.0,
     ),
     (
-        "buffer_hit_ratio",
-        "Buffer hit ratio per interval",
-        "hits / page accesses",
+        "gc_collections",
+        "GC collections per interval",
+        "collections",
         1.0,
     ),
-    (
-        "map_cache_hit_ratio",
-        "Map-cache hit ratio per interval",
-        "hits / lookups",
-        1.0,
-    ),
+    ("merges", "Merges per interval (all kinds)", "merges", 1.0),
     (
         "latency_p50_ns",
         "Median response time per interval",
@@ -145,6 +107,44 @@ const TIMELINE_CHARTS: &[(&str, &str, &str, f64)] = &[
         "µs",
         1e-3,
     ),
+    (
+        "flash_programs",
+        "Flash page programs per interval",
+        "pages",
+        1.0,
+    ),
+    (
+        "flash_page_reads",
+        "Flash page reads per interval",
+        "pages",
+        1.0,
+    ),
+    ("flash_erases", "Block erases per interval", "blocks", 1.0),
+    ("requests", "Host requests per interval", "requests", 1.0),
+    (
+        "bytes_written",
+        "Host writes per interval",
+        "MiB",
+        1.0 / 1048576.0,
+    ),
+    (
+        "bytes_read",
+        "Host reads per interval",
+        "MiB",
+        1.0 / 1048576.0,
+    ),
+    (
+        "buffer_hit_ratio",
+        "Buffer hit ratio per interval",
+        "hits / page accesses",
+        1.0,
+    ),
+    (
+        "map_cache_hit_ratio",
+        "Map-cache hit ratio per interval",
+        "hits / lookups",
+        1.0,
+    ),
 ];
 
 /// The value of a timeline chart in one interval.
@@ -161,35 +161,58 @@ fn interval_value(row: &Value, key: &str) -> Option<f64> {
     num(row, key)
 }
 
-/// The summary table: label, path, scale, digits.
-const SUMMARY: &[(&str, &str, f64)] = &[
-    ("requests", "host.requests", 1.0),
-    ("read requests", "host.read_requests", 1.0),
-    ("write requests", "host.write_requests", 1.0),
-    ("host pages written", "host.pages_written", 1.0),
-    ("WAF", "waf", 1.0),
-    ("flash page programs", "flash.page_programs", 1.0),
-    ("flash page reads", "flash.page_reads", 1.0),
-    ("block erases", "flash.block_erases", 1.0),
-    ("erase count min", "flash.erase_count.min", 1.0),
-    ("erase count mean", "flash.erase_count.mean", 1.0),
-    ("erase count max", "flash.erase_count.max", 1.0),
-    ("GC collections", "ftl.gc.invocations", 1.0),
-    ("switch merges", "ftl.merges.switch", 1.0),
-    ("partial merges", "ftl.merges.partial", 1.0),
-    ("full merges", "ftl.merges.full", 1.0),
-    ("map-cache hit ratio", "ftl.map_cache.hit_ratio", 1.0),
-    ("buffer hit ratio", "buffer.hit_ratio", 1.0),
-    ("response mean (µs)", "host.response_ns.mean", 1e-3),
-    ("response p50 (µs)", "host.response_ns.p50", 1e-3),
-    ("response p99 (µs)", "host.response_ns.p99", 1e-3),
-    ("response p99.9 (µs)", "host.response_ns.p999", 1e-3),
-    ("response max (µs)", "host.response_ns.max", 1e-3),
-    ("throughput (KiB/s)", "host.throughput_kib_s", 1.0),
-    ("simulated time (s)", "host.sim_time_ns", 1e-9),
-    ("mapping RAM (bytes)", "ftl.mapping_bytes", 1.0),
-    ("power losses", "power_loss.events", 1.0),
-    ("violations", "verify.violations", 1.0),
+/// A summary figure: label, dotted path in the report, scale.
+type Figure = (&'static str, &'static str, f64);
+
+/// The summary tables: a heading and its figures.
+const SUMMARY: &[(&str, &[Figure])] = &[
+    (
+        "Host",
+        &[
+            ("requests", "host.requests", 1.0),
+            ("read requests", "host.read_requests", 1.0),
+            ("write requests", "host.write_requests", 1.0),
+            ("pages written", "host.pages_written", 1.0),
+            ("throughput (KiB/s)", "host.throughput_kib_s", 1.0),
+            ("simulated time (s)", "host.sim_time_ns", 1e-9),
+            ("power losses", "power_loss.events", 1.0),
+            ("violations", "verify.violations", 1.0),
+        ],
+    ),
+    (
+        "Flash",
+        &[
+            ("WAF", "waf", 1.0),
+            ("page programs", "flash.page_programs", 1.0),
+            ("page reads", "flash.page_reads", 1.0),
+            ("block erases", "flash.block_erases", 1.0),
+            ("erase count min", "flash.erase_count.min", 1.0),
+            ("erase count mean", "flash.erase_count.mean", 1.0),
+            ("erase count max", "flash.erase_count.max", 1.0),
+        ],
+    ),
+    (
+        "FTL and buffer",
+        &[
+            ("GC collections", "ftl.gc.invocations", 1.0),
+            ("switch merges", "ftl.merges.switch", 1.0),
+            ("partial merges", "ftl.merges.partial", 1.0),
+            ("full merges", "ftl.merges.full", 1.0),
+            ("map-cache hit ratio", "ftl.map_cache.hit_ratio", 1.0),
+            ("buffer hit ratio", "buffer.hit_ratio", 1.0),
+            ("mapping RAM (bytes)", "ftl.mapping_bytes", 1.0),
+        ],
+    ),
+    (
+        "Response time (µs)",
+        &[
+            ("mean", "host.response_ns.mean", 1e-3),
+            ("p50", "host.response_ns.p50", 1e-3),
+            ("p99", "host.response_ns.p99", 1e-3),
+            ("p99.9", "host.response_ns.p999", 1e-3),
+            ("max", "host.response_ns.max", 1e-3),
+        ],
+    ),
 ];
 
 /// The whole page for `runs` (one: a run's report; several: a comparison).
@@ -254,12 +277,14 @@ pub fn summary_text(runs: &[Run<'_>]) -> String {
     let mut rows: Vec<Vec<String>> = vec![std::iter::once("figure".to_string())
         .chain(runs.iter().map(|r| r.label.clone()))
         .collect()];
-    for (label, path, scale) in SUMMARY {
-        rows.push(
-            std::iter::once(label.to_string())
-                .chain(runs.iter().map(|r| summary_cell(r, path, *scale)))
-                .collect(),
-        );
+    for (group, figures) in SUMMARY {
+        for (label, path, scale) in figures.iter() {
+            rows.push(
+                std::iter::once(format!("{group}: {label}"))
+                    .chain(runs.iter().map(|r| summary_cell(r, path, *scale)))
+                    .collect(),
+            );
+        }
     }
     let cols = runs.len() + 1;
     let width: Vec<usize> = (0..cols)
@@ -286,19 +311,27 @@ pub fn summary_text(runs: &[Run<'_>]) -> String {
 }
 
 fn summary(out: &mut String, runs: &[Run<'_>]) {
-    out.push_str("<section id=\"summary\"><h2>Summary</h2><table class=\"summary\"><thead><tr><th>figure</th>");
-    for r in runs {
-        let _ = write!(out, "<th>{}</th>", esc(&r.label));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for (label, path, scale) in SUMMARY {
-        let _ = write!(out, "<tr><th>{}</th>", esc(label));
+    out.push_str("<section id=\"summary\"><h2>Summary</h2><div class=\"tables\">");
+    for (group, figures) in SUMMARY {
+        let _ = write!(
+            out,
+            "<table class=\"summary\"><thead><tr><th>{}</th>",
+            esc(group)
+        );
         for r in runs {
-            let _ = write!(out, "<td>{}</td>", esc(&summary_cell(r, path, *scale)));
+            let _ = write!(out, "<th>{}</th>", esc(&r.label));
         }
-        out.push_str("</tr>");
+        out.push_str("</tr></thead><tbody>");
+        for (label, path, scale) in figures.iter() {
+            let _ = write!(out, "<tr><th>{}</th>", esc(label));
+            for r in runs {
+                let _ = write!(out, "<td>{}</td>", esc(&summary_cell(r, path, *scale)));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
     }
-    out.push_str("</tbody></table>");
+    out.push_str("</div>");
     for r in runs {
         let notices = at(r.report, "notices").and_then(Value::as_array);
         if let Some(list) = notices.filter(|l| !l.is_empty()) {
