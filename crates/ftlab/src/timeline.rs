@@ -13,13 +13,11 @@
 
 use ftlab_core::engine::Engine;
 use ftlab_core::flash::FlashStats;
-use ftlab_core::metrics::RESPONSE_NS_MAX;
 use ftlab_core::units::Pbn;
 use ftlab_core::Nanos;
 use ftlab_report::timeline::{
     bins, Distributions, Interval, Mark, Quantile, Timeline, CDF_QUANTILES,
 };
-use hdrhistogram::Histogram;
 use std::fmt;
 
 /// How the timeline cuts the measured phase (the `timeline` key, `--timeline`).
@@ -193,6 +191,98 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
     (den > 0).then(|| num as f64 / den as f64)
 }
 
+/// Sub-buckets per power of two in [`Latencies`]: values are kept within 1/64 (1.6%).
+const SUB_BITS: u32 = 6;
+const SUB: usize = 1 << SUB_BITS;
+/// Buckets: exact below `2 * SUB`, then `SUB` per power of two up to 2^64.
+const BUCKETS: usize = (64 - SUB_BITS as usize) * SUB + SUB;
+
+/// The response times of one interval: a log-linear histogram (exact below 128 ns,
+/// within 1.6% above) that tracks the range of buckets it touched, so recording is a
+/// few instructions and a reset or a quantile walks only that range, not 30 KB.
+struct Latencies {
+    counts: Box<[u64]>,
+    lo: usize,
+    hi: usize,
+    n: u64,
+    max: u64,
+}
+
+impl Latencies {
+    fn new() -> Latencies {
+        Latencies {
+            counts: vec![0; BUCKETS].into_boxed_slice(),
+            lo: BUCKETS,
+            hi: 0,
+            n: 0,
+            max: 0,
+        }
+    }
+
+    #[inline]
+    fn index(v: u64) -> usize {
+        if v < 2 * SUB as u64 {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros();
+        let shift = e - SUB_BITS;
+        (shift as usize + 1) * SUB + ((v >> shift) as usize - SUB)
+    }
+
+    /// The largest value of bucket `i`.
+    fn upper(i: usize) -> u64 {
+        if i < 2 * SUB {
+            return i as u64;
+        }
+        let shift = (i / SUB - 1) as u32;
+        let m = (i % SUB + SUB) as u64;
+        ((m + 1) << shift).wrapping_sub(1).max(m << shift)
+    }
+
+    #[inline]
+    fn record(&mut self, v: u64) {
+        let i = Latencies::index(v);
+        self.counts[i] += 1;
+        self.lo = self.lo.min(i);
+        self.hi = self.hi.max(i);
+        self.n += 1;
+        self.max = self.max.max(v);
+    }
+
+    /// The values at quantiles `qs` (ascending): the largest value of the bucket where
+    /// the cumulative count reaches `ceil(q * n)`, at most the exact maximum; `None`
+    /// with no values.
+    fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [Option<u64>; N] {
+        let mut out = [None; N];
+        if self.n == 0 {
+            return out;
+        }
+        let mut cum = 0;
+        let mut k = 0;
+        for i in self.lo..=self.hi {
+            cum += self.counts[i];
+            while k < N && cum as f64 >= (qs[k] * self.n as f64).ceil().max(1.0) {
+                out[k] = Some(Latencies::upper(i).min(self.max));
+                k += 1;
+            }
+            if k == N {
+                break;
+            }
+        }
+        out
+    }
+
+    fn reset(&mut self) {
+        if self.n > 0 {
+            self.counts[self.lo..=self.hi].fill(0);
+        }
+        self.lo = BUCKETS;
+        self.hi = 0;
+        self.n = 0;
+        self.max = 0;
+    }
+}
+
 /// Records a timeline during a run; see the module documentation.
 pub struct Recorder {
     every: TimelineEvery,
@@ -207,8 +297,7 @@ pub struct Recorder {
     in_interval: u64,
     measured: u64,
     power_losses: u64,
-    latency: Histogram<u64>,
-    latency_max_ns: u64,
+    latency: Latencies,
     base: Totals,
     rows: Vec<Interval>,
     marks: Vec<Mark>,
@@ -227,11 +316,7 @@ impl Recorder {
             in_interval: 0,
             measured: 0,
             power_losses: 0,
-            // Two significant digits (within 1%) keep the per-interval reset cheap
-            // (40 KB); the maximum is kept exactly beside it.
-            latency: Histogram::new_with_bounds(1, RESPONSE_NS_MAX, 2)
-                .expect("bounds and 2 significant digits are valid"),
-            latency_max_ns: 0,
+            latency: Latencies::new(),
             base: Totals::default(),
             rows: Vec::with_capacity(1024),
             marks: Vec::new(),
@@ -250,7 +335,6 @@ impl Recorder {
         self.measured = 0;
         self.power_losses = 0;
         self.latency.reset();
-        self.latency_max_ns = 0;
         self.base = Totals::of(engine);
         self.rows.clear();
         self.marks.clear();
@@ -306,9 +390,7 @@ impl Recorder {
         if !self.active {
             return;
         }
-        let rt = engine.last_response().0;
-        self.latency.saturating_record(rt);
-        self.latency_max_ns = self.latency_max_ns.max(rt);
+        self.latency.record(engine.last_response().0);
         self.in_interval += 1;
         self.measured += 1;
         self.last_arrival_ns = arrival.0;
@@ -347,11 +429,8 @@ impl Recorder {
         let programs = total(&now.flash.programs) - total(&b.flash.programs);
         let pages_written = now.pages_written - b.pages_written;
         let host_pages = now.pages_read + now.pages_written - b.pages_read - b.pages_written;
-        let any = !self.latency.is_empty();
-        let q = |q: f64| any.then(|| self.latency.value_at_quantile(q));
-        let geo = engine.geometry();
-        let flash = engine.flash();
-        let free_blocks = (0..geo.blocks).filter(|&b| flash.is_erased(Pbn(b))).count() as u64;
+        let [p50, p99] = self.latency.quantiles([0.5, 0.99]);
+        let free_blocks = engine.flash().erased_blocks() as u64;
         self.rows.push(Interval {
             index: self.rows.len() as u64,
             start_ns: self.start_ns,
@@ -376,14 +455,13 @@ impl Recorder {
             free_blocks,
             buffer_hit_ratio: ratio(now.buffer_hits - b.buffer_hits, host_pages),
             map_cache_hit_ratio: ratio(now.map_hits - b.map_hits, now.map_lookups - b.map_lookups),
-            latency_p50_ns: q(0.5),
-            latency_p99_ns: q(0.99),
-            latency_max_ns: any.then_some(self.latency_max_ns),
+            latency_p50_ns: p50,
+            latency_p99_ns: p99,
+            latency_max_ns: (self.latency.n > 0).then_some(self.latency.max),
             power_losses: self.power_losses,
         });
         self.base = now;
         self.latency.reset();
-        self.latency_max_ns = 0;
         self.in_interval = 0;
         self.power_losses = 0;
         self.start_ns = end_ns;
@@ -455,6 +533,44 @@ pub fn distributions(engine: &Engine) -> Distributions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_buckets_are_exact_below_128_and_within_2_percent_above() {
+        let mut last = 0;
+        for v in (0..5000u64).chain([1 << 20, 123_456_789, u64::MAX / 3, u64::MAX]) {
+            let i = Latencies::index(v);
+            assert!(i < BUCKETS, "{v}");
+            assert!(i >= last || v >= 5000, "monotonic at {v}");
+            last = i;
+            let up = Latencies::upper(i);
+            assert!(up >= v, "{v}: bucket {i} ends at {up}");
+            assert!((up - v) as f64 <= v as f64 / 64.0 + 0.5, "{v} -> {up}");
+            if v < 128 {
+                assert_eq!(up, v);
+            }
+        }
+    }
+
+    #[test]
+    fn latency_quantiles_match_a_sorted_list_within_the_bucket_width() {
+        let mut h = Latencies::new();
+        assert_eq!(h.quantiles([0.5]), [None]);
+        let values: Vec<u64> = (1..=1000u64).map(|i| i * i * 37).collect();
+        for &v in values.iter().rev() {
+            h.record(v);
+        }
+        let [p50, p99, p100] = h.quantiles([0.5, 0.99, 1.0]);
+        for (got, want) in [(p50, values[499]), (p99, values[989]), (p100, values[999])] {
+            let got = got.unwrap();
+            assert!(got >= want && got - want <= want / 64, "{got} vs {want}");
+        }
+        assert_eq!(p100, Some(37_000_000));
+        h.reset();
+        assert_eq!(h.quantiles([0.5]), [None]);
+        assert!(h.counts.iter().all(|&c| c == 0));
+        h.record(0);
+        assert_eq!(h.quantiles([0.5, 0.99]), [Some(0), Some(0)]);
+    }
 
     #[test]
     fn parses_counts_and_times_and_shows_them_back() {
