@@ -1,7 +1,7 @@
 //! The report's optional `timeline` and `distributions` sections (issue 21): how a run
 //! went interval by interval, and the shape of the device at its end.
 //!
-//! Each interval column is declared once, with its unit and help, in [`columns!`]: the
+//! Each interval column is declared once, with its unit and help, in one macro (`columns!`): the
 //! [`Interval`] struct (the JSON keys), [`COLUMNS`] (the CSV header and the docs) and
 //! the CSV row writer are generated from that one list, so they cannot drift.
 
