@@ -658,13 +658,13 @@ fn drive(
                     why,
                 });
                 if let Some(t) = &mut st.timeline {
-                    t.power_loss(st.sim_time, false);
+                    t.power_loss(engine, st.sim_time, false);
                 }
                 observer.power_loss(&st.progress(), false);
                 break;
             }
             if let Some(t) = &mut st.timeline {
-                t.power_loss(st.sim_time, true);
+                t.power_loss(engine, st.sim_time, true);
             }
             observer.power_loss(&st.progress(), true);
             // Under deep verification the rebuilt state must be consistent at once.

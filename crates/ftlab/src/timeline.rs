@@ -257,11 +257,12 @@ impl Latencies {
         if self.n == 0 {
             return out;
         }
+        let targets = qs.map(|q| ((q * self.n as f64).ceil() as u64).max(1));
         let mut cum = 0;
         let mut k = 0;
         for i in self.lo..=self.hi {
             cum += self.counts[i];
-            while k < N && cum as f64 >= (qs[k] * self.n as f64).ceil().max(1.0) {
+            while k < N && cum >= targets[k] {
                 out[k] = Some(Latencies::upper(i).min(self.max));
                 k += 1;
             }
@@ -294,8 +295,6 @@ pub struct Recorder {
     /// Time-based: the current interval's upper bound.
     bound_ns: u64,
     last_arrival_ns: u64,
-    in_interval: u64,
-    measured: u64,
     power_losses: u64,
     latency: Latencies,
     base: Totals,
@@ -313,8 +312,6 @@ impl Recorder {
             start_ns: 0,
             bound_ns: 0,
             last_arrival_ns: 0,
-            in_interval: 0,
-            measured: 0,
             power_losses: 0,
             latency: Latencies::new(),
             base: Totals::default(),
@@ -331,8 +328,6 @@ impl Recorder {
         self.start_ns = 0;
         self.bound_ns = 0;
         self.last_arrival_ns = 0;
-        self.in_interval = 0;
-        self.measured = 0;
         self.power_losses = 0;
         self.latency.reset();
         self.base = Totals::of(engine);
@@ -391,11 +386,9 @@ impl Recorder {
             return;
         }
         self.latency.record(engine.last_response().0);
-        self.in_interval += 1;
-        self.measured += 1;
         self.last_arrival_ns = arrival.0;
         if let TimelineEvery::Requests(n) = self.every {
-            if self.in_interval >= n {
+            if self.latency.n >= n {
                 self.close(engine, arrival.0);
                 self.open = false;
             }
@@ -404,7 +397,7 @@ impl Recorder {
 
     /// A power loss struck before the next request; `sim_time` is the arrival of the
     /// last request before it.
-    pub fn power_loss(&mut self, sim_time: Nanos, recovered: bool) {
+    pub fn power_loss(&mut self, engine: &Engine, sim_time: Nanos, recovered: bool) {
         if !self.active {
             return;
         }
@@ -415,7 +408,7 @@ impl Recorder {
             } else {
                 "power_loss_unrecovered"
             },
-            after_request: self.measured,
+            after_request: engine.host().requests,
             time_ns: sim_time.0,
             interval: self.rows.len() as u64,
         });
@@ -462,7 +455,6 @@ impl Recorder {
         });
         self.base = now;
         self.latency.reset();
-        self.in_interval = 0;
         self.power_losses = 0;
         self.start_ns = end_ns;
     }
@@ -472,7 +464,7 @@ impl Recorder {
     /// distributions.
     pub fn finish(mut self, engine: &Engine) -> (Timeline, Distributions) {
         if self.active {
-            let pending = self.in_interval > 0
+            let pending = self.latency.n > 0
                 || self.power_losses > 0
                 || Totals::of(engine).flash != self.base.flash;
             if pending {
