@@ -6,15 +6,16 @@
 // (`[quick]`, `<paper>`), not markdown for rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
-use ftlab_cli::reproduce;
+use ftlab_cli::{reproduce, visual};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use ftlab::config::{self, Config};
 use ftlab::error::exit;
 use ftlab::registry;
-use ftlab::sim::{self, Failure, Observer, Progress, RunOutput, Simulation, Workload};
+use ftlab::sim::{self, Failure, RunOutput, Simulation, Workload};
 use ftlab::source;
+use ftlab::timeline::TimelineEvery;
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -61,6 +62,20 @@ enum Command {
     /// Measure simulation speed: every FTL and a few buffers on fixed workloads, compared
     /// with the previous run on this machine.
     Bench(ftlab_cli::bench::BenchArgs),
+    /// Put the JSON reports of several runs side by side: a table of key figures, and
+    /// with --html one self-contained page with the same charts, one series per run.
+    Compare(CompareArgs),
+}
+
+/// Reports written by `ftlab run --json FILE` (with --timeline for the timeline charts).
+#[derive(Args)]
+struct CompareArgs {
+    /// JSON reports (each run is labelled with its file name)
+    #[arg(required = true, value_name = "REPORT.json")]
+    reports: Vec<PathBuf>,
+    /// Write the side-by-side HTML report to PATH
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
 }
 
 /// Runs every experiment of a paper (or of all papers) in parallel over the machine's
@@ -488,6 +503,21 @@ struct RunArgs {
     #[arg(long, short)]
     #[serde(skip)]
     quiet: bool,
+    /// Record a timeline of the measured phase: an interval every N requests (10k) or
+    /// every span of simulated time (1s, 500ms); in the JSON report and --timeline-out
+    #[arg(long, value_name = "EVERY", allow_negative_numbers = true)]
+    timeline: Option<TimelineEvery>,
+    /// Write the timeline as CSV to PATH (one row per interval; records a timeline of
+    /// about 200 intervals if --timeline is not given)
+    #[arg(long, value_name = "PATH")]
+    #[serde(skip)]
+    timeline_out: Option<PathBuf>,
+    /// Write a self-contained HTML report to PATH: summary, timeline charts, latency
+    /// CDF, merges, erase-count and valid-page histograms (records a timeline as
+    /// --timeline-out does)
+    #[arg(long, value_name = "PATH")]
+    #[serde(skip)]
+    html: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -566,42 +596,24 @@ fn list() {
     print!("{out}");
 }
 
-/// The progress bar of `ftlab run`, as an observer of the simulation.
-struct Bar(indicatif::ProgressBar);
-
-impl Observer for Bar {
-    fn progress(&mut self, p: &Progress) {
-        self.0.set_position(p.requests);
-    }
-}
-
 fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let cfg = args.config()?;
+    let mut cfg = args.config()?;
+    if let Some(p) = &args.timeline_out {
+        visual::check_output("--timeline-out", p, &["csv"])?;
+    }
+    if let Some(p) = &args.html {
+        visual::check_output("--html", p, &["html", "htm"])?;
+    }
+    visual::ensure_timeline(&mut cfg, args.timeline_out.is_some() || args.html.is_some());
     let total = sim::total_requests(&cfg);
-    let bar = if args.quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let b = match total {
-            Some(n) => indicatif::ProgressBar::new(n),
-            None => indicatif::ProgressBar::new_spinner(),
-        };
-        b.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(4));
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {elapsed_precise} {human_pos}{msg} requests {wide_bar} {per_sec}",
-            )
-            .expect("valid template"),
-        );
-        b
-    };
     let start = Instant::now();
-    let mut observer = Bar(bar);
+    let mut observer = visual::Bar::new(total, args.quiet);
     let RunOutput {
         report,
         failure,
         requests,
     } = Simulation::new(cfg.clone())?.run(Workload::Configured, &mut observer)?;
-    observer.0.finish_and_clear();
+    observer.finish();
     let secs = start.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(
@@ -619,6 +631,12 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
         None => print!("{}", ftlab_report::summary(&report)),
     }
     std::io::stdout().flush()?;
+    if let Some(p) = &args.timeline_out {
+        visual::write_timeline_csv(&report, p)?;
+    }
+    if let Some(p) = &args.html {
+        visual::write_html(&report, p)?;
+    }
     for n in &report.notices {
         eprintln!("warning: {n}");
     }
@@ -870,6 +888,10 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
         Command::Bench(args) => ftlab_cli::bench::command(args),
+        Command::Compare(args) => visual::compare(&args.reports, args.html.as_deref()).map(|t| {
+            print!("{t}");
+            ExitCode::SUCCESS
+        }),
     };
     match result {
         Ok(code) => code,

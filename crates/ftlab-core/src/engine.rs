@@ -173,6 +173,8 @@ pub struct Engine {
     /// Counters of FTL and buffer instances replaced by power losses.
     carried: (FtlStats, BufferStats),
     recoveries: Vec<Recovery>,
+    /// Response time of the last request submitted.
+    last_response: Nanos,
 }
 
 impl Engine {
@@ -199,6 +201,7 @@ impl Engine {
             group: Vec::with_capacity(geo.pages_per_block as usize),
             carried: Default::default(),
             recoveries: Vec::new(),
+            last_response: Nanos::ZERO,
         }
     }
 
@@ -241,6 +244,7 @@ impl Engine {
         let done = self.timing.serve(req.arrival, self.flash.log_ops());
         self.flash.clear_log();
         self.host.record(req.arrival, done, self.timing.last_wait());
+        self.last_response = done.saturating_sub(req.arrival);
         if let Verify::Deep { every } = self.cfg.verify {
             if every > 0 && self.request_no.is_multiple_of(every) {
                 self.check_deep()?;
@@ -545,16 +549,41 @@ impl Engine {
             .map_err(|e| fail(format!("buffer: {e}")))
     }
 
+    /// Host-side measurements since the last [`Engine::reset_measurement`] (no copy of
+    /// the histogram, unlike [`Engine::outcome`]).
+    pub fn host(&self) -> &HostStats {
+        &self.host
+    }
+
+    /// Response time of the last request submitted (zero before the first).
+    pub fn last_response(&self) -> Nanos {
+        self.last_response
+    }
+
+    /// FTL counters of the measured phase, including those of the instances power
+    /// losses replaced.
+    pub fn ftl_stats(&self) -> FtlStats {
+        let mut ftl = self.ftl.stats();
+        ftl.add_counters(&self.carried.0);
+        ftl
+    }
+
+    /// Buffer counters of the measured phase, including those of the instances power
+    /// losses replaced.
+    pub fn buffer_stats(&self) -> BufferStats {
+        let mut buffer = self.buffer.stats();
+        buffer.add_counters(&self.carried.1);
+        buffer
+    }
+
     /// The measurements so far.
     pub fn outcome(&self) -> Outcome {
         let ec = self.flash.erase_counts();
         let min = ec.iter().copied().min().unwrap_or(0);
         let max = ec.iter().copied().max().unwrap_or(0);
         let mean = ec.iter().map(|&c| c as f64).sum::<f64>() / ec.len().max(1) as f64;
-        let mut ftl = self.ftl.stats();
-        ftl.add_counters(&self.carried.0);
-        let mut buffer = self.buffer.stats();
-        buffer.add_counters(&self.carried.1);
+        let ftl = self.ftl_stats();
+        let buffer = self.buffer_stats();
         Outcome {
             host: self.host.clone(),
             flash: *self.flash.stats(),

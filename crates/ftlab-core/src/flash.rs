@@ -168,6 +168,9 @@ pub struct Flash {
     write_ptr: Vec<u32>,
     valid_count: Vec<u32>,
     erase_count: Vec<u32>,
+    /// Blocks with no page programmed (kept as pages are programmed and blocks erased,
+    /// so reading it costs nothing on a device of millions of blocks).
+    erased_blocks: u32,
     stats: FlashStats,
     log: Vec<FlashOp>,
     /// Extra spare words per page (0 until an FTL first stores some).
@@ -195,6 +198,7 @@ impl Flash {
             write_ptr: vec![0; blocks],
             valid_count: vec![0; blocks],
             erase_count: vec![0; blocks],
+            erased_blocks: geo.blocks,
             stats: FlashStats::default(),
             log: Vec::with_capacity(4096),
             spare_words_per_page: 0,
@@ -273,6 +277,9 @@ impl Flash {
             "NAND refuses: program of {ppn:?} out of order (block {pbn:?} expects offset {wp})"
         );
         self.write_ptr[pbn.idx()] = wp + 1;
+        if wp == 0 {
+            self.erased_blocks -= 1;
+        }
         self.tags[ppn.idx()] = tag;
         self.valid[ppn.idx() / 64] |= 1 << (ppn.idx() % 64);
         self.valid_count[pbn.idx()] += 1;
@@ -317,6 +324,9 @@ impl Flash {
             while let Some((&p, _)) = self.payloads.range(first as u32..end).next() {
                 self.payloads.remove(&p);
             }
+        }
+        if wp != 0 {
+            self.erased_blocks += 1;
         }
         self.write_ptr[pbn.idx()] = 0;
         self.erase_count[pbn.idx()] += 1;
@@ -447,6 +457,12 @@ impl Flash {
         self.write_ptr[pbn.idx()] == 0
     }
 
+    /// Blocks with no page programmed (free blocks), in O(1).
+    #[inline]
+    pub fn erased_blocks(&self) -> u32 {
+        self.erased_blocks
+    }
+
     /// Times a block has been erased.
     pub fn erase_count(&self, pbn: Pbn) -> u32 {
         self.erase_count[pbn.idx()]
@@ -553,6 +569,13 @@ impl Flash {
                 ));
             }
         }
+        let erased = self.write_ptr.iter().filter(|&&w| w == 0).count() as u32;
+        if erased != self.erased_blocks {
+            return Err(format!(
+                "{} erased blocks counted, {erased} found",
+                self.erased_blocks
+            ));
+        }
         Ok(())
     }
 }
@@ -604,6 +627,27 @@ mod tests {
         assert_eq!(s.spare_reads[Cause::Map as usize], 1);
         assert_eq!(s.erases[Cause::Gc as usize], 1);
         assert_eq!(f.log_ops().len(), 4);
+        f.check().unwrap();
+    }
+
+    #[test]
+    fn erased_blocks_are_counted_as_blocks_are_opened_and_erased() {
+        let mut f = flash();
+        let all = f.geometry().blocks;
+        assert_eq!(f.erased_blocks(), all);
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.program(Ppn(1), tag(2), Cause::Host);
+        assert_eq!(f.erased_blocks(), all - 1, "one block opened");
+        f.erase(Pbn(1), Cause::Gc);
+        assert_eq!(
+            f.erased_blocks(),
+            all - 1,
+            "erasing an erased block changes nothing"
+        );
+        f.invalidate(Ppn(0));
+        f.invalidate(Ppn(1));
+        f.erase(Pbn(0), Cause::Gc);
+        assert_eq!(f.erased_blocks(), all);
         f.check().unwrap();
     }
 

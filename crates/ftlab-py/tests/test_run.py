@@ -86,6 +86,17 @@ def test_timeline_when_recorded():
     assert t["p99_response_ns"][-1] == r["host.response_ns.p99"]
 
 
+def test_intervals_from_the_timeline_key():
+    assert ftlab.run(**{"synthetic.count": 1000}).intervals is None
+    r = ftlab.run(timeline="2500", **{"synthetic.count": 10000})
+    t = r.intervals
+    assert list(t["requests"]) == [2500] * 4
+    assert t["requests"].dtype == np.uint64 and t["waf"].dtype == np.float64
+    assert int(t["flash_programs"].sum()) == r["flash.page_programs"]
+    assert int(t["host_pages_written"].sum()) == r["host.pages_written"]
+    assert r["config.timeline"] == "2500"
+
+
 def test_progress_callback_sees_the_run():
     seen = []
     ftlab.run(progress=lambda done, total: seen.append((done, total)), check_every=1000, **{"synthetic.count": 5000})

@@ -14,6 +14,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+pub mod timeline;
+pub use timeline::{Distributions, Timeline};
+
 /// Response-time summary in ns.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct ResponseNs {
@@ -441,6 +444,14 @@ pub struct Report {
     pub notices: Vec<Notice>,
     /// Every setting of the run, seed included.
     pub config: serde_json::Value,
+    /// The measured phase interval by interval, when the run recorded a timeline
+    /// (`timeline` key); absent otherwise, so reports without one keep their layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+    /// The response-time CDF and the per-block erase-count and valid-page histograms
+    /// at the end of the run, recorded with the timeline; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributions: Option<Distributions>,
 }
 
 fn ratio(num: u64, den: u64) -> Option<f64> {
@@ -602,6 +613,8 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
         end_of_run: EndOfRunReport::default(),
         notices: Vec::new(),
         config: labels.config,
+        timeline: None,
+        distributions: None,
     }
 }
 

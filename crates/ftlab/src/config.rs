@@ -5,6 +5,7 @@
 //! so a report says how to rerun it; `ftlab config show` prints it as TOML and `ftlab
 //! config schema` prints its JSON Schema ([`schema`]).
 
+use crate::timeline::TimelineEvery;
 use ftlab_core::options::OptionMap;
 use ftlab_core::units::ByteSize;
 use ftlab_workload::blkparse::BlkparseSpec;
@@ -347,6 +348,11 @@ pub struct Config {
     pub ftl_options: OptionMap,
     /// Options of the buffer.
     pub buffer_options: OptionMap,
+    /// Record a timeline of the measured phase (the report's `timeline` and
+    /// `distributions`): an interval every N requests (`10k`) or every span of
+    /// simulated time (`1s`, `500ms`); none: no timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineEvery>,
 }
 
 impl Default for Config {
@@ -396,6 +402,7 @@ impl Default for Config {
             power_loss: Vec::new(),
             ftl_options: OptionMap::new(),
             buffer_options: OptionMap::new(),
+            timeline: None,
         }
     }
 }

@@ -14,6 +14,7 @@
 //! ```
 //!
 //! Modules, each importing only modules above it in this list (no import cycles):
+//! - [`timeline`]: the per-interval timeline a run records when asked;
 //! - [`registry`]: every FTL, buffer and timing model, their options and capabilities;
 //! - [`config`]: the one typed [`Config`], loaded in layers from TOML, `--set` and flags,
 //!   and its JSON Schema (which includes every scheme's options from the registry);
@@ -42,6 +43,7 @@ pub mod sim;
 pub mod source;
 pub mod swarm;
 pub mod testkit;
+pub mod timeline;
 
 pub use config::Config;
 pub use error::RunError;

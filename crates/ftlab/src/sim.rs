@@ -13,6 +13,7 @@ use crate::error::{setting, RunError};
 use crate::powerloss::PowerLossPlan;
 use crate::registry;
 use crate::source::{check_kept, name_source, validate_workload, workload_notes, workload_stream};
+use crate::timeline::Recorder;
 use ftlab_core::buffer::Buffer;
 use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
 use ftlab_core::ftl::{Ftl, RecoverError};
@@ -526,6 +527,7 @@ impl Simulation {
             failure: None,
             total,
             notices: Vec::new(),
+            timeline: cfg.timeline.map(Recorder::new),
         };
         let looped = catch_unwind(AssertUnwindSafe(|| {
             drive(
@@ -568,13 +570,20 @@ impl Simulation {
                     .map(|n| Notice::new(n.code, n.message, n.hint)),
             );
         }
+        let mut timeline = st.timeline;
         // The report: after a panic the engine may be half-way through a request, so
         // building it is guarded too.
         let built = catch_unwind(AssertUnwindSafe(|| {
             // End of run: the buffer's dirty pages are drained (a device flushes its
             // cache on shutdown) unless `drain = false`; counted either way.
             let end = if failure.is_none() && cfg.drain {
+                if let Some(t) = &mut timeline {
+                    t.close_workload(&engine);
+                }
                 let d = engine.drain();
+                if let Some(t) = &mut timeline {
+                    t.drained(&engine, d.time_ns);
+                }
                 EndOfRunReport {
                     dirty_pages: d.dirty_pages,
                     drained: true,
@@ -589,6 +598,7 @@ impl Simulation {
             };
             observer.progress(&progress);
             observer.snapshot(&progress, &engine);
+            let recorded = timeline.map(|t| t.finish(&engine));
             let mut outcome = engine.outcome();
             if failure.is_none() {
                 match engine.verify_readback() {
@@ -643,6 +653,10 @@ impl Simulation {
             };
             report.end_of_run = end;
             report.notices = notices;
+            if let Some((timeline, distributions)) = recorded {
+                report.timeline = Some(timeline);
+                report.distributions = Some(distributions);
+            }
             report
                 .notices
                 .extend(crate::notices::end_of_run(&report, &cfg));
@@ -676,6 +690,18 @@ struct Loop {
     total: Option<u64>,
     /// What the run found that a reader of the report must know, in order.
     notices: Vec<Notice>,
+    /// The timeline, when the config asks for one.
+    timeline: Option<Recorder>,
+}
+
+impl Loop {
+    /// The measured phase starts: the engine's counters were just reset.
+    fn measuring(&mut self, engine: &Engine, observer: &mut dyn Observer) {
+        if let Some(t) = &mut self.timeline {
+            t.start(engine);
+        }
+        observer.measuring(&self.progress());
+    }
 }
 
 impl Loop {
@@ -717,14 +743,17 @@ fn drive(
     let snapshot_every = observer.snapshot_every().unwrap_or(u64::MAX).max(1);
     let mut measuring = warmup == 0;
     if measuring {
-        observer.measuring(&st.progress());
+        st.measuring(engine, observer);
     }
     for item in stream {
         let rec = item.map_err(|e| name_source(e, cfg))?;
         if !measuring && rec.pass >= warmup {
             engine.reset_measurement();
             measuring = true;
-            observer.measuring(&st.progress());
+            st.measuring(engine, observer);
+        }
+        if let Some(t) = &mut st.timeline {
+            t.before_request(engine, rec.req.arrival);
         }
         if plan.due(st.done + 1, rec.req.arrival) {
             let s = build_schemes(cfg, geo, latencies)?;
@@ -734,8 +763,14 @@ fn drive(
                     request: st.done + 1,
                     why,
                 });
+                if let Some(t) = &mut st.timeline {
+                    t.power_loss(engine, st.sim_time, false);
+                }
                 observer.power_loss(&st.progress(), false);
                 break;
+            }
+            if let Some(t) = &mut st.timeline {
+                t.power_loss(engine, st.sim_time, true);
             }
             observer.power_loss(&st.progress(), true);
             // Under deep verification the rebuilt state must be consistent at once.
@@ -756,6 +791,9 @@ fn drive(
             }
         }
         st.done += 1;
+        if let Some(t) = &mut st.timeline {
+            t.after_request(engine, rec.req.arrival);
+        }
         if st.done.is_multiple_of(progress_every) {
             observer.progress(&st.progress());
             if observer.stop_requested() {
@@ -768,7 +806,7 @@ fn drive(
     }
     if !measuring && st.failure.is_none() {
         engine.reset_measurement();
-        observer.measuring(&st.progress());
+        st.measuring(engine, observer);
     }
     Ok(())
 }

@@ -136,6 +136,13 @@ def _flatten(value: Any, prefix: str, out: Dict[str, Any], numeric_only: bool) -
         out[prefix] = value
 
 
+#: Timeline columns that may be null (no host writes, no lookups, no requests).
+_NULLABLE_INTERVAL_COLUMNS = frozenset(
+    ["waf", "waf_cumulative", "buffer_hit_ratio", "map_cache_hit_ratio",
+     "latency_p50_ns", "latency_p99_ns", "latency_max_ns"]
+)
+
+
 class Report:
     """The result of one run.
 
@@ -149,6 +156,8 @@ class Report:
     - ``latency``: response-time percentiles (ns) and the histogram as numpy arrays.
     - ``timeline``: figures every ``timeline_every`` requests (dict of numpy arrays),
       or None when not recorded.
+    - ``intervals``: the report's own timeline (the ``timeline`` config key), one
+      numpy array per column, or None when not recorded.
     - ``failure``: None, or why the run stopped early (the oracle found a violation, a
       recovery failed); ``failure_kind`` is ``"violation"``, ``"recovery"``,
       ``"internal"`` or None.
@@ -257,6 +266,28 @@ class Report:
         if self._timeline is None:
             return None
         return {k: v.copy() for k, v in self._timeline.items()}
+
+    @property
+    def intervals(self) -> Optional[Dict[str, np.ndarray]]:
+        """The report's timeline, interval by interval (recorded with the ``timeline``
+        config key: ``run(timeline="10k")`` or ``run(timeline="1s")``; docs/report.md
+        lists the columns and their units), as one numpy array per column: counts as
+        uint64, ratios and response times as float64 with NaN where the report has
+        null. None when the run recorded no timeline. ``pandas.DataFrame(r.intervals)``
+        makes a frame of it."""
+        t = self._dict.get("timeline")
+        if not t:
+            return None
+        rows = t["intervals"]
+        keys = list(rows[0]) if rows else []
+        out: Dict[str, np.ndarray] = {}
+        for k in keys:
+            vals = [r[k] for r in rows]
+            if k in _NULLABLE_INTERVAL_COLUMNS:
+                out[k] = np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
+            else:
+                out[k] = np.array(vals, dtype=np.uint64)
+        return out
 
     def row(self) -> Dict[str, Any]:
         """The tidy row ``to_pandas`` makes, as a dict: ``config.*`` keys, then every

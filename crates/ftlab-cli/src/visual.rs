@@ -1,0 +1,226 @@
+//! What a user sees of a run besides the summary (issue 21): the progress bar on
+//! stderr, the timeline as CSV (`--timeline-out`), the self-contained HTML report
+//! (`--html`) and `ftlab compare`, which puts several JSON reports side by side.
+
+use anyhow::Context;
+use ftlab::sim::{Observer, Progress};
+use ftlab::timeline::TimelineEvery;
+use ftlab::Config;
+use ftlab_core::engine::Engine;
+use ftlab_core::flash::FlashStats;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// The progress bar of `ftlab run`: percent of the workload, requests per second of
+/// wall-clock time, WAF so far and the time left, redrawn at most 4 times a second.
+/// Hidden with `--quiet` and when stderr is not a terminal (piped, redirected, CI).
+pub struct Bar {
+    bar: ProgressBar,
+}
+
+impl Bar {
+    /// A bar for a run of `total` requests (a spinner when unknown, as for a trace).
+    pub fn new(total: Option<u64>, quiet: bool) -> Bar {
+        Bar::with_target(total, quiet || !std::io::stderr().is_terminal())
+    }
+
+    fn with_target(total: Option<u64>, hidden: bool) -> Bar {
+        if hidden {
+            return Bar {
+                bar: ProgressBar::hidden(),
+            };
+        }
+        let (bar, template) = match total {
+            Some(n) => (
+                ProgressBar::new(n),
+                "{spinner} {elapsed_precise} [{wide_bar}] {percent:>3}% {human_pos}/{human_len} \
+                 requests, {per_sec}, WAF {msg}, ETA {eta}",
+            ),
+            None => (
+                ProgressBar::new_spinner(),
+                "{spinner} {elapsed_precise} {human_pos} requests, {per_sec}, WAF {msg}",
+            ),
+        };
+        bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+        bar.set_style(ProgressStyle::with_template(template).expect("valid template"));
+        bar.set_message("-");
+        Bar { bar }
+    }
+
+    /// Removes the bar from the terminal.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Write amplification so far: flash programs (all causes) / host pages written.
+fn waf_so_far(engine: &Engine) -> Option<f64> {
+    let written = engine.host().pages_written;
+    (written > 0)
+        .then(|| FlashStats::total(&engine.flash().stats().programs) as f64 / written as f64)
+}
+
+impl Observer for Bar {
+    fn progress(&mut self, p: &Progress) {
+        self.bar.set_position(p.requests);
+    }
+
+    fn snapshot_every(&self) -> Option<u64> {
+        // Only a look at two counters; skipped entirely when the bar is hidden.
+        (!self.bar.is_hidden()).then_some(16_384)
+    }
+
+    fn snapshot(&mut self, _p: &Progress, engine: &Engine) {
+        self.bar
+            .set_message(waf_so_far(engine).map_or("-".into(), |w| format!("{w:.3}")));
+    }
+}
+
+/// Requests per interval when `--html` or `--timeline-out` is given without a
+/// timeline: about 200 intervals of a workload of known size, else every 10k requests.
+pub fn default_timeline(total: Option<u64>) -> TimelineEvery {
+    TimelineEvery::Requests(total.map_or(10_000, |n| (n / 200).max(1)))
+}
+
+/// Turns the timeline on when an output needs one and the config has none.
+pub fn ensure_timeline(cfg: &mut Config, wanted: bool) {
+    if wanted && cfg.timeline.is_none() {
+        cfg.timeline = Some(default_timeline(ftlab::sim::total_requests(cfg)));
+    }
+}
+
+/// Checks an output path before the run, so a bad one fails in a second, not after an
+/// hour of simulation.
+pub fn check_output(flag: &str, path: &Path, extensions: &[&str]) -> anyhow::Result<()> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext.eq_ignore_ascii_case("parquet") {
+        anyhow::bail!(
+            "{flag} {}: Parquet is not supported (the timeline is written as CSV; \
+             pandas, polars and pyarrow read it directly)",
+            path.display()
+        );
+    }
+    if !extensions.iter().any(|e| ext.eq_ignore_ascii_case(e)) {
+        anyhow::bail!(
+            "{flag} {}: expected a .{} file",
+            path.display(),
+            extensions.join(" or .")
+        );
+    }
+    Ok(())
+}
+
+/// Writes the timeline CSV of a report.
+pub fn write_timeline_csv(report: &ftlab::Report, path: &Path) -> anyhow::Result<()> {
+    let t = report
+        .timeline
+        .as_ref()
+        .context("--timeline-out: the run recorded no timeline")?;
+    std::fs::write(path, t.to_csv())
+        .with_context(|| format!("writing --timeline-out {}", path.display()))
+}
+
+/// Writes the HTML report of one run.
+pub fn write_html(report: &ftlab::Report, path: &Path) -> anyhow::Result<()> {
+    let value = serde_json::to_value(report)?;
+    let html = ftlab_html::render(&[ftlab_html::Run {
+        label: ftlab_html::default_label(&value),
+        report: &value,
+    }]);
+    std::fs::write(path, html).with_context(|| format!("writing --html {}", path.display()))
+}
+
+/// Labels for reports read from `paths`: file stems, or whole paths when two stems
+/// are the same.
+pub fn labels(paths: &[PathBuf]) -> Vec<String> {
+    let stems: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            p.file_stem().map_or_else(
+                || p.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let unique = stems
+        .iter()
+        .enumerate()
+        .all(|(i, s)| !stems[..i].contains(s));
+    if unique {
+        stems
+    } else {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    }
+}
+
+/// `ftlab compare`: reads JSON reports, prints their key figures side by side and, with
+/// `html`, writes the side-by-side HTML report.
+pub fn compare(paths: &[PathBuf], html: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(p) = html {
+        check_output("--html", p, &["html", "htm"])?;
+    }
+    let mut reports = Vec::with_capacity(paths.len());
+    for p in paths {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a JSON report", p.display()))?;
+        anyhow::ensure!(
+            v.get("report_version").is_some() && v.get("host").is_some(),
+            "{}: not an ftlab report (no `report_version` or `host`; write one with \
+             `ftlab run --json FILE`)",
+            p.display()
+        );
+        reports.push(v);
+    }
+    let runs: Vec<ftlab_html::Run<'_>> = labels(paths)
+        .into_iter()
+        .zip(&reports)
+        .map(|(label, report)| ftlab_html::Run { label, report })
+        .collect();
+    if let Some(p) = html {
+        std::fs::write(p, ftlab_html::render(&runs))
+            .with_context(|| format!("writing --html {}", p.display()))?;
+    }
+    Ok(ftlab_html::summary_text(&runs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_stems_unless_two_are_the_same() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(labels(&[p("a/x.json"), p("b/y.json")]), ["x", "y"]);
+        assert_eq!(
+            labels(&[p("a/x.json"), p("b/x.json")]),
+            ["a/x.json", "b/x.json"]
+        );
+    }
+
+    #[test]
+    fn outputs_are_checked_by_extension_and_parquet_is_refused_with_a_reason() {
+        assert!(check_output("--html", Path::new("r.html"), &["html"]).is_ok());
+        let e = check_output("--timeline-out", Path::new("t.parquet"), &["csv"]).unwrap_err();
+        assert!(e.to_string().contains("Parquet is not supported"), "{e}");
+        let e = check_output("--html", Path::new("r.txt"), &["html"]).unwrap_err();
+        assert!(e.to_string().contains("--html"), "{e}");
+    }
+
+    #[test]
+    fn the_default_timeline_has_about_200_intervals() {
+        assert_eq!(
+            default_timeline(Some(1_000_000)),
+            TimelineEvery::Requests(5000)
+        );
+        assert_eq!(default_timeline(Some(50)), TimelineEvery::Requests(1));
+        assert_eq!(default_timeline(None), TimelineEvery::Requests(10_000));
+    }
+
+    #[test]
+    fn a_hidden_bar_asks_for_no_snapshots() {
+        assert_eq!(Bar::with_target(Some(10), true).snapshot_every(), None);
+    }
+}
