@@ -58,6 +58,9 @@ enum Command {
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Measure simulation speed: every FTL and a few buffers on fixed workloads, compared
+    /// with the previous run on this machine.
+    Bench(ftlab_cli::bench::BenchArgs),
 }
 
 /// Runs every experiment of a paper (or of all papers) in parallel over the machine's
@@ -412,8 +415,9 @@ struct RunArgs {
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "modulo")]
     #[serde(skip)]
     fold: Option<String>,
-    /// Seed of every random stream [default: 1]
+    /// Seed of every random stream, 0 to 2^64-1 [default: 1]
     #[arg(long, value_name = "N")]
+    #[serde(with = "ftlab::config::seed_repr::option")]
     seed: Option<u64>,
     /// Timing model: serial (the papers') or parallel (channels x dies) [default: serial]
     #[arg(long, value_name = "MODEL")]
@@ -780,7 +784,7 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
         flags.push(("synthetic.count".into(), Integer(n as i64)));
     }
     if let Some(n) = args.seed {
-        flags.push(("seed".into(), Integer(n as i64)));
+        flags.push(("seed".into(), config::seed_repr::to_toml(n)));
     }
     if let Some(c) = &args.capacity {
         flags.push(("capacity".into(), S(c.clone())));
@@ -840,6 +844,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce_cmd(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
+        Command::Bench(args) => ftlab_cli::bench::command(args),
     };
     match result {
         Ok(code) => code,

@@ -69,6 +69,96 @@ pub enum DeviceLayout {
     SideBySide,
 }
 
+/// How a seed is written: an integer where TOML can hold it (below 2^63), otherwise a
+/// string of decimal digits, since TOML integers are signed 64-bit. Either form is
+/// read back, so every seed a run or the swarm prints replays with the command it
+/// prints (a swarm draws seeds from the whole 64-bit range).
+pub mod seed_repr {
+    use schemars::JsonSchema;
+    use serde::{de, Deserializer, Serializer};
+
+    /// The accepted forms, for the JSON Schema.
+    #[derive(JsonSchema)]
+    #[serde(untagged)]
+    #[allow(dead_code)]
+    pub enum Repr {
+        /// A seed below 2^63 (any seed, in JSON).
+        Int(u64),
+        /// Any seed, as decimal digits.
+        Digits(String),
+    }
+
+    /// Writes `seed` as an integer below 2^63, as a string from there on.
+    pub fn serialize<S: Serializer>(seed: &u64, s: S) -> Result<S::Ok, S::Error> {
+        if i64::try_from(*seed).is_ok() {
+            s.serialize_u64(*seed)
+        } else {
+            s.serialize_str(&seed.to_string())
+        }
+    }
+
+    /// The seed as a TOML value (for flags built by hand).
+    pub fn to_toml(seed: u64) -> toml::Value {
+        match i64::try_from(seed) {
+            Ok(i) => toml::Value::Integer(i),
+            Err(_) => toml::Value::String(seed.to_string()),
+        }
+    }
+
+    /// Reads a non-negative integer or a string of decimal digits up to 2^64-1.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        d.deserialize_any(SeedVisitor)
+    }
+
+    struct SeedVisitor;
+
+    impl de::Visitor<'_> for SeedVisitor {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(
+                "a seed: an integer from 0 to 18446744073709551615, or that number as a string",
+            )
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::custom(format!("a seed cannot be negative ({v})")))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+            v.trim().parse::<u64>().map_err(|_| {
+                E::custom(format!(
+                    "\"{v}\" is not a seed (an integer from 0 to 18446744073709551615)"
+                ))
+            })
+        }
+    }
+
+    /// The same for an optional seed (command-line flags).
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        /// Writes `Some(seed)` as [`super::serialize`] does; `None` as nothing.
+        pub fn serialize<S: Serializer>(seed: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+            match seed {
+                Some(v) => super::serialize(v, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Reads what [`super::deserialize`] reads.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+            #[derive(Deserialize)]
+            struct W(#[serde(with = "super")] u64);
+            Option::<W>::deserialize(d).map(|o| o.map(|W(v)| v))
+        }
+    }
+}
+
 /// A configuration could not be loaded.
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -125,7 +215,10 @@ pub struct Config {
     /// Over-provisioning in percent of the logical capacity.
     #[schemars(range(min = 0.0))]
     pub op: f64,
-    /// Seed of every random stream in the run.
+    /// Seed of every random stream in the run (0 to 2^64-1; a seed of 2^63 or more is
+    /// written as a string in TOML, whose integers are signed).
+    #[serde(with = "seed_repr")]
+    #[schemars(with = "seed_repr::Repr")]
     pub seed: u64,
     /// Timing model.
     pub timing: TimingModel,
@@ -449,6 +542,29 @@ mod tests {
         assert_eq!(c.seed, 9);
         assert_eq!(c.synthetic.count, 7);
         assert_eq!(c.ftl_options["gc_threshold"], 5);
+    }
+
+    #[test]
+    fn every_u64_seed_round_trips_through_toml_set_and_json() {
+        for seed in [0, 1, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX] {
+            let c = Config {
+                seed,
+                ..Config::default()
+            };
+            let text = c.to_toml().unwrap();
+            let file = toml::from_str::<Config>(&text).unwrap();
+            assert_eq!(file.seed, seed, "{text}");
+            let set = load(None, &[format!("seed={seed}")], &[]).unwrap();
+            assert_eq!(set.seed, seed);
+            let flag = load(None, &[], &[("seed".into(), seed_repr::to_toml(seed))]).unwrap();
+            assert_eq!(flag.seed, seed);
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<Config>(&json).unwrap().seed, seed);
+        }
+        for bad in ["seed=-1", "seed=\"x1\"", "seed=18446744073709551616"] {
+            let e = load(None, &[bad.into()], &[]).unwrap_err().to_string();
+            assert!(e.contains("seed"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
 use ftlab_core::ftl::{Ftl, RecoverError};
 use ftlab_core::geometry::{Geometry, GeometryBuilder};
 use ftlab_core::nand::{self, Latencies, NandPreset};
-use ftlab_core::options::BuildContext;
+use ftlab_core::options::{BuildContext, SchemeError};
 use ftlab_core::request::Request;
 use ftlab_core::timing::{ParallelTiming, SerialTiming, Timing};
 use ftlab_core::Nanos;
@@ -309,7 +309,22 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
         echo,
         ..
     } = validate(cfg)?;
-    let schemes = build_schemes(cfg, &geo, latencies)?;
+    let schemes = match build_schemes(cfg, &geo, latencies) {
+        Err(RunError::Scheme(SchemeError::Geometry { scheme, why })) => {
+            // Say what works: the least over-provisioning for this device and these options.
+            let hint = match least_op(cfg) {
+                Ok(op) if op > cfg.op && !why.contains(&format!("{op:.2}")) => {
+                    format!(" (the smallest --op that works here: {op:.2})")
+                }
+                _ => String::new(),
+            };
+            return Err(RunError::Scheme(SchemeError::Geometry {
+                scheme,
+                why: why + &hint,
+            }));
+        }
+        r => r?,
+    };
     if !cfg.power_loss.is_empty() && !schemes.ftl.recovers() {
         let how = match registry::ftl(&cfg.ftl).map(|e| e.caps.recovery) {
             Some(registry::Recovery::WithOption { option, value }) => {
@@ -374,19 +389,44 @@ pub fn smallest_op(cfg: &Config) -> Result<f64, RunError> {
     let mut last = None;
     for step in 0..=32 {
         c.op = cfg.op + 12.5 * step as f64;
-        let preset = preset_of(&c)?;
-        let built = geometry(&c, preset).and_then(|geo| {
-            Ok(build_schemes(&c, &geo, latencies(preset, &c)?)?
-                .ftl
-                .mapping_bytes())
-        });
-        match built {
-            Ok(_) => return Ok(c.op),
+        match builds(&c) {
+            Ok(()) => return Ok(c.op),
             Err(e @ (RunError::Scheme(_) | RunError::Geometry(_))) => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last.expect("at least one try"))
+}
+
+/// The least over-provisioning, to 0.01 percentage points, at or above `cfg.op` at which
+/// the schemes build on the configured device (bisection below [`smallest_op`], on the
+/// assumption that more spare blocks never hurt a scheme). For the refusal message.
+pub fn least_op(cfg: &Config) -> Result<f64, RunError> {
+    let mut hi = smallest_op(cfg)?;
+    if hi <= cfg.op {
+        return Ok(hi);
+    }
+    let mut lo = (hi - 12.5).max(cfg.op);
+    let mut c = cfg.clone();
+    while hi - lo > 0.005 {
+        c.op = (lo + hi) / 2.0;
+        if builds(&c).is_ok() {
+            hi = c.op;
+        } else {
+            lo = c.op;
+        }
+    }
+    // Two decimals, rounded up so that the printed value works.
+    c.op = (hi * 100.0).ceil() / 100.0;
+    Ok(if builds(&c).is_ok() { c.op } else { hi })
+}
+
+/// Whether the device and the schemes of `c` build.
+fn builds(c: &Config) -> Result<(), RunError> {
+    let preset = preset_of(c)?;
+    let geo = geometry(c, preset)?;
+    build_schemes(c, &geo, latencies(preset, c)?)?;
+    Ok(())
 }
 
 /// Requests the configured workload will submit in all (warm-up and measured passes),
