@@ -359,7 +359,7 @@ struct StatsArgs {
 
 #[derive(Args)]
 struct GenArgs {
-    /// Output file; .gz or .zst compresses it
+    /// Output file; .gz, .zst or .bz2 compresses it
     #[arg(long, short, value_name = "FILE")]
     out: PathBuf,
     /// Output format (see `ftlab list`) [default: spc]

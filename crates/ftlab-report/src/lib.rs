@@ -672,7 +672,7 @@ pub fn summary(r: &Report) -> String {
         if wl.source == "trace" {
             let _ = writeln!(
                 s,
-                "            span {:.6} s per pass{}; {} devices; {} records out of time order",
+                "            span {:.6} s per pass{}; {} device{}; {} records out of time order",
                 wl.span_ns as f64 / 1e9,
                 match (wl.time_rebased, wl.first_timestamp_ns) {
                     (true, Some(t)) if t > 0 => {
@@ -682,6 +682,7 @@ pub fn summary(r: &Report) -> String {
                     _ => String::new(),
                 },
                 wl.devices,
+                if wl.devices == 1 { "" } else { "s" },
                 wl.out_of_order_records
             );
         }
