@@ -748,9 +748,7 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         b.add(&r.map_err(|e| source::name_source(e, &cfg))?);
     }
     source::check_kept(&cfg, &counters)?;
-    let mut stats = b.finish(counters.skipped_records.get());
-    // Disorder as the trace has it, before the sort window repaired it.
-    stats.out_of_order = counters.out_of_order.get();
+    let stats = source::finish_stats(b, &counters);
     let format = counters
         .format
         .borrow()

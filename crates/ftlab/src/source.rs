@@ -394,3 +394,15 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
 pub fn pass_span_ns(counters: &Counters) -> u64 {
     counters.span_ns.get().map_or(0, |(a, b)| b - a)
 }
+
+/// The statistics of a trace (`ftlab trace stats`, the Python `trace_stats`): `builder`
+/// fed every record of [`workload_stream`], with the disorder counted as the trace has it
+/// (before the sort window repaired it) and the bad records skipped.
+pub fn finish_stats(
+    builder: ftlab_workload::stats::StatsBuilder,
+    counters: &Counters,
+) -> ftlab_workload::stats::TraceStats {
+    let mut stats = builder.finish(counters.skipped_records.get());
+    stats.out_of_order = counters.out_of_order.get();
+    stats
+}
