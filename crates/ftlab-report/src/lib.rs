@@ -323,8 +323,9 @@ pub struct WorkloadReport {
     pub span_ns: u64,
     /// Devices in one pass after the selection.
     pub devices: u64,
-    /// Host requests of the trace submitted, all passes: records, before the fold split
-    /// any (`host.requests` counts the pieces the engine got).
+    /// Requests submitted before the fold split any, all passes: the trace's records
+    /// (plus the flushes `flush_every` adds); `host.requests` counts the pieces the
+    /// engine got.
     pub host_records: u64,
     /// Records the fold split into pieces, all passes.
     pub split_records: u64,

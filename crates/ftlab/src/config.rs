@@ -272,7 +272,7 @@ pub struct Config {
     /// Records held to put a trace that is not time-ordered in order (0: off). The
     /// default, 4096, orders per-CPU blktrace output and costs nothing on an ordered
     /// trace (ties keep their order); disorder wider than the window is counted and
-    /// warned about.
+    /// warned about. Traces only: generated workloads arrive in order.
     pub sort_window: u32,
     /// Keep arrival times as stamped instead of making them relative to the first
     /// record (the default rebases: an epoch-stamped trace starts at 0, and time

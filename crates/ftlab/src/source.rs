@@ -51,7 +51,12 @@ pub fn transform_spec(cfg: &Config) -> Result<TransformSpec, RunError> {
             seconds("window_end_s", cfg.window_end_s, 1e9)?,
         ),
         limit: cfg.limit,
-        sort_window: cfg.sort_window as usize,
+        // Generated workloads arrive in order: the window would only cost time.
+        sort_window: if cfg.trace.is_some() {
+            cfg.sort_window as usize
+        } else {
+            0
+        },
         skip_bad: cfg.skip_bad,
         flush_every: cfg.flush_every,
         rebase: !cfg.absolute_time,
