@@ -244,8 +244,9 @@ pub fn workload_notes(cfg: &Config, counters: &Counters) -> Vec<Note> {
         out.push(Note {
             code: "out_of_order",
             message: format!(
-                "{late} of {ooo} out-of-order records were out of order by more than the sort \
-                 window of {} records and were replayed at the time of the record before them",
+                "{late} records left the sort window of {} records after a later one had \
+                 (the trace has {ooo} records out of order, some by more than the window) \
+                 and were replayed at the time of the record before them",
                 cfg.sort_window
             ),
             hint: Some(format!(
