@@ -403,6 +403,10 @@ struct RunArgs {
     /// Over-provisioning in percent of the logical capacity [default: 7]
     #[arg(long, value_name = "PCT")]
     op: Option<f64>,
+    /// Memory the run may use for its tables, e.g. 8GiB; a run whose estimated tables
+    /// exceed it is refused before anything is allocated [default: the memory available]
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
     /// Trace file to replay; without one, the synthetic workload runs
     #[arg(long, value_name = "PATH")]
     trace: Option<PathBuf>,
@@ -419,12 +423,30 @@ struct RunArgs {
     #[arg(long, value_name = "N")]
     #[serde(with = "ftlab::config::seed_repr::option")]
     seed: Option<u64>,
-    /// Timing model: serial (the papers') or parallel (channels x dies) [default: serial]
+    /// Timing model: serial (the papers' one chip) or parallel (channels x dies, 8 x 4
+    /// unless --channels/--dies say otherwise) [default: serial]
     #[arg(long, value_name = "MODEL")]
     timing: Option<String>,
-    /// Write every logical page once before measuring (fill), or not (none) [default: none]
+    /// Channels of --timing parallel [default: 8]
+    #[arg(long, value_name = "N")]
+    channels: Option<u32>,
+    /// Dies per channel of --timing parallel [default: 4]
+    #[arg(long, value_name = "N")]
+    dies: Option<u32>,
+    /// Channel bandwidth of --timing parallel in MiB/s (a page's transfer time)
+    /// [default: 40]
+    #[arg(long, value_name = "MIB_S")]
+    channel_mib_s: Option<f64>,
+    /// Before measuring: write every logical page once (fill), every page the workload
+    /// reads or writes (footprint: short trace excerpts then read real data), or
+    /// nothing (none) [default: none]
     #[arg(long, value_name = "MODE")]
     precondition: Option<String>,
+    /// Leave the pages still dirty in the write buffer at the end out of the figures,
+    /// instead of writing them to flash as a device does on shutdown (the default)
+    #[arg(long)]
+    #[serde(skip)]
+    no_drain: bool,
     /// Passes over the workload before the measured ones; their statistics are dropped
     /// (cach-ftl.txt §5.1 plays a trace twice first)
     #[arg(long, value_name = "N")]
@@ -479,6 +501,9 @@ impl RunArgs {
         }
         if self.no_verify {
             f.push(("verify".into(), S("off".into())));
+        }
+        if self.no_drain {
+            f.push(("drain".into(), Boolean(false)));
         }
         self.workload.flags(&mut f)?;
         Ok(f)

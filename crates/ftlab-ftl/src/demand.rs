@@ -177,6 +177,7 @@ impl Counters {
     pub(crate) fn fill(&self, s: &mut FtlStats) {
         s.gc_invocations = self.data_victims + self.trans_victims;
         s.gc_pages_copied = self.data_pages_copied;
+        s.gc_translation_pages_copied = self.tpages_moved;
         s.map_hits = self.map_hits;
         s.map_misses = self.map_misses;
         s.translation_reads =

@@ -23,8 +23,30 @@ pub enum TimingModel {
     /// The papers' model: one flash operation at a time, requests first-come
     /// first-served.
     Serial,
-    /// Channels x dies: array time on the die, page transfer on the channel.
+    /// Channels x dies: array time on the die, page transfer on the channel; 8 channels
+    /// x 4 dies unless `channels` and `dies` say otherwise.
     Parallel,
+}
+
+/// Channels of the default parallel organisation: MQSim's default SSD (8 channels of
+/// 4 chips each), a common multi-die device of the last decade. Serial timing keeps
+/// the papers' one chip.
+pub const DEFAULT_CHANNELS: u32 = 8;
+
+/// Dies per channel of the default parallel organisation (see [`DEFAULT_CHANNELS`]).
+pub const DEFAULT_DIES: u32 = 4;
+
+impl Config {
+    /// The channels and dies per channel the device has: as set, else
+    /// [`DEFAULT_CHANNELS`] x [`DEFAULT_DIES`] under parallel timing and 1 x 1 under
+    /// serial timing (where they play no part).
+    pub fn organisation(&self) -> (u32, u32) {
+        let (c, d) = match self.timing {
+            TimingModel::Serial => (1, 1),
+            TimingModel::Parallel => (DEFAULT_CHANNELS, DEFAULT_DIES),
+        };
+        (self.channels.unwrap_or(c), self.dies.unwrap_or(d))
+    }
 }
 
 /// How much the run checks (`verify`).
@@ -47,6 +69,10 @@ pub enum Precondition {
     None,
     /// Every logical page written once, then the counters reset.
     Fill,
+    /// Every logical page the workload reads or writes (one pass of it, after its
+    /// transforms) written once, then the counters reset: a short excerpt of a trace
+    /// then reads data that exists, as it did on the traced system.
+    Footprint,
 }
 
 /// How `fold` brings addresses beyond the capacity into it (`fold_mode`).
@@ -215,6 +241,10 @@ pub struct Config {
     /// Over-provisioning in percent of the logical capacity.
     #[schemars(range(min = 0.0))]
     pub op: f64,
+    /// Memory the run may use for its tables; none: what the system says is available
+    /// (/proc/meminfo, the cgroup limit). A run whose estimated tables exceed it is
+    /// refused before anything is allocated.
+    pub max_memory: Option<ByteSize>,
     /// Seed of every random stream in the run (0 to 2^64-1; a seed of 2^63 or more is
     /// written as a string in TOML, whose integers are signed).
     #[serde(with = "seed_repr")]
@@ -222,10 +252,12 @@ pub struct Config {
     pub seed: u64,
     /// Timing model.
     pub timing: TimingModel,
-    /// Channels (parallel timing).
-    pub channels: u32,
-    /// Dies per channel (parallel timing).
-    pub dies: u32,
+    /// Channels (parallel timing); none: 8 under parallel timing (the
+    /// [`DEFAULT_CHANNELS`] x [`DEFAULT_DIES`] organisation), 1 under serial.
+    pub channels: Option<u32>,
+    /// Dies per channel (parallel timing); none: 4 under parallel timing, 1 under
+    /// serial.
+    pub dies: Option<u32>,
     /// Channel bandwidth in MiB/s (parallel timing: page transfer time).
     pub channel_mib_s: f64,
     /// Checking: every read against the last write (`on`), none, or `deep`.
@@ -236,8 +268,15 @@ pub struct Config {
     pub rmw: bool,
     /// Offer idle gaps to the buffer and FTL.
     pub idle: bool,
-    /// `none`, or `fill`: write every logical page once before measuring.
+    /// `none`; `fill`: write every logical page once before measuring; `footprint`:
+    /// write once every page the workload reads or writes. After either, the FTL
+    /// writes back its dirty mapping entries (a device at rest) and counters reset.
     pub precondition: Precondition,
+    /// At the end of the run, write the pages still dirty in the write buffer to flash
+    /// (as a device flushes its cache on shutdown) before the figures are taken; their
+    /// operations count in `flash.*` and WA. `false` leaves them in the buffer, out of
+    /// the figures (the report still counts them in `end_of_run.dirty_pages`).
+    pub drain: bool,
     /// Passes over the workload before the measured ones (not reported).
     pub warmup: u32,
     /// Measured passes over the workload (after the warm-up ones).
@@ -318,16 +357,18 @@ impl Default for Config {
             nand: ftlab_core::nand::DEFAULT_PRESET.into(),
             capacity: ByteSize(1 << 30),
             op: 7.0,
+            max_memory: None,
             seed: 1,
             timing: TimingModel::Serial,
-            channels: 1,
-            dies: 1,
+            channels: None,
+            dies: None,
             channel_mib_s: 40.0,
             verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,
             idle: true,
             precondition: Precondition::None,
+            drain: true,
             warmup: 0,
             replay: 1,
             trace: None,

@@ -22,7 +22,7 @@ use ftlab_core::options::{BuildContext, SchemeError};
 use ftlab_core::request::Request;
 use ftlab_core::timing::{ParallelTiming, SerialTiming, Timing};
 use ftlab_core::Nanos;
-use ftlab_report::{Labels, Notice, Report, WorkloadReport};
+use ftlab_report::{EndOfRunReport, Labels, Notice, Report, WorkloadReport};
 use ftlab_workload::transform::Counters;
 use ftlab_workload::{Record, RecordStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -184,8 +184,8 @@ fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
         spare_bytes: n.spare_bytes.unwrap_or(preset.spare_bytes),
         logical_bytes: cfg.capacity.0,
         op_percent: cfg.op,
-        channels: cfg.channels,
-        dies_per_channel: cfg.dies,
+        channels: cfg.organisation().0,
+        dies_per_channel: cfg.organisation().1,
         min_spare_blocks: 0,
     }
     .build()?)
@@ -268,6 +268,9 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     let latencies = latencies(preset, cfg)?;
     let (ftl, buf) = entries(cfg)?;
     let mut resolved = cfg.clone();
+    // The echo states the organisation the run used, defaults filled in.
+    resolved.channels = Some(geo.channels);
+    resolved.dies = Some(geo.dies_per_channel);
     for (opts, value) in [
         (
             &mut resolved.ftl_options,
@@ -309,6 +312,8 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
         echo,
         ..
     } = validate(cfg)?;
+    // Before any table is allocated: refuse a device whose tables would not fit.
+    crate::memory::check(cfg, &geo)?;
     let schemes = match build_schemes(cfg, &geo, latencies) {
         Err(RunError::Scheme(SchemeError::Geometry { scheme, why })) => {
             // Say what works: the least over-provisioning for this device and these options.
@@ -506,6 +511,13 @@ impl Simulation {
             ),
             Workload::Requests(it) => (Box::new(it.map(|r| Ok(Record::generated(r)))), None, false),
         };
+        if !configured && cfg.precondition == Precondition::Footprint {
+            return Err(setting(
+                "precondition",
+                "`footprint` needs the configured workload (a trace or the generator), \
+                 read twice; requests given by the caller are read once",
+            ));
+        }
         let warmup = if configured { cfg.warmup } else { 0 };
         let mut plan = PowerLossPlan::new(&cfg, &geo)?;
         let mut st = Loop {
@@ -559,6 +571,22 @@ impl Simulation {
         // The report: after a panic the engine may be half-way through a request, so
         // building it is guarded too.
         let built = catch_unwind(AssertUnwindSafe(|| {
+            // End of run: the buffer's dirty pages are drained (a device flushes its
+            // cache on shutdown) unless `drain = false`; counted either way.
+            let end = if failure.is_none() && cfg.drain {
+                let d = engine.drain();
+                EndOfRunReport {
+                    dirty_pages: d.dirty_pages,
+                    drained: true,
+                    drain_programs: d.programs,
+                    drain_ns: d.time_ns,
+                }
+            } else {
+                EndOfRunReport {
+                    dirty_pages: engine.dirty_pages(),
+                    ..Default::default()
+                }
+            };
             observer.progress(&progress);
             observer.snapshot(&progress, &engine);
             let mut outcome = engine.outcome();
@@ -613,7 +641,11 @@ impl Simulation {
                 host_records: requests.saturating_sub(counters.extra_pieces.get()),
                 split_records: counters.split_records.get(),
             };
+            report.end_of_run = end;
             report.notices = notices;
+            report
+                .notices
+                .extend(crate::notices::end_of_run(&report, &cfg));
             report
         }));
         let report = match built {
@@ -669,8 +701,16 @@ fn drive(
     observer: &mut dyn Observer,
     st: &mut Loop,
 ) -> Result<(), RunError> {
-    if cfg.precondition == Precondition::Fill {
-        engine.precondition_fill();
+    match cfg.precondition {
+        Precondition::None => {}
+        Precondition::Fill => engine.precondition_fill(),
+        Precondition::Footprint => {
+            engine.precondition_pages(&footprint(cfg, geo)?);
+        }
+    }
+    if cfg.precondition != Precondition::None {
+        // A device at rest has written back its dirty mapping entries.
+        engine.settle();
         engine.reset_measurement();
     }
     let progress_every = observer.progress_every().max(1);
@@ -731,6 +771,36 @@ fn drive(
         observer.measuring(&st.progress());
     }
     Ok(())
+}
+
+/// The pages one pass of the configured workload reads or writes, one bit per logical
+/// page (LPN `n` at bit `n % 64` of word `n / 64`), for `precondition = "footprint"`.
+/// Reads the workload once more, through the same transforms; requests beyond the
+/// capacity are left to the run to refuse.
+fn footprint(cfg: &Config, geo: &Geometry) -> Result<Vec<u64>, RunError> {
+    use ftlab_core::request::Op;
+    let one = Config {
+        warmup: 0,
+        replay: 1,
+        ..cfg.clone()
+    };
+    let counters = Rc::new(Counters::default());
+    let n = geo.logical_pages as u64;
+    let ps = geo.page_size as u64;
+    let mut bits = vec![0u64; n.div_ceil(64) as usize];
+    for item in workload_stream(&one, geo, &counters)? {
+        let rec = item.map_err(|e| name_source(e, cfg))?;
+        let r = &rec.req;
+        if !matches!(r.op, Op::Read | Op::Write) || r.len == 0 {
+            continue;
+        }
+        let first = r.offset / ps;
+        let end = r.offset.saturating_add(r.len).div_ceil(ps).min(n);
+        for l in first..end {
+            bits[(l / 64) as usize] |= 1 << (l % 64);
+        }
+    }
+    Ok(bits)
 }
 
 /// Runs `cfg` with its configured workload: [`Simulation::new`] then
