@@ -86,6 +86,16 @@ pub struct Counters {
     pub split_records: Cell<u64>,
     /// Requests the splits added (pieces beyond the first of each split record).
     pub extra_pieces: Cell<u64>,
+    /// Bad records the reader delivered in the first pass (as `records_read` counts the
+    /// good ones, over the same records).
+    pub errors_read: Cell<u64>,
+    /// Records the device selection saw and kept (first pass): each filter counts what
+    /// it saw itself, so its keep ratio holds whatever the limit or the sort window's
+    /// read-ahead pulled through it.
+    pub device_filter: Cell<(u64, u64)>,
+    /// Records the time window saw and kept (first pass; those after its end are not
+    /// read).
+    pub window_filter: Cell<(u64, u64)>,
     /// The format the trace was read in (`auto` resolved), set by whoever opens it.
     pub format: RefCell<Option<String>>,
     /// What the opener found worth telling (the format chosen, a suspicious shape).
@@ -203,6 +213,11 @@ pub fn per_pass(
         let c = counters.clone();
         let mut prev = None;
         s = Box::new(s.inspect(move |r| {
+            if let Err(e) = r {
+                if e.is_record_error() {
+                    c.errors_read.set(c.errors_read.get() + 1);
+                }
+            }
             if let Ok(r) = r {
                 let t = r.req.arrival.0;
                 c.records_read.set(c.records_read.get() + 1);
@@ -220,14 +235,22 @@ pub fn per_pass(
         s = Box::new(Rebase::new(s));
     }
     if !spec.devices.is_empty() {
-        s = Box::new(SelectDevices::new(s, &spec.devices));
+        let mut sel = SelectDevices::new(s, &spec.devices);
+        if first_pass {
+            sel = sel.counting(counters.clone());
+        }
+        s = Box::new(sel);
     }
     if spec.sort_window > 1 {
         let c = first_pass.then(|| counters.clone());
         s = Box::new(SortWindow::new(s, spec.sort_window, c));
     }
     if spec.window != (None, None) {
-        s = Box::new(TimeWindow::new(s, spec.window.0, spec.window.1));
+        let mut w = TimeWindow::new(s, spec.window.0, spec.window.1);
+        if first_pass {
+            w = w.counting(counters.clone());
+        }
+        s = Box::new(w);
     }
     if let Some(cap) = spec.max_gap {
         s = Box::new(CapGaps::new(s, cap));
@@ -307,6 +330,7 @@ impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for Rebase<I> {
 pub struct SelectDevices<I> {
     inner: I,
     devices: Vec<u32>,
+    counters: Option<Rc<Counters>>,
 }
 
 impl<I> SelectDevices<I> {
@@ -315,7 +339,17 @@ impl<I> SelectDevices<I> {
         let mut devices = devices.to_vec();
         devices.sort_unstable();
         devices.dedup();
-        SelectDevices { inner, devices }
+        SelectDevices {
+            inner,
+            devices,
+            counters: None,
+        }
+    }
+
+    /// Counts what it sees and keeps in [`Counters::device_filter`].
+    pub fn counting(mut self, counters: Rc<Counters>) -> Self {
+        self.counters = Some(counters);
+        self
     }
 }
 
@@ -325,7 +359,16 @@ impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for SelectDevices<
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             match self.inner.next()? {
-                Ok(r) if self.devices.binary_search(&r.device).is_err() => continue,
+                Ok(r) => {
+                    let keep = self.devices.binary_search(&r.device).is_ok();
+                    if let Some(c) = &self.counters {
+                        let (seen, kept) = c.device_filter.get();
+                        c.device_filter.set((seen + 1, kept + u64::from(keep)));
+                    }
+                    if keep {
+                        return Some(Ok(r));
+                    }
+                }
                 other => return Some(other),
             }
         }
@@ -462,6 +505,7 @@ pub struct TimeWindow<I> {
     start: u64,
     end: Option<u64>,
     done: bool,
+    counters: Option<Rc<Counters>>,
 }
 
 impl<I> TimeWindow<I> {
@@ -472,7 +516,15 @@ impl<I> TimeWindow<I> {
             start: start.map_or(0, |n| n.0),
             end: end.map(|n| n.0),
             done: false,
+            counters: None,
         }
+    }
+
+    /// Counts what it sees and keeps in [`Counters::window_filter`] (records after the
+    /// window are not read).
+    pub fn counting(mut self, counters: Rc<Counters>) -> Self {
+        self.counters = Some(counters);
+        self
     }
 }
 
@@ -490,7 +542,12 @@ impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for TimeWindow<I> 
                 self.done = true;
                 return None;
             }
-            if t < self.start {
+            let keep = t >= self.start;
+            if let Some(c) = &self.counters {
+                let (seen, kept) = c.window_filter.get();
+                c.window_filter.set((seen + 1, kept + u64::from(keep)));
+            }
+            if !keep {
                 continue;
             }
             r.req.arrival = Nanos(t - self.start);

@@ -306,16 +306,42 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
     };
     let kept = counters.records_first_pass.get();
     let skipped = counters.skipped_records.get();
-    let seen = counters.records_read.get() + skipped;
-    let dropped = seen.saturating_sub(kept);
-    let share = if seen > 0 {
-        dropped as f64 / seen as f64
-    } else {
-        1.0
+    // Each filter's keep ratio over the records it saw itself, so neither --limit nor
+    // the sort window's read-ahead changes the share.
+    let ratio = |(seen, kept): (u64, u64)| {
+        if seen == 0 {
+            1.0
+        } else {
+            kept as f64 / seen as f64
+        }
     };
+    let good = counters.records_read.get();
+    // A window cut short by --limit saw all it drops (the records before it) but only
+    // part of what it keeps: its ratio would overstate the drop.
+    let limited = cfg.limit.is_some_and(|l| kept >= l);
+    let window = if limited {
+        (0, 0)
+    } else {
+        counters.window_filter.get()
+    };
+    let stages = [
+        ("bad records", (good + counters.errors_read.get(), good)),
+        ("--device", counters.device_filter.get()),
+        ("the time window", window),
+    ];
+    let keep: f64 = stages.iter().map(|(_, s)| ratio(*s)).product();
+    let share = 1.0 - keep;
     if kept > 0 && share <= cfg.max_dropped_share {
         return Ok(());
     }
+    let kept_by: Vec<String> = stages
+        .iter()
+        .filter(|(_, (seen, kept))| seen > kept)
+        .map(|(what, (seen, kept))| match *what {
+            "bad records" => format!("{} of {seen} records were bad", seen - kept),
+            _ => format!("{what} kept {kept} of {seen}"),
+        })
+        .collect();
     let format = counters
         .format
         .borrow()
@@ -371,9 +397,10 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
         )
     } else {
         format!(
-            "the workload kept {kept} of the {seen} records of {path} ({:.2}% dropped{filters}), \
-             more than max_dropped_share = {} allows",
+            "the workload drops {:.2}% of the records of {path} ({}), more than \
+             max_dropped_share = {} allows",
             share * 100.0,
+            kept_by.join("; "),
             cfg.max_dropped_share
         )
     };
