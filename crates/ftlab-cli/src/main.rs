@@ -374,7 +374,7 @@ struct StatsArgs {
 
 #[derive(Args)]
 struct GenArgs {
-    /// Output file; .gz or .zst compresses it
+    /// Output file; .gz, .zst or .bz2 compresses it
     #[arg(long, short, value_name = "FILE")]
     out: PathBuf,
     /// Output format (see `ftlab list`) [default: spc]
@@ -791,9 +791,7 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         b.add(&r.map_err(|e| source::name_source(e, &cfg))?);
     }
     source::check_kept(&cfg, &counters)?;
-    let mut stats = b.finish(counters.skipped_records.get());
-    // Disorder as the trace has it, before the sort window repaired it.
-    stats.out_of_order = counters.out_of_order.get();
+    let stats = source::finish_stats(b, &counters);
     let format = counters
         .format
         .borrow()

@@ -231,25 +231,37 @@ fn an_empty_trace_is_an_error() {
 
 #[test]
 fn dropping_most_of_the_trace_exits_2_unless_allowed() {
-    let args = [
-        "run",
-        "-q",
-        "--trace",
-        &data("financial1-first10k.spc"),
-        "--window-start",
-        "259",
-    ];
-    let (code, _, err) = ftlab(&args);
+    let fin1 = data("financial1-first10k.spc");
+    let run = |extra: &[&str]| {
+        let mut a = vec!["run", "-q", "--trace", fin1.as_str()];
+        a.extend_from_slice(extra);
+        ftlab(&a)
+    };
+    // A window that keeps 0.81% of the records, a device with 0.61% of them.
+    let (code, _, err) = run(&["--window-start", "259"]);
     assert_eq!(code, 2);
+    assert!(err.contains("drops 99.19%"), "{err}");
+    assert!(err.contains("(the time window kept 81 of 10000)"), "{err}");
     assert!(
         err.contains("more than max_dropped_share = 0.99 allows"),
         "{err}"
     );
     assert!(err.contains("--max-dropped-share 1"), "{err}");
-    let mut ok = args.to_vec();
-    ok.extend(["--max-dropped-share", "1"]);
-    let (code, _, err) = ftlab(&ok);
+    let (code, _, err) = run(&["--device", "15"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("(--device kept 61 of 10000)"), "{err}");
+    let (code, _, err) = run(&["--window-start", "259", "--max-dropped-share", "1"]);
     assert_eq!(code, 0, "{err}");
+    // --limit is what the user asked for: neither it nor the sort window's read-ahead
+    // counts as dropped.
+    for extra in [
+        &["--limit", "10"][..],
+        &["--limit", "10", "--device", "3"],
+        &["--window-start", "100", "--limit", "5"],
+    ] {
+        let (code, _, err) = run(extra);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+    }
 }
 
 #[test]

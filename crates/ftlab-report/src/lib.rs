@@ -346,8 +346,9 @@ pub struct WorkloadReport {
     pub span_ns: u64,
     /// Devices in one pass after the selection.
     pub devices: u64,
-    /// Host requests of the trace submitted, all passes: records, before the fold split
-    /// any (`host.requests` counts the pieces the engine got).
+    /// Requests submitted before the fold split any, all passes: the trace's records
+    /// (plus the flushes `flush_every` adds); `host.requests` counts the pieces the
+    /// engine got.
     pub host_records: u64,
     /// Records the fold split into pieces, all passes.
     pub split_records: u64,
@@ -376,7 +377,7 @@ pub struct EndOfRunReport {
 /// the CLI and kept in the report's `notices` list.
 #[derive(Serialize, Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
-    /// A stable identifier for scripts (`snake_case`, documented in docs/report.md).
+    /// A stable identifier for scripts (`snake_case`, documented in docs/report-notices.md).
     pub code: &'static str,
     /// What was seen, with the figures.
     pub message: String,
@@ -784,7 +785,7 @@ pub fn summary(r: &Report) -> String {
         if wl.source == "trace" {
             let _ = writeln!(
                 s,
-                "            span {:.6} s per pass{}; {} devices; {} records out of time order",
+                "            span {:.6} s per pass{}; {} device{}; {} records out of time order",
                 wl.span_ns as f64 / 1e9,
                 match (wl.time_rebased, wl.first_timestamp_ns) {
                     (true, Some(t)) if t > 0 => {
@@ -794,6 +795,7 @@ pub fn summary(r: &Report) -> String {
                     _ => String::new(),
                 },
                 wl.devices,
+                if wl.devices == 1 { "" } else { "s" },
                 wl.out_of_order_records
             );
         }

@@ -63,7 +63,8 @@ pub struct CsvSpec {
     pub filter_column: Option<u32>,
     /// Values of `filter_column` that are replayed.
     pub filter_values: Vec<String>,
-    /// Make times relative to the first record's.
+    /// Make times relative to the first record's (runs do this for every format unless
+    /// `absolute_time` is set; kept for configurations that set it).
     pub rebase_time: bool,
     /// Columns named by the header line instead of numbered: `time`, `offset`, `size`,
     /// `op`, `device` or `filter` -> header name (implies `header`).

@@ -3,7 +3,9 @@
 //!
 //! Every reader is an iterator of `Result<Record, TraceError>` that streams its input
 //! line by line in constant memory, reusing one line buffer and parsing fields by hand
-//! (gzip and zstd inputs are decompressed on the fly, see [`input`]). A bad record is a
+//! (gzip, zstd, bzip2 and xz inputs are decompressed on the fly, see [`input`]; the
+//! binary vSCSI reader reads fixed records into one buffer, see [`vscsi`]; what the
+//! first bytes say, `--format auto` included, is in [`sniff`]). A bad record is a
 //! [`TraceError`] naming the file, line and field. A [`Record`] is a host
 //! [`Request`] plus the device (ASU, disk) it was recorded on and its line number; the
 //! [`transform`] adapters select and lay out devices, shift, fold, scale, window, sort

@@ -312,7 +312,7 @@ pub struct Config {
     /// Records held to put a trace that is not time-ordered in order (0: off). The
     /// default, 4096, orders per-CPU blktrace output and costs nothing on an ordered
     /// trace (ties keep their order); disorder wider than the window is counted and
-    /// warned about.
+    /// warned about. Traces only: generated workloads arrive in order.
     pub sort_window: u32,
     /// Keep arrival times as stamped instead of making them relative to the first
     /// record (the default rebases: an epoch-stamped trace starts at 0, and time
@@ -320,7 +320,9 @@ pub struct Config {
     pub absolute_time: bool,
     /// Largest share of the trace's records that the device selection, time window and
     /// skipped bad records may drop before the run is refused (exit 2) with what the
-    /// trace holds; a run that keeps no record is always refused. 1 accepts anything.
+    /// trace holds; each filter's share is of the records it saw, so `limit` and the
+    /// sort window's read-ahead do not count. A run that keeps no record is always
+    /// refused. 1 accepts anything.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub max_dropped_share: f64,
     /// Skip bad trace records (counted in the report as `workload.skipped_records`)

@@ -51,7 +51,12 @@ pub fn transform_spec(cfg: &Config) -> Result<TransformSpec, RunError> {
             seconds("window_end_s", cfg.window_end_s, 1e9)?,
         ),
         limit: cfg.limit,
-        sort_window: cfg.sort_window as usize,
+        // Generated workloads arrive in order: the window would only cost time.
+        sort_window: if cfg.trace.is_some() {
+            cfg.sort_window as usize
+        } else {
+            0
+        },
         skip_bad: cfg.skip_bad,
         flush_every: cfg.flush_every,
         rebase: !cfg.absolute_time,
@@ -239,8 +244,9 @@ pub fn workload_notes(cfg: &Config, counters: &Counters) -> Vec<Note> {
         out.push(Note {
             code: "out_of_order",
             message: format!(
-                "{late} of {ooo} out-of-order records were out of order by more than the sort \
-                 window of {} records and were replayed at the time of the record before them",
+                "{late} records left the sort window of {} records after a later one had \
+                 (the trace has {ooo} records out of order, some by more than the window) \
+                 and were replayed at the time of the record before them",
                 cfg.sort_window
             ),
             hint: Some(format!(
@@ -300,16 +306,42 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
     };
     let kept = counters.records_first_pass.get();
     let skipped = counters.skipped_records.get();
-    let seen = counters.records_read.get() + skipped;
-    let dropped = seen.saturating_sub(kept);
-    let share = if seen > 0 {
-        dropped as f64 / seen as f64
-    } else {
-        1.0
+    // Each filter's keep ratio over the records it saw itself, so neither --limit nor
+    // the sort window's read-ahead changes the share.
+    let ratio = |(seen, kept): (u64, u64)| {
+        if seen == 0 {
+            1.0
+        } else {
+            kept as f64 / seen as f64
+        }
     };
+    let good = counters.records_read.get();
+    // A window cut short by --limit saw all it drops (the records before it) but only
+    // part of what it keeps: its ratio would overstate the drop.
+    let limited = cfg.limit.is_some_and(|l| kept >= l);
+    let window = if limited {
+        (0, 0)
+    } else {
+        counters.window_filter.get()
+    };
+    let stages = [
+        ("bad records", (good + counters.errors_read.get(), good)),
+        ("--device", counters.device_filter.get()),
+        ("the time window", window),
+    ];
+    let keep: f64 = stages.iter().map(|(_, s)| ratio(*s)).product();
+    let share = 1.0 - keep;
     if kept > 0 && share <= cfg.max_dropped_share {
         return Ok(());
     }
+    let kept_by: Vec<String> = stages
+        .iter()
+        .filter(|(_, (seen, kept))| seen > kept)
+        .map(|(what, (seen, kept))| match *what {
+            "bad records" => format!("{} of {seen} records were bad", seen - kept),
+            _ => format!("{what} kept {kept} of {seen}"),
+        })
+        .collect();
     let format = counters
         .format
         .borrow()
@@ -365,9 +397,10 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
         )
     } else {
         format!(
-            "the workload kept {kept} of the {seen} records of {path} ({:.2}% dropped{filters}), \
-             more than max_dropped_share = {} allows",
+            "the workload drops {:.2}% of the records of {path} ({}), more than \
+             max_dropped_share = {} allows",
             share * 100.0,
+            kept_by.join("; "),
             cfg.max_dropped_share
         )
     };
@@ -393,4 +426,16 @@ pub fn check_kept(cfg: &Config, counters: &Counters) -> Result<(), RunError> {
 /// The span of one pass after the transforms, for the report.
 pub fn pass_span_ns(counters: &Counters) -> u64 {
     counters.span_ns.get().map_or(0, |(a, b)| b - a)
+}
+
+/// The statistics of a trace (`ftlab trace stats`, the Python `trace_stats`): `builder`
+/// fed every record of [`workload_stream`], with the disorder counted as the trace has it
+/// (before the sort window repaired it) and the bad records skipped.
+pub fn finish_stats(
+    builder: ftlab_workload::stats::StatsBuilder,
+    counters: &Counters,
+) -> ftlab_workload::stats::TraceStats {
+    let mut stats = builder.finish(counters.skipped_records.get());
+    stats.out_of_order = counters.out_of_order.get();
+    stats
 }
