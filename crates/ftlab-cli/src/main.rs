@@ -868,6 +868,24 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `ftlab run` flag of the config key a configuration error names (`` `csv.time_unit`:
+/// ... `` -> `--time-unit`), looked up in the command line's own definition so it cannot
+/// drift: a flag whose long name is the key's last part with `-` for `_`.
+fn flag_of_config_error(e: &config::ConfigError) -> Option<String> {
+    use clap::CommandFactory;
+    let config::ConfigError::Invalid { why, .. } = e else {
+        return None;
+    };
+    let key = why.strip_prefix('`')?.split('`').next()?;
+    let long = key.rsplit('.').next()?.replace('_', "-");
+    let cmd = Cli::command();
+    let found = cmd
+        .find_subcommand("run")?
+        .get_arguments()
+        .any(|a| a.get_long() == Some(long.as_str()));
+    found.then(|| format!("--{long}"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -916,6 +934,13 @@ fn main() -> ExitCode {
                 });
             if bad_record {
                 eprintln!("hint: --skip-bad skips bad records and counts them in the report");
+            }
+            if let Some(flag) = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<config::ConfigError>())
+                .and_then(flag_of_config_error)
+            {
+                eprintln!("hint: on the command line this key is {flag}");
             }
             let code = e
                 .chain()

@@ -48,11 +48,11 @@ pub struct CsvSpec {
     /// Column of the device number (none: device 0).
     pub device: Option<u32>,
     /// Unit of the time column: `s`, `ms`, `us`, `ns` or `100ns` (Windows FILETIME).
-    pub time_unit: String,
+    pub time_unit: TimeUnit,
     /// Unit of the offset column: `bytes`, `sectors` (512 B), `kib`, or a number of bytes.
-    pub offset_unit: String,
+    pub offset_unit: ByteUnit,
     /// Unit of the size column (as `offset_unit`).
-    pub size_unit: String,
+    pub size_unit: ByteUnit,
     /// Op values meaning read.
     pub read_values: Vec<String>,
     /// Op values meaning write.
@@ -82,9 +82,9 @@ impl Default for CsvSpec {
             size: None,
             op: None,
             device: None,
-            time_unit: "s".into(),
-            offset_unit: "bytes".into(),
-            size_unit: "bytes".into(),
+            time_unit: TimeUnit::S,
+            offset_unit: ByteUnit::Bytes,
+            size_unit: ByteUnit::Bytes,
             read_values: vec!["r".into(), "read".into()],
             write_values: vec!["w".into(), "write".into()],
             trim_values: vec!["trim".into(), "discard".into()],
@@ -96,25 +96,139 @@ impl Default for CsvSpec {
     }
 }
 
-/// Nanoseconds per unit, for a time unit name.
-pub fn time_unit_ns(unit: &str) -> Option<u64> {
-    Some(match unit {
-        "s" => 1_000_000_000,
-        "ms" => 1_000_000,
-        "us" | "µs" => 1_000,
-        "ns" => 1,
-        "100ns" => 100,
-        _ => return None,
-    })
+/// The unit of a time column (`csv.time_unit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum TimeUnit {
+    /// Seconds.
+    #[serde(rename = "s")]
+    S,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Ms,
+    /// Microseconds (`us` or `µs`).
+    #[serde(rename = "us", alias = "µs")]
+    Us,
+    /// Nanoseconds.
+    #[serde(rename = "ns")]
+    Ns,
+    /// Ticks of 100 ns (Windows FILETIME).
+    #[serde(rename = "100ns")]
+    Ns100,
 }
 
-/// Bytes per unit, for an address unit name or a plain number of bytes.
-pub fn byte_unit(unit: &str) -> Option<u64> {
-    match unit {
-        "bytes" | "byte" | "b" => Some(1),
-        "sectors" | "sector" => Some(512),
-        "kib" | "KiB" => Some(1024),
-        n => n.parse::<u64>().ok().filter(|&n| n > 0),
+impl TimeUnit {
+    /// Nanoseconds per unit.
+    pub fn ns(self) -> u64 {
+        match self {
+            TimeUnit::S => 1_000_000_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ns => 1,
+            TimeUnit::Ns100 => 100,
+        }
+    }
+}
+
+/// The unit of an offset or size column (`csv.offset_unit`, `csv.size_unit`): `bytes`,
+/// `sectors` (512 B), `kib`, or a number of bytes (an integer, or its digits as text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByteUnit {
+    /// Bytes (`bytes`, `byte` or `b`).
+    Bytes,
+    /// Sectors of 512 bytes (`sectors` or `sector`).
+    Sectors,
+    /// KiB (`kib`).
+    Kib,
+    /// Units of this many bytes (at least 1).
+    Of(u64),
+}
+
+impl ByteUnit {
+    /// Bytes per unit.
+    pub fn bytes(self) -> u64 {
+        match self {
+            ByteUnit::Bytes => 1,
+            ByteUnit::Sectors => 512,
+            ByteUnit::Kib => 1024,
+            ByteUnit::Of(n) => n,
+        }
+    }
+}
+
+impl std::str::FromStr for ByteUnit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.trim() {
+            "bytes" | "byte" | "b" => ByteUnit::Bytes,
+            "sectors" | "sector" => ByteUnit::Sectors,
+            "kib" | "KiB" => ByteUnit::Kib,
+            n => match n.parse::<u64>() {
+                Ok(n) if n > 0 => ByteUnit::Of(n),
+                _ => {
+                    return Err(format!(
+                        "`{n}` is not a unit: bytes, sectors (512 B), kib, or a number of \
+                         bytes above 0"
+                    ))
+                }
+            },
+        })
+    }
+}
+
+impl std::fmt::Display for ByteUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ByteUnit::Bytes => f.write_str("bytes"),
+            ByteUnit::Sectors => f.write_str("sectors"),
+            ByteUnit::Kib => f.write_str("kib"),
+            ByteUnit::Of(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for ByteUnit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteUnit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ByteUnit;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes, sectors, kib, or a number of bytes above 0")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteUnit, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ByteUnit, E> {
+                v.to_string().parse().map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ByteUnit, E> {
+                v.to_string().parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl schemars::JsonSchema for ByteUnit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteUnit".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "bytes, sectors (512 B), kib, or a number of bytes above 0",
+            "anyOf": [
+                {"type": "string", "enum": ["bytes", "sectors", "kib"]},
+                {"type": "string", "pattern": "^[1-9][0-9]*$"},
+                {"type": "integer", "minimum": 1}
+            ]
+        })
     }
 }
 
@@ -217,20 +331,7 @@ impl CsvSpec {
         {
             return Err("csv.filter_values is empty: list the values to replay".into());
         }
-        let time_ns = time_unit_ns(&self.time_unit).ok_or_else(|| {
-            format!(
-                "csv.time_unit (--time-unit) = `{}`: must be s, ms, us, ns or 100ns",
-                self.time_unit
-            )
-        })?;
-        let unit = |u: &str, key: &str| {
-            byte_unit(u).ok_or_else(|| {
-                format!(
-                    "csv.{key} (--{}) = `{u}`: must be bytes, sectors, kib or a number of bytes",
-                    key.replace('_', "-")
-                )
-            })
-        };
+        let time_ns = self.time_unit.ns();
         let lower = |v: &[String]| -> Vec<Vec<u8>> {
             v.iter()
                 .map(|s| s.trim().to_ascii_lowercase().into_bytes())
@@ -266,8 +367,8 @@ impl CsvSpec {
             comment: self.comment.as_bytes().to_vec(),
             cols,
             time_ns,
-            offset_bytes: unit(&self.offset_unit, "offset_unit")?,
-            size_bytes: unit(&self.size_unit, "size_unit")?,
+            offset_bytes: self.offset_unit.bytes(),
+            size_bytes: self.size_unit.bytes(),
             values,
             filter: self
                 .filter_values
@@ -488,9 +589,9 @@ mod tests {
     fn maps_columns_units_and_values() {
         let s = CsvSpec {
             header: true,
-            time_unit: "ms".into(),
-            offset_unit: "sectors".into(),
-            size_unit: "kib".into(),
+            time_unit: TimeUnit::Ms,
+            offset_unit: ByteUnit::Sectors,
+            size_unit: ByteUnit::Kib,
             ..spec()
         };
         let r = read(
@@ -564,7 +665,7 @@ mod tests {
         ] {
             s.by_name.insert(role.into(), name.into());
         }
-        s.time_unit = "100ns".into();
+        s.time_unit = TimeUnit::Ns100;
         let text = "# exported\nTimestamp, Hostname, Disk, Type, Offset, Size\n\
                     100,hm,1,Read,4096,512\n300,hm,0,Write,0,4096\n";
         let r: Vec<Record> = read(text, &s).into_iter().map(Result::unwrap).collect();
@@ -599,13 +700,6 @@ mod tests {
         assert!(e.starts_with("csv.offset is not set"), "{e}");
         assert!(e.contains("--columns offset=N"), "{e}");
         let e = CsvSpec {
-            time_unit: "h".into(),
-            ..spec()
-        }
-        .compile()
-        .unwrap_err();
-        assert!(e.starts_with("csv.time_unit"), "{e}");
-        let e = CsvSpec {
             delimiter: "::".into(),
             ..spec()
         }
@@ -619,12 +713,23 @@ mod tests {
         .compile()
         .unwrap_err();
         assert!(e.contains("two of"), "{e}");
-        let e = CsvSpec {
-            offset_unit: "0".into(),
-            ..spec()
+        // Units are typed: a bad one is refused where the configuration is read.
+        for (bad, why) in [("0", "above 0"), ("furlongs", "not a unit")] {
+            let e = serde_json::from_str::<ByteUnit>(&format!("\"{bad}\"")).unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
         }
-        .compile()
-        .unwrap_err();
-        assert!(e.starts_with("csv.offset_unit"), "{e}");
+        assert!(serde_json::from_str::<TimeUnit>("\"h\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<TimeUnit>("\"µs\"").unwrap(),
+            TimeUnit::Us
+        );
+        assert_eq!(
+            serde_json::from_str::<ByteUnit>("4096").unwrap(),
+            ByteUnit::Of(4096)
+        );
+        assert_eq!(
+            serde_json::to_string(&ByteUnit::Of(4096)).unwrap(),
+            "\"4096\""
+        );
     }
 }

@@ -13,7 +13,7 @@
 //! the device as `major,minor` from `major * 256 + minor`; the generic writer writes
 //! the first value of each op list and a header of column names when `header` is set.
 
-use crate::csv::{byte_unit, time_unit_ns, CsvSpec};
+use crate::csv::CsvSpec;
 use crate::Record;
 use ftlab_core::request::Op;
 use std::io::{self, Write};
@@ -288,9 +288,9 @@ fn csv_layout(spec: &CsvSpec) -> Result<CsvLayout, String> {
     Ok(CsvLayout {
         delim,
         order,
-        time_ns: time_unit_ns(&spec.time_unit).expect("compiled"),
-        offset_bytes: byte_unit(&spec.offset_unit).expect("compiled"),
-        size_bytes: byte_unit(&spec.size_unit).expect("compiled"),
+        time_ns: spec.time_unit.ns(),
+        offset_bytes: spec.offset_unit.bytes(),
+        size_bytes: spec.size_unit.bytes(),
         values: [
             first(&spec.read_values),
             first(&spec.write_values),
@@ -365,8 +365,8 @@ mod tests {
                 offset: Some(1),
                 size: Some(2),
                 device: Some(5),
-                time_unit: "us".into(),
-                offset_unit: "sectors".into(),
+                time_unit: crate::csv::TimeUnit::Us,
+                offset_unit: crate::csv::ByteUnit::Sectors,
                 ..Default::default()
             },
             ..Default::default()

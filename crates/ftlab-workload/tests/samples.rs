@@ -188,7 +188,7 @@ fn generic_reader_reads_msr_like_the_msr_reader() {
             op: Some(3),
             offset: Some(4),
             size: Some(5),
-            time_unit: "100ns".into(),
+            time_unit: ftlab_workload::csv::TimeUnit::Ns100,
             rebase_time: true,
             ..Default::default()
         },

@@ -565,6 +565,11 @@ pub fn schema() -> serde_json::Value {
         }
     }
     root["allOf"] = serde_json::Value::Array(conditions);
+    // The other registries' ids, so editors offer and check them too.
+    let formats: Vec<&str> = ftlab_workload::FORMATS.iter().map(|f| f.id).collect();
+    root["properties"]["format"]["enum"] = serde_json::json!(formats);
+    let presets: Vec<&str> = ftlab_core::nand::PRESETS.iter().map(|p| p.id).collect();
+    root["properties"]["nand"]["enum"] = serde_json::json!(presets);
     root
 }
 
@@ -674,6 +679,14 @@ mod tests {
             "ftl_options",
         ] {
             assert!(props.contains_key(key), "{key}");
+        }
+        for (key, id) in [
+            ("format", "auto"),
+            ("format", "vscsi"),
+            ("nand", "slc-k9f1g16u0m"),
+        ] {
+            let ids = s["properties"][key]["enum"].as_array().unwrap();
+            assert!(ids.iter().any(|v| v == id), "{key}: {id}");
         }
         assert!(s["properties"]["ftl"]["enum"]
             .as_array()
