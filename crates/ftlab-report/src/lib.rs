@@ -377,7 +377,8 @@ pub struct EndOfRunReport {
 /// the CLI and kept in the report's `notices` list.
 #[derive(Serialize, Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
-    /// A stable identifier for scripts (`snake_case`, documented in docs/report-notices.md).
+    /// A stable identifier for scripts (`snake_case`, documented in
+    /// docs/report-notices.md).
     pub code: &'static str,
     /// What was seen, with the figures.
     pub message: String,

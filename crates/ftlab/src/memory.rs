@@ -24,6 +24,13 @@
 //!   `size` in pages, 96 bytes each: the page LRU allocates 24 upfront, measured with a
 //!   4 GiB buffer; block buffers grow as they fill, with hash maps) are added; a fixed
 //!   64 MiB covers the program, histograms and workload readers.
+//! - Why an estimate and not `try_reserve` where the tables are built: on Linux, with
+//!   the default overcommit, reserving 18 GiB on a 24 GiB machine succeeds, and the
+//!   process is killed later (exit 137, as `--capacity 4TiB` was here) when the flash
+//!   initialises its spare tags and touches the pages; only an allocation larger than
+//!   memory and swap fails at once. So a failed reservation would catch only the
+//!   absurd sizes the geometry already refuses, and the estimate, compared before
+//!   anything is allocated, is what keeps a run from being killed.
 //! - The limit is `max_memory` when set (to run anyway on a machine whose available
 //!   memory is misreported, or to refuse early in tests), else what the system says is
 //!   available; with neither (not Linux), nothing is refused.
