@@ -14,8 +14,7 @@
 
 use crate::parse::{parse_u64, show, split_ws, Lines};
 use crate::{Record, TraceError};
-use ftlab_core::request::{Op, Request};
-use ftlab_core::Nanos;
+use ftlab_core::request::Op;
 use std::io::BufRead;
 
 /// Which of the two layouts a reader parses.
@@ -86,13 +85,9 @@ impl<R: BufRead> AsciiReader<R> {
             },
         };
         let overflow = |f: &'static str| l.err(f, "overflows a byte offset".to_string());
-        let req = Request {
-            arrival: Nanos(arrival),
-            op,
-            offset: lba.checked_mul(512).ok_or_else(|| overflow("lba"))?,
-            len: sectors.checked_mul(512).ok_or_else(|| overflow("size"))?,
-        };
-        Ok(l.record(req, device))
+        let offset = lba.checked_mul(512).ok_or_else(|| overflow("lba"))?;
+        let len = sectors.checked_mul(512).ok_or_else(|| overflow("size"))?;
+        Ok(l.record(arrival, op, offset, len, device))
     }
 }
 
@@ -113,6 +108,7 @@ impl<R: BufRead> Iterator for AsciiReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ftlab_core::Nanos;
 
     fn read(text: &str, kind: AsciiKind) -> Vec<Result<Record, TraceError>> {
         AsciiReader::new(text.as_bytes(), "t.trace", kind).collect()

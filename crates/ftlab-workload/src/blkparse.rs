@@ -23,8 +23,7 @@
 
 use crate::parse::{parse_u64, show, split_ws, Lines};
 use crate::{Record, TraceError};
-use ftlab_core::request::{Op, Request};
-use ftlab_core::Nanos;
+use ftlab_core::request::Op;
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 
@@ -151,13 +150,7 @@ impl<R: BufRead> BlkparseReader<R> {
             return Ok(None);
         }
         check_jump(latest_ns, max_jump_ns, l, t, time)?;
-        let req = Request {
-            arrival: Nanos(t),
-            op,
-            offset,
-            len,
-        };
-        Ok(Some(l.record(req, device)))
+        Ok(Some(l.record(t, op, offset, len, device)))
     }
 }
 
@@ -221,6 +214,7 @@ impl<R: BufRead> Iterator for BlkparseReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ftlab_core::Nanos;
 
     fn read(text: &str, event: &str) -> Vec<Result<Record, TraceError>> {
         let spec = BlkparseSpec {

@@ -20,8 +20,7 @@
 
 use crate::parse::{show, split_on, split_ws, Lines};
 use crate::{Record, TraceError};
-use ftlab_core::request::{Op, Request};
-use ftlab_core::Nanos;
+use ftlab_core::request::Op;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -490,13 +489,7 @@ impl<R: BufRead> CsvReader<R> {
                 )
             })?;
         }
-        let req = Request {
-            arrival: Nanos(t),
-            op,
-            offset,
-            len,
-        };
-        Ok(Some(l.record(req, device)))
+        Ok(Some(l.record(t, op, offset, len, device)))
     }
 }
 
@@ -569,6 +562,7 @@ impl<R: BufRead> Iterator for CsvReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ftlab_core::Nanos;
 
     fn spec() -> CsvSpec {
         CsvSpec {

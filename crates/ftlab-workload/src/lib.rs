@@ -258,14 +258,19 @@ fn look(input: &mut dyn BufRead, name: &str, format: &str) -> Result<Inspection,
 /// Opens `path` and looks at its first bytes: the format (`auto` resolved) and notes for
 /// the report. Errors as [`open_records`].
 pub fn inspect(path: &Path, format: &str) -> Result<Inspection, TraceError> {
-    let name = path.display().to_string();
-    let mut input = input::open_input(path).map_err(|e| TraceError {
-        file: name.clone(),
+    let mut input = open_trace_input(path)?;
+    look(&mut input, &path.display().to_string(), format)
+}
+
+/// Opens a trace file, decompressing it as its magic bytes say; an error names the file
+/// and the field `path`.
+pub(crate) fn open_trace_input(path: &Path) -> Result<Box<dyn std::io::BufRead>, TraceError> {
+    input::open_input(path).map_err(|e| TraceError {
+        file: path.display().to_string(),
         line: 0,
         field: "path",
         why: format!("cannot open: {e}"),
-    })?;
-    look(&mut input, &name, format)
+    })
 }
 
 /// Adds a hint to the error of the first data line: that it looks like a header, or
@@ -410,12 +415,7 @@ pub fn open_records(
         field: "format",
         why,
     })?;
-    let input = input::open_input(path).map_err(|e| TraceError {
-        file: name.clone(),
-        line: 0,
-        field: "path",
-        why: format!("cannot open: {e}"),
-    })?;
+    let input = open_trace_input(path)?;
     read_records(input, &name, format, opts)
 }
 

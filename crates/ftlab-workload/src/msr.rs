@@ -11,8 +11,7 @@
 
 use crate::parse::{show, split_on, Lines};
 use crate::{Record, TraceError};
-use ftlab_core::request::{Op, Request};
-use ftlab_core::Nanos;
+use ftlab_core::request::Op;
 use std::io::BufRead;
 
 /// Streams an MSR Cambridge trace.
@@ -65,13 +64,7 @@ impl<R: BufRead> MsrReader<R> {
                 format!("{ticks} is too far after the first record"),
             )
         })?;
-        let req = Request {
-            arrival: Nanos(arrival),
-            op,
-            offset,
-            len,
-        };
-        Ok(l.record(req, device))
+        Ok(l.record(arrival, op, offset, len, device))
     }
 }
 
@@ -90,6 +83,7 @@ impl<R: BufRead> Iterator for MsrReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ftlab_core::Nanos;
 
     fn read(text: &str) -> Vec<Result<Record, TraceError>> {
         MsrReader::new(text.as_bytes(), "t.csv").collect()

@@ -6,7 +6,8 @@
 //! 26 214 000 ns with no floating-point rounding.
 
 use crate::{Record, TraceError};
-use ftlab_core::request::Request;
+use ftlab_core::request::{Op, Request};
+use ftlab_core::Nanos;
 use std::io::BufRead;
 
 /// A line-at-a-time view of a text input that counts lines for error messages.
@@ -166,11 +167,17 @@ impl<R> Lines<R> {
             .map_err(|e| self.err(name, format!("`{}` {}", show(text), e.why())))
     }
 
-    /// A record of the current line.
+    /// The record of the current line: a request arriving at `arrival_ns` (every
+    /// reader ends its parse here, so none builds the record by hand).
     #[inline]
-    pub fn record(&self, req: Request, device: u32) -> Record {
+    pub fn record(&self, arrival_ns: u64, op: Op, offset: u64, len: u64, device: u32) -> Record {
         Record {
-            req,
+            req: Request {
+                arrival: Nanos(arrival_ns),
+                op,
+                offset,
+                len,
+            },
             device,
             line: self.line_no,
             pass: 0,

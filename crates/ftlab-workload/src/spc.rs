@@ -9,8 +9,7 @@
 
 use crate::parse::{show, split_on, Lines};
 use crate::{Record, TraceError};
-use ftlab_core::request::{Op, Request};
-use ftlab_core::Nanos;
+use ftlab_core::request::Op;
 use std::io::BufRead;
 
 /// Largest timestamp accepted, in seconds.
@@ -56,13 +55,7 @@ impl<R: BufRead> SpcReader<R> {
         let offset = lba
             .checked_mul(512)
             .ok_or_else(|| l.err("lba", format!("`{lba}` overflows a byte offset")))?;
-        let req = Request {
-            arrival: Nanos(arrival),
-            op,
-            offset,
-            len,
-        };
-        Ok(l.record(req, device))
+        Ok(l.record(arrival, op, offset, len, device))
     }
 }
 
@@ -78,6 +71,7 @@ impl<R: BufRead> Iterator for SpcReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ftlab_core::Nanos;
 
     fn read(text: &str) -> Vec<Result<Record, TraceError>> {
         SpcReader::new(text.as_bytes(), "t.spc").collect()

@@ -9,7 +9,7 @@
 //! (devices, actions) are the eight most frequent.
 
 use crate::parse::{split_on, split_ws};
-use crate::{input, open_records, ReadOptions, TraceError};
+use crate::{open_records, ReadOptions, TraceError};
 use ftlab_core::request::Op;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -176,13 +176,7 @@ pub fn survey(path: &Path, format: &str, opts: &ReadOptions) -> Result<Survey, T
         return Ok(s);
     }
     // The lines themselves: count, blank or comment, and the action or filter values.
-    let name = path.display().to_string();
-    let mut input = input::open_input(path).map_err(|e| TraceError {
-        file: name.clone(),
-        line: 0,
-        field: "path",
-        why: format!("cannot open: {e}"),
-    })?;
+    let mut input = crate::open_trace_input(path)?;
     let comment = if format == "csv" {
         opts.csv.comment.as_bytes().to_vec()
     } else {
