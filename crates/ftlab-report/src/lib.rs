@@ -45,6 +45,10 @@ pub struct WaitNs {
 }
 
 /// `host.*`
+// Its first fields repeat `ftlab_core::metrics::HostStats` (with their doc lines) on
+// purpose: this struct is the report's stable JSON interface (keys added, never
+// renamed), the other the engine's working counters, free to change; `build` copies
+// one into the other field by field.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct HostReport {
     /// Requests measured.
