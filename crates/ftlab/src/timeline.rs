@@ -301,9 +301,10 @@ pub struct Recorder {
     /// Time-based: the current interval has bounds.
     open: bool,
     start_ns: u64,
-    /// Time-based: the current interval's upper bound, 0 before the first request (so
-    /// it opens one); `u64::MAX` otherwise. A request arriving at or after it takes
-    /// the cold path: the only per-request test of time intervals.
+    /// Time-based: the current interval's upper bound. 0 when the measured phase
+    /// starts, so its first request opens the first interval; `u64::MAX` after that
+    /// for request-count intervals, and before the measured phase. A request arriving
+    /// at or after it takes the cold path: the only per-request test before a request.
     bound_ns: u64,
     /// Request-count: requests per interval; `u64::MAX` otherwise, and before the
     /// measured phase.
@@ -341,9 +342,10 @@ impl Recorder {
         self.active = true;
         self.open = false;
         self.start_ns = 0;
-        (self.bound_ns, self.count_every) = match self.every {
-            TimelineEvery::Time(_) => (0, u64::MAX),
-            TimelineEvery::Requests(n) => (u64::MAX, n),
+        self.bound_ns = 0;
+        self.count_every = match self.every {
+            TimelineEvery::Time(_) => u64::MAX,
+            TimelineEvery::Requests(n) => n,
         };
         self.last_arrival_ns = 0;
         self.power_losses = 0;
@@ -371,7 +373,10 @@ impl Recorder {
     #[cold]
     fn time_boundary(&mut self, engine: &Engine, t: u64) {
         let TimelineEvery::Time(Nanos(span)) = self.every else {
-            unreachable!("only time intervals have a bound");
+            // The first request of a request-count timeline.
+            self.start_ns = t;
+            self.bound_ns = u64::MAX;
+            return;
         };
         if !self.open {
             self.open_at(t - t % span, span);
@@ -395,9 +400,6 @@ impl Recorder {
     pub fn after_request(&mut self, engine: &Engine, arrival: Nanos) {
         self.latency.record(engine.last_response().0);
         self.last_arrival_ns = arrival.0;
-        if self.latency.n == 1 && self.count_every != u64::MAX {
-            self.start_ns = arrival.0;
-        }
         if self.latency.n >= self.count_every {
             self.close(engine, arrival.0);
         }
