@@ -59,6 +59,9 @@ enum Command {
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Measure simulation speed: every FTL and a few buffers on fixed workloads, compared
+    /// with the previous run on this machine.
+    Bench(ftlab_cli::bench::BenchArgs),
     /// Put the JSON reports of several runs side by side: a table of key figures, and
     /// with --html one self-contained page with the same charts, one series per run.
     Compare(CompareArgs),
@@ -188,9 +191,20 @@ struct WorkloadArgs {
     #[arg(long, value_name = "S")]
     #[serde(rename = "window_end_s")]
     window_end: Option<f64>,
-    /// Hold N records to put a trace that is not time-ordered (blkparse) in order
+    /// Hold N records to put a trace that is not time-ordered (blkparse) in order; 0 turns
+    /// it off [default: 4096]
     #[arg(long, value_name = "N")]
     sort_window: Option<u32>,
+    /// Keep arrival times as stamped instead of relative to the first record (windows
+    /// then count from time 0 of the stamps)
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    absolute_time: bool,
+    /// Refuse the run (exit 2) when the device selection, time window and skipped bad
+    /// records drop more than this share of the trace's records; 1 accepts anything
+    /// [default: 0.99]
+    #[arg(long, value_name = "SHARE")]
+    max_dropped_share: Option<f64>,
     /// Skip bad records and count them (workload.skipped_records) instead of stopping
     #[arg(long)]
     #[serde(skip_serializing_if = "is_false")]
@@ -199,7 +213,8 @@ struct WorkloadArgs {
     /// bounds what a power loss can take does (co-op-buffer-ftl.txt §6.5)
     #[arg(long, value_name = "N")]
     flush_every: Option<u64>,
-    /// Generic csv format: columns (from 0) as time=N,offset=N,size=N,op=N[,device=N]
+    /// Generic csv format: columns as time=N,offset=N,size=N,op=N[,device=N], counting
+    /// from 0, or by header name (time=Timestamp,...; implies --header)
     #[arg(long, value_name = "MAP")]
     #[serde(skip)]
     columns: Option<String>,
@@ -311,17 +326,20 @@ impl WorkloadArgs {
                 let (k, v) = part
                     .split_once('=')
                     .ok_or_else(|| anyhow::anyhow!("--columns: `{part}` is not NAME=COLUMN"))?;
-                let key = match k.trim() {
-                    name @ ("time" | "offset" | "size" | "op" | "device") => format!("csv.{name}"),
+                let role = match k.trim() {
+                    name @ ("time" | "offset" | "size" | "op" | "device") => name,
                     other => anyhow::bail!(
                         "--columns: unknown column name `{other}` (time, offset, size, op, device)"
                     ),
                 };
-                let col: u32 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("--columns: `{v}` is not a column number"))?;
-                f.push((key, Integer(col as i64)));
+                match v.trim().parse::<u32>() {
+                    Ok(col) => f.push((format!("csv.{role}"), Integer(col as i64))),
+                    Err(_) if !v.trim().is_empty() => f.push((
+                        format!("csv.by_name.{role}"),
+                        toml::Value::String(v.trim().to_string()),
+                    )),
+                    Err(_) => anyhow::bail!("--columns: `{part}` names no column"),
+                }
             }
         }
         Ok(())
@@ -330,11 +348,14 @@ impl WorkloadArgs {
 
 #[derive(Args)]
 struct StatsArgs {
-    /// The trace file (plain, .gz or .zst)
+    /// The trace file (plain, or gzip, zstd, bzip2 or xz compressed)
     file: PathBuf,
-    /// Trace format (see `ftlab list`) [default: spc]
+    /// Trace format (see `ftlab list`; auto recognises the native ones) [default: spc]
     #[arg(long, value_name = "FMT")]
     format: Option<String>,
+    /// Devices shown in the per-device table (the busiest first)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    top: usize,
     /// Print the statistics as JSON
     #[arg(long)]
     json: bool,
@@ -353,7 +374,7 @@ struct StatsArgs {
 
 #[derive(Args)]
 struct GenArgs {
-    /// Output file; .gz or .zst compresses it
+    /// Output file; .gz, .zst or .bz2 compresses it
     #[arg(long, short, value_name = "FILE")]
     out: PathBuf,
     /// Output format (see `ftlab list`) [default: spc]
@@ -397,10 +418,15 @@ struct RunArgs {
     /// Over-provisioning in percent of the logical capacity [default: 7]
     #[arg(long, value_name = "PCT")]
     op: Option<f64>,
+    /// Memory the run may use for its tables, e.g. 8GiB; a run whose estimated tables
+    /// exceed it is refused before anything is allocated [default: the memory available]
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
     /// Trace file to replay; without one, the synthetic workload runs
     #[arg(long, value_name = "PATH")]
     trace: Option<PathBuf>,
-    /// Trace format (see `ftlab list`) [default: spc]
+    /// Trace format (see `ftlab list`; auto recognises spc, msr, mqsim, disksim, blkparse
+    /// and vscsi and says which it chose) [default: spc]
     #[arg(long, value_name = "FMT")]
     format: Option<String>,
     /// Fold addresses beyond the capacity into it: modulo (wrap around, the default) or
@@ -408,15 +434,34 @@ struct RunArgs {
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "modulo")]
     #[serde(skip)]
     fold: Option<String>,
-    /// Seed of every random stream [default: 1]
+    /// Seed of every random stream, 0 to 2^64-1 [default: 1]
     #[arg(long, value_name = "N")]
+    #[serde(with = "ftlab::config::seed_repr::option")]
     seed: Option<u64>,
-    /// Timing model: serial (the papers') or parallel (channels x dies) [default: serial]
+    /// Timing model: serial (the papers' one chip) or parallel (channels x dies, 8 x 4
+    /// unless --channels/--dies say otherwise) [default: serial]
     #[arg(long, value_name = "MODEL")]
     timing: Option<String>,
-    /// Write every logical page once before measuring (fill), or not (none) [default: none]
+    /// Channels of --timing parallel [default: 8]
+    #[arg(long, value_name = "N")]
+    channels: Option<u32>,
+    /// Dies per channel of --timing parallel [default: 4]
+    #[arg(long, value_name = "N")]
+    dies: Option<u32>,
+    /// Channel bandwidth of --timing parallel in MiB/s (a page's transfer time)
+    /// [default: 40]
+    #[arg(long, value_name = "MIB_S")]
+    channel_mib_s: Option<f64>,
+    /// Before measuring: write every logical page once (fill), every page the workload
+    /// reads or writes (footprint: short trace excerpts then read real data), or
+    /// nothing (none) [default: none]
     #[arg(long, value_name = "MODE")]
     precondition: Option<String>,
+    /// Leave the pages still dirty in the write buffer at the end out of the figures,
+    /// instead of writing them to flash as a device does on shutdown (the default)
+    #[arg(long)]
+    #[serde(skip)]
+    no_drain: bool,
     /// Passes over the workload before the measured ones; their statistics are dropped
     /// (cach-ftl.txt §5.1 plays a trace twice first)
     #[arg(long, value_name = "N")]
@@ -486,6 +531,9 @@ impl RunArgs {
         }
         if self.no_verify {
             f.push(("verify".into(), S("off".into())));
+        }
+        if self.no_drain {
+            f.push(("drain".into(), Boolean(false)));
         }
         self.workload.flags(&mut f)?;
         Ok(f)
@@ -732,6 +780,8 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     cfg.warmup = 0;
     cfg.replay = 1;
     cfg.fold = false;
+    // Statistics of a selection are what it is for: only an empty one is refused.
+    cfg.max_dropped_share = 1.0;
     let geo = sim::device_geometry(&cfg)?;
     ftlab_workload::check_format(&cfg.format, &source::read_options(&cfg))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -740,12 +790,27 @@ fn stats_cmd(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     for r in source::workload_stream(&cfg, &geo, &counters)? {
         b.add(&r.map_err(|e| source::name_source(e, &cfg))?);
     }
-    let stats = b.finish(counters.skipped_records.get());
+    source::check_kept(&cfg, &counters)?;
+    let stats = source::finish_stats(b, &counters);
+    let format = counters
+        .format
+        .borrow()
+        .clone()
+        .unwrap_or(cfg.format.clone());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&stats)?);
     } else {
-        println!("{} ({})", args.file.display(), cfg.format);
-        print!("{}", stats.human());
+        println!("{} ({format})", args.file.display());
+        print!("{}", stats.human_top(args.top));
+    }
+    for n in source::workload_notes(&cfg, &counters)
+        .into_iter()
+        .filter(|n| n.code != "devices_share_space")
+    {
+        eprintln!(
+            "warning: {}",
+            ftlab_report::Notice::new(n.code, n.message, n.hint)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -760,7 +825,7 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
         flags.push(("synthetic.count".into(), Integer(n as i64)));
     }
     if let Some(n) = args.seed {
-        flags.push(("seed".into(), Integer(n as i64)));
+        flags.push(("seed".into(), config::seed_repr::to_toml(n)));
     }
     if let Some(c) = &args.capacity {
         flags.push(("capacity".into(), S(c.clone())));
@@ -803,6 +868,24 @@ fn gen_cmd(args: &GenArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `ftlab run` flag of the config key a configuration error names (`` `csv.time_unit`:
+/// ... `` -> `--time-unit`), looked up in the command line's own definition so it cannot
+/// drift: a flag whose long name is the key's last part with `-` for `_`.
+fn flag_of_config_error(e: &config::ConfigError) -> Option<String> {
+    use clap::CommandFactory;
+    let config::ConfigError::Invalid { why, .. } = e else {
+        return None;
+    };
+    let key = why.strip_prefix('`')?.split('`').next()?;
+    let long = key.rsplit('.').next()?.replace('_', "-");
+    let cmd = Cli::command();
+    let found = cmd
+        .find_subcommand("run")?
+        .get_arguments()
+        .any(|a| a.get_long() == Some(long.as_str()));
+    found.then(|| format!("--{long}"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -820,6 +903,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce_cmd(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
+        Command::Bench(args) => ftlab_cli::bench::command(args),
         Command::Compare(args) => visual::compare(&args.reports, args.html.as_deref()).map(|t| {
             print!("{t}");
             ExitCode::SUCCESS
@@ -839,9 +923,24 @@ fn main() -> ExitCode {
                             _ => None,
                         }),
                 )
-                .any(|t| t.is_record_error() && !t.file.ends_with("(fold compact)"));
+                .any(|t| {
+                    // Not for a record that shows the whole file is misread (a header, another
+                    // format, a csv header without the named column): skipping cannot help.
+                    t.is_record_error()
+                        && !t.file.ends_with("(fold compact)")
+                        && !t.why.contains("looks like a header")
+                        && !t.why.contains("the first lines look like")
+                        && !t.why.contains("the header has no column")
+                });
             if bad_record {
                 eprintln!("hint: --skip-bad skips bad records and counts them in the report");
+            }
+            if let Some(flag) = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<config::ConfigError>())
+                .and_then(flag_of_config_error)
+            {
+                eprintln!("hint: on the command line this key is {flag}");
             }
             let code = e
                 .chain()

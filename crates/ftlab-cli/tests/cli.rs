@@ -345,7 +345,7 @@ fn config_show_prints_a_config_that_runs_and_schema_is_json() {
     assert!(r.status.success(), "{}", stderr(&r));
     let report: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(report["config"]["op"], 12.5);
-    assert_eq!(report["report_version"], 3);
+    assert_eq!(report["report_version"], 4);
 
     let s = ftlab(&["config", "schema"]);
     assert!(s.status.success());
@@ -360,4 +360,24 @@ fn config_show_prints_a_config_that_runs_and_schema_is_json() {
         schema.to_string().contains("cmt_bytes"),
         "each scheme's options are in it"
     );
+}
+
+/// Issue 17 (typed config) and 27 (errors name the flag): a bad csv unit is refused where
+/// the configuration is read, with the allowed values and the flag that sets the key.
+#[test]
+fn a_bad_csv_unit_names_the_values_and_the_flag() {
+    let o = ftlab(&[
+        "run",
+        "--trace",
+        "../../tests/data/msr-hm0-sample.csv",
+        "--format",
+        "csv",
+        "--columns",
+        "time=0,offset=4,size=5,op=3",
+        "--time-unit",
+        "h",
+    ]);
+    assert_clean_error(&o, &["`csv.time_unit`", "100ns", "--time-unit"]);
+    let o = ftlab(&["run", "--set", "csv.offset_unit=0"]);
+    assert_clean_error(&o, &["`csv.offset_unit`", "above 0", "--offset-unit"]);
 }

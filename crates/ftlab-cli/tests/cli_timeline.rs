@@ -86,7 +86,15 @@ fn timeline_csv_html_and_json_agree_and_are_byte_identical_on_rerun() {
     let (csv, html, json) = run_with_outputs(&d, "a");
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
     let rows = report["timeline"]["intervals"].as_array().unwrap();
-    assert_eq!(rows.len(), 5);
+    // Five intervals of 1k requests, then the end-of-run drain of the buffer's dirty
+    // pages in an interval of its own (no requests), marked `drain`.
+    assert_eq!(rows.len(), 6);
+    assert_eq!(rows[5]["requests"], 0);
+    assert!(rows[5]["flash_programs"].as_u64().unwrap() > 0);
+    let marks = report["timeline"]["marks"].as_array().unwrap();
+    assert_eq!(marks.len(), 1);
+    assert_eq!(marks[0]["kind"], "drain");
+    assert_eq!(marks[0]["interval"], 5);
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let keys: Vec<&str> = ftlab_report::timeline::COLUMNS

@@ -15,6 +15,17 @@
 //!   operations they issue are timed as background work starting when the device went
 //!   idle.
 //! - A request of zero bytes is counted and completes at its arrival.
+//! - A read of a page never written (or trimmed) is counted in
+//!   [`HostStats::unmapped_reads`] and costs what the FTL's lookup costs: nothing for a
+//!   table in RAM, a translation page read for a demand-paged scheme whose entry is not
+//!   cached and whose translation page is on flash. No data page is read: a real device
+//!   answers such a read with zeroes from its controller (the mapping says there is
+//!   nothing to read), so charging a page read would invent flash work. On a short
+//!   excerpt of a trace most reads can be of this kind; `precondition = "footprint"`
+//!   writes the pages first (docs/report-notices.md, `unmapped_reads`).
+//! - End of run: [`Engine::drain`] writes what the buffer still holds, as a device
+//!   does on shutdown (a flush-cache); its operations are timed as background work
+//!   after the last request, so no request waits for them.
 
 use crate::buffer::{Backend, Buffer, BufferStats};
 use crate::flash::{Flash, FlashStats};
@@ -122,6 +133,17 @@ pub struct Outcome {
     pub verified: bool,
 }
 
+/// What the end-of-run drain found and did ([`Engine::drain`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drain {
+    /// Dirty pages the buffer held when the workload ended.
+    pub dirty_pages: u64,
+    /// Flash programs the drain caused (all causes: the pages, GC, map writes).
+    pub programs: u64,
+    /// Simulated time the drain took, after the device went idle.
+    pub time_ns: u64,
+}
+
 /// What one power loss cost and lost.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Recovery {
@@ -221,7 +243,7 @@ impl Engine {
         }
         let done = self.timing.serve(req.arrival, self.flash.log_ops());
         self.flash.clear_log();
-        self.host.record(req.arrival, done);
+        self.host.record(req.arrival, done, self.timing.last_wait());
         self.last_response = done.saturating_sub(req.arrival);
         if let Verify::Deep { every } = self.cfg.verify {
             if every > 0 && self.request_no.is_multiple_of(every) {
@@ -273,14 +295,17 @@ impl Engine {
         self.host.bytes_read += req.len;
         let (first, end) = self.pages(req)?;
         for lpn in first..end {
-            self.read_page(Lpn(lpn))?;
+            if !self.read_page(Lpn(lpn))? {
+                self.host.unmapped_reads += 1;
+            }
         }
         self.host.pages_read += (end - first) as u64;
         Ok(())
     }
 
+    /// Reads one page through the buffer and the FTL; returns whether it was mapped.
     #[inline]
-    fn read_page(&mut self, lpn: Lpn) -> Result<(), SimError> {
+    fn read_page(&mut self, lpn: Lpn) -> Result<bool, SimError> {
         let mut be = Backend {
             ftl: &mut *self.ftl,
             flash: &mut self.flash,
@@ -294,7 +319,7 @@ impl Engine {
                     violation,
                 })?;
         }
-        Ok(())
+        Ok(found.is_some())
     }
 
     fn write(&mut self, req: &Request) -> Result<(), SimError> {
@@ -373,6 +398,83 @@ impl Engine {
         let n = self.geo.logical_pages;
         self.write_pages(0, n, true);
         self.flash.clear_log();
+    }
+
+    /// Writes every logical page whose bit is set in `pages` (one bit per LPN, LPN `n`
+    /// at bit `n % 64` of word `n / 64`) once, in ascending order and straight to the
+    /// FTL, like [`Engine::precondition_fill`] restricted to a workload's footprint.
+    /// Not timed; returns the pages written.
+    pub fn precondition_pages(&mut self, pages: &[u64]) -> u64 {
+        let n = self.geo.logical_pages;
+        let is_set = |l: u32| {
+            pages
+                .get(l as usize / 64)
+                .is_some_and(|w| w >> (l % 64) & 1 != 0)
+        };
+        let mut written = 0u64;
+        let mut l = 0u32;
+        while l < n {
+            let rest = pages.get(l as usize / 64).copied().unwrap_or(0) >> (l % 64);
+            if rest == 0 {
+                // Nothing more in this word.
+                l = ((l as u64 / 64 + 1) * 64).min(n as u64) as u32;
+                continue;
+            }
+            l += rest.trailing_zeros();
+            if l >= n {
+                break;
+            }
+            let first = l;
+            while l < n && is_set(l) {
+                l += 1;
+            }
+            self.write_pages(first, l, true);
+            written += (l - first) as u64;
+        }
+        self.flash.clear_log();
+        written
+    }
+
+    /// The device comes to rest after preconditioning: the FTL writes back its dirty
+    /// RAM state ([`Ftl::settle`]). Not timed; call [`Engine::reset_measurement`] after.
+    pub fn settle(&mut self) {
+        self.ftl.settle(&mut self.flash);
+        self.flash.clear_log();
+    }
+
+    /// Dirty pages the write buffer holds (data not yet handed to the FTL).
+    pub fn dirty_pages(&self) -> u64 {
+        let mut v = Vec::new();
+        self.buffer.volatile_pages(&mut v);
+        v.sort_unstable();
+        v.dedup();
+        v.len() as u64
+    }
+
+    /// End of run: the buffer writes every dirty page to the FTL, as on a host
+    /// flush-cache (a device flushes its cache on shutdown). The operations count in
+    /// the measured statistics and are timed as background work starting when the
+    /// device went idle: they extend no request's response time.
+    pub fn drain(&mut self) -> Drain {
+        let dirty_pages = self.dirty_pages();
+        if dirty_pages == 0 {
+            return Drain::default();
+        }
+        let before = FlashStats::total(&self.flash.stats().programs);
+        let mut be = Backend {
+            ftl: &mut *self.ftl,
+            flash: &mut self.flash,
+        };
+        self.buffer.flush(&mut be);
+        let programs = FlashStats::total(&self.flash.stats().programs) - before;
+        let start = self.timing.idle_at();
+        let end = self.timing.background(start, self.flash.log_ops());
+        self.flash.clear_log();
+        Drain {
+            dirty_pages,
+            programs,
+            time_ns: end.saturating_sub(start).0,
+        }
     }
 
     /// Starts the measured phase: zeroes every counter and the clock, keeps the state
@@ -591,5 +693,49 @@ mod tests {
             e.flash().log_capacity()
         );
         assert_eq!(e.verify_readback().unwrap(), geo.logical_pages as u64);
+    }
+
+    #[test]
+    fn precondition_pages_writes_exactly_the_pages_set() {
+        let geo = GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 64,
+            spare_bytes: 64,
+            logical_bytes: 1 << 20,
+            op_percent: 7.0,
+            channels: 1,
+            dies_per_channel: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap();
+        let lat = crate::nand::preset("slc-k9f1g16u0m").unwrap().latencies();
+        let mut e = Engine::new(
+            &geo,
+            lat,
+            Box::new(Direct),
+            Box::new(Passthrough::default()),
+            Box::new(SerialTiming::new(lat)),
+            EngineConfig::default(),
+        );
+        let mut bits = vec![0u64; (geo.logical_pages as usize).div_ceil(64)];
+        // The test FTL programs LPN n at PPN n: in order within each block.
+        for l in [0u32, 1, 2, 64, 65, 66, 128] {
+            bits[l as usize / 64] |= 1 << (l % 64);
+        }
+        assert_eq!(e.precondition_pages(&bits), 7);
+        assert_eq!(FlashStats::total(&e.flash().stats().programs), 7);
+        // A read of a written page is mapped; of another page, unmapped and counted.
+        let read = |offset: u64| Request {
+            arrival: Nanos(0),
+            op: Op::Read,
+            offset,
+            len: 2048,
+        };
+        e.reset_measurement();
+        e.submit(&read(128 * 2048)).unwrap();
+        e.submit(&read(129 * 2048)).unwrap();
+        let o = e.outcome();
+        assert_eq!((o.host.pages_read, o.host.unmapped_reads), (2, 1));
     }
 }

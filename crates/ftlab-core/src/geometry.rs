@@ -134,7 +134,8 @@ impl GeometryBuilder {
                 self.logical_bytes,
                 format!(
                     "{physical_pages} physical pages do not fit 32-bit page numbers; \
-                     use a larger page size or a smaller capacity"
+                     use a larger page size, a smaller capacity, or --fold compact to \
+                     pack the blocks a trace touches into a smaller capacity"
                 ),
             ));
         }

@@ -39,6 +39,14 @@ pub trait Timing {
 
     /// Forgets all busy state (after preconditioning and warm-up).
     fn reset(&mut self);
+
+    /// How long the request of the last [`Timing::serve`] waited for busy resources
+    /// before its first operation started (0 if it caused none). The engine sums it to
+    /// tell queueing from service and to see a saturated device. The default says 0
+    /// (a model that does not know).
+    fn last_wait(&self) -> Nanos {
+        Nanos::ZERO
+    }
 }
 
 /// Latency of one operation under the serial model.
@@ -57,6 +65,7 @@ pub fn op_latency(lat: &Latencies, kind: OpKind) -> Nanos {
 pub struct SerialTiming {
     lat: Latencies,
     busy_until: Nanos,
+    last_wait: Nanos,
 }
 
 impl SerialTiming {
@@ -65,6 +74,7 @@ impl SerialTiming {
         SerialTiming {
             lat,
             busy_until: Nanos::ZERO,
+            last_wait: Nanos::ZERO,
         }
     }
 
@@ -83,8 +93,10 @@ impl Timing for SerialTiming {
         if ops.is_empty() {
             // Served from RAM (a buffer hit, an unmapped read): no flash time, and it
             // does not wait for the flash queue.
+            self.last_wait = Nanos::ZERO;
             return arrival;
         }
+        self.last_wait = self.busy_until.saturating_sub(arrival);
         self.run(arrival, ops)
     }
 
@@ -101,6 +113,11 @@ impl Timing for SerialTiming {
 
     fn reset(&mut self) {
         self.busy_until = Nanos::ZERO;
+        self.last_wait = Nanos::ZERO;
+    }
+
+    fn last_wait(&self) -> Nanos {
+        self.last_wait
     }
 }
 
@@ -112,6 +129,8 @@ pub struct ParallelTiming {
     channels: usize,
     die_free: Vec<Nanos>,
     chan_free: Vec<Nanos>,
+    /// When the first operation of the last request could start, minus its start.
+    last_wait: Nanos,
 }
 
 impl ParallelTiming {
@@ -124,6 +143,7 @@ impl ParallelTiming {
             channels: channels as usize,
             die_free: vec![Nanos::ZERO; dies],
             chan_free: vec![Nanos::ZERO; channels as usize],
+            last_wait: Nanos::ZERO,
         }
     }
 
@@ -138,11 +158,20 @@ impl ParallelTiming {
     fn run(&mut self, start: Nanos, ops: &[FlashOp]) -> Nanos {
         let mut done = start;
         let mut prev_read_end: Option<Nanos> = None;
-        for op in ops {
+        self.last_wait = Nanos::ZERO;
+        for (i, op) in ops.iter().enumerate() {
             let die = op.block.idx() % self.die_free.len();
             let chan = die % self.channels;
             let array = self.array_time(op.kind);
             let ready = start.max(self.die_free[die]);
+            if i == 0 {
+                // The first operation waits for its die (and a program for its channel).
+                let first = match op.kind {
+                    OpKind::Program => ready.max(self.chan_free[chan]),
+                    _ => ready,
+                };
+                self.last_wait = first.saturating_sub(start);
+            }
             let end = match op.kind {
                 OpKind::Read => {
                     let sensed = ready + array;
@@ -193,6 +222,11 @@ impl Timing for ParallelTiming {
     fn reset(&mut self) {
         self.die_free.fill(Nanos::ZERO);
         self.chan_free.fill(Nanos::ZERO);
+        self.last_wait = Nanos::ZERO;
+    }
+
+    fn last_wait(&self) -> Nanos {
+        self.last_wait
     }
 }
 
@@ -226,6 +260,7 @@ mod tests {
         assert_eq!(t.serve(Nanos(0), &ops), Nanos(300));
         // Arrives while busy: waits.
         assert_eq!(t.serve(Nanos(100), &ops), Nanos(600));
+        assert_eq!(t.last_wait(), Nanos(200));
         // Arrives after idle: no wait.
         assert_eq!(t.serve(Nanos(1000), &ops), Nanos(1300));
         assert_eq!(t.idle_at(), Nanos(1300));
@@ -249,6 +284,10 @@ mod tests {
         t.reset();
         let ops = [op(OpKind::Program, 0), op(OpKind::Program, 2)];
         assert_eq!(t.serve(Nanos(0), &ops), Nanos(600));
+        assert_eq!(t.last_wait(), Nanos(0));
+        // The next request on die 0 waits for it.
+        assert_eq!(t.serve(Nanos(100), &[op(OpKind::Program, 0)]), Nanos(900));
+        assert_eq!(t.last_wait(), Nanos(500));
     }
 
     #[test]

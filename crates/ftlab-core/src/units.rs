@@ -134,19 +134,27 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "m" | "mib" => 1 << 20,
         "g" | "gib" => 1 << 30,
         "t" | "tib" => 1 << 40,
+        "p" | "pib" => 1 << 50,
+        "e" | "eib" => 1 << 60,
         "kb" => 1_000,
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
+        "pb" => 1_000_000_000_000_000,
+        "eb" => 1_000_000_000_000_000_000,
         other => {
             return Err(format!(
-                "`{text}`: unknown size unit `{other}` (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+                "`{text}`: unknown size unit `{other}` (use B, KiB, MiB, GiB, TiB, PiB, EiB, \
+                 KB, MB, GB, TB, PB, EB)"
             ))
         }
     };
     let bytes = value * mult as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("`{text}` is out of range"));
+    // `u64::MAX as f64` rounds up to 2^64, so `>=` keeps 16 EiB itself out.
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
+        return Err(format!(
+            "`{text}` is out of range: sizes go up to 16 EiB minus one byte (2^64 - 1)"
+        ));
     }
     Ok(bytes.round() as u64)
 }
@@ -180,6 +188,10 @@ mod tests {
         assert_eq!(parse_size("1.5KiB").unwrap(), 1536);
         assert_eq!(parse_size("2GB").unwrap(), 2_000_000_000);
         assert!(parse_size("12XB").is_err());
+        assert_eq!(parse_size("1PiB").unwrap(), 1 << 50);
+        assert_eq!(parse_size("15EiB").unwrap(), 15 << 60);
+        let e = parse_size("16EiB").unwrap_err();
+        assert!(e.contains("out of range") && e.contains("2^64 - 1"), "{e}");
         assert!(parse_size("abc").is_err());
     }
 

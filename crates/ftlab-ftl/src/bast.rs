@@ -185,12 +185,19 @@ impl Bast {
             return Err(geometry_error(
                 ID,
                 format!(
-                    "log_blocks = {log_blocks} needs {} spare blocks (the log blocks and one \
-                     merge reserve) but the geometry has {spare} ({} physical - {} logical); \
-                     raise --op or lower log_blocks (at least 1)",
+                    "{} needs {} spare blocks (the log blocks and one merge reserve) but the \
+                     geometry has {spare} ({} physical - {} logical); {}",
+                    match opts.log_blocks.value() {
+                        Some(n) => format!("log_blocks = {n}"),
+                        None => "one log block (the least)".into(),
+                    },
                     log_blocks.max(1) + 1,
                     geo.blocks,
-                    geo.logical_blocks()
+                    geo.logical_blocks(),
+                    match opts.log_blocks.value() {
+                        Some(_) => "raise --op or lower log_blocks",
+                        None => "raise --op",
+                    }
                 ),
             ));
         }

@@ -177,6 +177,7 @@ impl Counters {
     pub(crate) fn fill(&self, s: &mut FtlStats) {
         s.gc_invocations = self.data_victims + self.trans_victims;
         s.gc_pages_copied = self.data_pages_copied;
+        s.gc_translation_pages_copied = self.tpages_moved;
         s.map_hits = self.map_hits;
         s.map_misses = self.map_misses;
         s.translation_reads =
@@ -309,7 +310,10 @@ fn op_for_pages(geo: &Geometry, pages: i64) -> f64 {
     let logical_blocks = geo.logical_pages.div_ceil(geo.pages_per_block) as f64;
     let blocks = (pages as f64 / geo.pages_per_block as f64).ceil();
     let gives = |op: f64| (logical_blocks * (1.0 + op / 100.0)).ceil() >= blocks;
-    let mut hundredths = ((blocks / logical_blocks - 1.0) * 10_000.0)
+    // Start below the answer: the block count is rounded up, so every percentage above
+    // the one giving `blocks - 1` blocks exactly already gives `blocks` (starting from
+    // `blocks` itself printed an --op up to one block's worth too high: issue 25).
+    let mut hundredths = (((blocks - 1.0) / logical_blocks - 1.0) * 10_000.0)
         .floor()
         .max(0.0);
     while !gives(hundredths / 100.0) {
@@ -1131,10 +1135,10 @@ mod tests {
                     build(&geometry(2048, ppb, lpns, op)).is_none(),
                     "{scheme} op {op}: {e}"
                 );
-                let tighter = geometry(2048, ppb, lpns, op - 0.01);
-                let fewer = tighter.blocks < geometry(2048, ppb, lpns, op).blocks;
+                // The least: one hundredth less is refused (it used to print up to a
+                // block's worth more than needed, issue 25).
                 assert!(
-                    !fewer || build(&tighter).is_some(),
+                    op < 0.01 || build(&geometry(2048, ppb, lpns, op - 0.01)).is_some(),
                     "{scheme}: {op} is not the least"
                 );
             }

@@ -270,13 +270,19 @@ impl Fast {
             return Err(geometry_error(
                 ID,
                 format!(
-                    "sw_logs = {sw_logs} and rw_logs = {rw_logs} need {} spare blocks (the \
-                     log blocks, at least one RW, and one merge reserve) but the geometry \
-                     has {spare} ({} physical - {} logical); raise --op or lower \
-                     sw_logs/rw_logs",
+                    "{} need {} spare blocks (the log blocks, at least one RW, and one merge \
+                     reserve) but the geometry has {spare} ({} physical - {} logical); {}",
+                    match opts.rw_logs.value() {
+                        Some(rw) => format!("sw_logs = {sw_logs} and rw_logs = {rw}"),
+                        None => format!("sw_logs = {sw_logs} and one RW log (the least)"),
+                    },
                     needed.max(sw_logs as u64 + 2),
                     geo.blocks,
-                    geo.logical_blocks()
+                    geo.logical_blocks(),
+                    match opts.rw_logs.value() {
+                        Some(_) => "raise --op or lower sw_logs/rw_logs",
+                        None => "raise --op or lower sw_logs",
+                    }
                 ),
             ));
         }

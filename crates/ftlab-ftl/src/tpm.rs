@@ -533,6 +533,33 @@ impl Ftl for Tpm {
         self.drop_old(flash, slot, e);
     }
 
+    /// A device at rest has a clean cache: every cached translation page with updates
+    /// is written back (once) and stays cached, clean (the choice is DFTL's; see
+    /// `dftl.rs`). GC on the way can update cached pages again, so it repeats while
+    /// any is dirty, a few times at most.
+    fn settle(&mut self, flash: &mut Flash) {
+        let epp = self.s.lay.epp as usize;
+        for _ in 0..8 {
+            let dirty: Vec<u32> = (0..self.slot_tpage.len() as u32)
+                .filter(|&v| {
+                    self.slot_tpage[v as usize] != NONE && self.slot_updates[v as usize] > 0
+                })
+                .collect();
+            if dirty.is_empty() {
+                return;
+            }
+            for v in dirty {
+                self.room_for_tpage(flash);
+                let t = self.slot_tpage[v as usize];
+                let src = self.entry(v, 0);
+                let dst = self.s.entry(t, 0);
+                self.s.content[dst..dst + epp].copy_from_slice(&self.slot_entries[src..src + epp]);
+                self.s.write_tpage(flash, t, Why::Evict);
+                self.slot_updates[v as usize] = 0;
+            }
+        }
+    }
+
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         let open = self.s.recover_scan(flash)?;
         self.recover_groups(flash, &open)?;

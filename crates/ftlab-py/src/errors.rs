@@ -48,6 +48,8 @@ pub fn run_error(py: Python<'_>, e: RunError) -> PyErr {
             };
             trace_error(py, msg, "workload", request, "offset")
         }
+        // The workload kept nothing (or too little) of the trace: a trace problem.
+        RunError::Workload(_) => trace_error(py, msg, "workload", None, "workload"),
         RunError::Internal { .. } => InternalError::new_err(msg),
         // `run` raises the Python error that asked for the stop before it gets here;
         // a stop with no such error is a keyboard interrupt.

@@ -216,12 +216,15 @@ pub fn trace_stats<'py>(
         return Err(config_error(py, "no trace given".into(), Some("trace")));
     }
     guard("trace statistics", || {
-        let (cfg, s, counters) = stream(py, cfg)?;
+        let (mut cfg, s, counters) = stream(py, cfg)?;
         let mut b = ftlab_workload::stats::StatsBuilder::new(page_bytes);
         for r in s {
             b.add(&r.map_err(|e| record_error(py, e, &cfg))?);
         }
-        let stats = b.finish(counters.skipped_records.get());
+        // As `ftlab trace stats`: only an empty selection is refused.
+        cfg.max_dropped_share = 1.0;
+        source::check_kept(&cfg, &counters).map_err(|e| run_error(py, e))?;
+        let stats = source::finish_stats(b, &counters);
         serde_json::to_string_pretty(&stats)
             .map_err(|e| crate::InternalError::new_err(format!("stats do not serialize: {e}")))
     })

@@ -32,6 +32,18 @@ pub struct ResponseNs {
     pub max: u64,
 }
 
+/// `host.wait_ns`: queueing, the part of the response time spent waiting for busy
+/// flash, and how it evolved from the first to the last quarter of the requests.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct WaitNs {
+    /// Mean over every request.
+    pub mean: f64,
+    /// Mean over the first quarter of the requests (in arrival order).
+    pub first_quarter: f64,
+    /// Mean over the last quarter.
+    pub last_quarter: f64,
+}
+
 /// `host.*`
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct HostReport {
@@ -49,8 +61,14 @@ pub struct HostReport {
     pub pages_read: u64,
     /// Pages written by the host.
     pub pages_written: u64,
+    /// Pages read that were never written (or trimmed): the FTL found no mapping and
+    /// the device answered without reading a data page (the lookup is all they cost;
+    /// docs/report-notices.md).
+    pub unmapped_reads: u64,
     /// Response times.
     pub response_ns: ResponseNs,
+    /// Time requests waited for the device before their first flash operation.
+    pub wait_ns: WaitNs,
     /// Host bytes (read + written) per simulated second, in KiB/s.
     pub throughput_kib_s: f64,
     /// First arrival to last completion.
@@ -110,8 +128,10 @@ pub struct FlashReport {
 pub struct GcReport {
     /// Victim blocks reclaimed.
     pub invocations: u64,
-    /// Valid pages copied.
+    /// Valid data pages copied.
     pub pages_copied: u64,
+    /// Valid translation (map) pages moved by GC (demand-paged schemes).
+    pub translation_pages_copied: u64,
     /// Time of GC operations (copies and erases) under serial costs.
     pub cost_ns: u64,
 }
@@ -313,6 +333,42 @@ pub struct WorkloadReport {
     pub skipped_records: u64,
     /// Records the sort window could not put in order (given the latest time so far).
     pub late_records: u64,
+    /// Good records the reader delivered in the first pass, before any transform.
+    pub records_read: u64,
+    /// Of those, records arriving before the record preceding them, as read.
+    pub out_of_order_records: u64,
+    /// The first record's timestamp as stamped in the trace, ns.
+    pub first_timestamp_ns: Option<u64>,
+    /// Whether arrivals were made relative to the first record (the default; false with
+    /// `absolute_time`).
+    pub time_rebased: bool,
+    /// First to last arrival of one pass after the transforms, ns.
+    pub span_ns: u64,
+    /// Devices in one pass after the selection.
+    pub devices: u64,
+    /// Requests submitted before the fold split any, all passes: the trace's records
+    /// (plus the flushes `flush_every` adds); `host.requests` counts the pieces the
+    /// engine got.
+    pub host_records: u64,
+    /// Records the fold split into pieces, all passes.
+    pub split_records: u64,
+}
+
+/// `end_of_run`: what the write buffer still held when the workload ended, and what
+/// became of it.
+#[derive(Serialize, Debug, Clone, PartialEq, Default)]
+pub struct EndOfRunReport {
+    /// Dirty pages the buffer held when the workload ended.
+    pub dirty_pages: u64,
+    /// Whether they were written to flash before the figures were taken (`drain`,
+    /// default true: a device flushes its cache on shutdown). Their operations are in
+    /// `flash.*` and `waf`.
+    pub drained: bool,
+    /// Flash programs the drain caused (all causes).
+    pub drain_programs: u64,
+    /// Simulated time the drain took, after the last request (background: in no
+    /// response time, not in `host.sim_time_ns`).
+    pub drain_ns: u64,
 }
 
 /// Something a reader of a report must know: the run is valid, but a figure may not
@@ -321,7 +377,8 @@ pub struct WorkloadReport {
 /// the CLI and kept in the report's `notices` list.
 #[derive(Serialize, Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
-    /// A stable identifier for scripts (`snake_case`, documented in docs/report.md).
+    /// A stable identifier for scripts (`snake_case`, documented in
+    /// docs/report-notices.md).
     pub code: &'static str,
     /// What was seen, with the figures.
     pub message: String,
@@ -351,7 +408,7 @@ impl std::fmt::Display for Notice {
 }
 
 /// The layout version of [`Report`] (its `report_version` key).
-pub const REPORT_VERSION: u32 = 3;
+pub const REPORT_VERSION: u32 = 4;
 
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -360,13 +417,17 @@ pub struct Report {
     pub ftlab_version: &'static str,
     /// Version of this report's layout: bumped by every deliberate change of its keys
     /// or of their types (CHANGELOG.md lists them). 2: scheme options echoed as typed
-    /// values (numbers, booleans) instead of text. 3: `notices`.
+    /// values (numbers, booleans) instead of text. 3: `notices`. 4: `workload` states
+    /// the records read, out-of-order records, first timestamp, rebasing, span, devices,
+    /// host records and split records; `end_of_run`, `host.unmapped_reads`,
+    /// `host.wait_ns`, `ftl.gc.translation_pages_copied`.
     pub report_version: u32,
     /// Host side.
     pub host: HostReport,
     /// Flash side.
     pub flash: FlashReport,
-    /// Write amplification: flash page programs / host page writes (null: no writes).
+    /// Write amplification: flash page programs / host page writes (null: no writes,
+    /// or none reached flash: the pages are still buffered, `end_of_run`).
     pub waf: Option<f64>,
     /// FTL.
     pub ftl: FtlReport,
@@ -378,6 +439,8 @@ pub struct Report {
     pub power_loss: PowerLossReport,
     /// Workload (set by the run; default when built alone).
     pub workload: WorkloadReport,
+    /// The buffer at the end of the run (set by the run; default when built alone).
+    pub end_of_run: EndOfRunReport,
     /// What a reader must know to trust the figures (empty for a run with nothing to
     /// say), in the order the run found them.
     pub notices: Vec<Notice>,
@@ -466,12 +529,22 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             flush_requests: h.flush_requests,
             pages_read: h.pages_read,
             pages_written: h.pages_written,
+            unmapped_reads: h.unmapped_reads,
             response_ns: ResponseNs {
                 mean: (h.mean_response_ns() * 1000.0).round() / 1000.0,
                 p50: h.response.value_at_quantile(0.5),
                 p99: h.response.value_at_quantile(0.99),
                 p999: h.response.value_at_quantile(0.999),
                 max: h.response.max(),
+            },
+            wait_ns: {
+                let (first, last) = h.load.quarters().unwrap_or((0.0, 0.0));
+                let r = |x: f64| (x * 1000.0).round() / 1000.0;
+                WaitNs {
+                    mean: r(h.mean_wait_ns()),
+                    first_quarter: r(first),
+                    last_quarter: r(last),
+                }
             },
             throughput_kib_s: (throughput * 1000.0).round() / 1000.0,
             sim_time_ns: sim,
@@ -490,12 +563,13 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             },
             by_cause,
         },
-        waf: ratio(programs, h.pages_written),
+        waf: ratio(programs, h.pages_written).filter(|_| programs > 0),
         ftl: FtlReport {
             name: labels.ftl.to_string(),
             gc: GcReport {
                 invocations: o.ftl.gc_invocations,
                 pages_copied: o.ftl.gc_pages_copied,
+                translation_pages_copied: o.ftl.gc_translation_pages_copied,
                 cost_ns: cost_ns(f, Cause::Gc, &labels.latencies),
             },
             merges: MergeReport {
@@ -538,6 +612,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
         },
         power_loss: power_loss(o),
         workload: WorkloadReport::default(),
+        end_of_run: EndOfRunReport::default(),
         notices: Vec::new(),
         config: labels.config,
         timeline: None,
@@ -590,29 +665,52 @@ pub fn summary(r: &Report) -> String {
         us(rt.p999 as f64),
         us(rt.max as f64)
     );
+    if h.wait_ns.mean > 0.0 {
+        let _ = writeln!(
+            s,
+            "            waiting for busy flash: mean {} (first quarter {}, last quarter {})",
+            us(h.wait_ns.mean),
+            us(h.wait_ns.first_quarter),
+            us(h.wait_ns.last_quarter)
+        );
+    }
+    let e = &r.end_of_run;
+    // WA is never printed as 0 for a run that wrote: null then means nothing reached
+    // flash, and the summary says where the pages are.
+    let wa = match r.waf {
+        Some(w) => format!("{w:.3}"),
+        None if h.pages_written > 0 => format!(
+            "- (none of the {} pages written reached flash; {} dirty pages still buffered)",
+            h.pages_written, e.dirty_pages
+        ),
+        None => "-".into(),
+    };
     let _ = writeln!(
         s,
-        "  flash     {} reads, {} spare reads, {} programs, {} erases; WA {}",
-        f.page_reads,
-        f.spare_reads,
-        f.page_programs,
-        f.block_erases,
-        opt(r.waf, 3)
+        "  flash     {} reads, {} spare reads, {} programs, {} erases; WA {wa}",
+        f.page_reads, f.spare_reads, f.page_programs, f.block_erases,
     );
     let _ = writeln!(
         s,
         "            erase count per block min {} / mean {:.2} / max {}",
         f.erase_count.min, f.erase_count.mean, f.erase_count.max
     );
+    // Translation pages moved by GC are copies too: "0 pages copied" beside 326 GC
+    // runs that moved translation pages read as if GC had been free.
+    let copied = if t.gc.translation_pages_copied > 0 {
+        format!(
+            "{} pages copied ({} data, {} translation)",
+            t.gc.pages_copied + t.gc.translation_pages_copied,
+            t.gc.pages_copied,
+            t.gc.translation_pages_copied
+        )
+    } else {
+        format!("{} pages copied", t.gc.pages_copied)
+    };
     let _ = writeln!(
         s,
-        "  ftl       GC {} runs, {} pages copied; merges {} switch / {} partial / {} full ({} copied)",
-        t.gc.invocations,
-        t.gc.pages_copied,
-        t.merges.switch,
-        t.merges.partial,
-        t.merges.full,
-        t.merges.pages_copied
+        "  ftl       GC {} runs, {copied}; merges {} switch / {} partial / {} full ({} copied)",
+        t.gc.invocations, t.merges.switch, t.merges.partial, t.merges.full, t.merges.pages_copied
     );
     if t.merges.padding_switch + t.merges.osm + t.merges.ba_bm > 0 {
         let _ = writeln!(
@@ -638,6 +736,29 @@ pub fn summary(r: &Report) -> String {
         b.padding_reads,
         f.by_cause.get("padding").map_or(0, |c| c.page_programs)
     );
+    if e.dirty_pages > 0 {
+        let _ = writeln!(
+            s,
+            "  end       {} dirty pages buffered at the end; {}",
+            e.dirty_pages,
+            if e.drained {
+                format!(
+                    "drained: {} programs, {:.1} ms after the last request",
+                    e.drain_programs,
+                    e.drain_ns as f64 / 1e6
+                )
+            } else {
+                "not drained (drain = false): not in the flash figures".into()
+            }
+        );
+    }
+    if h.unmapped_reads > 0 {
+        let _ = writeln!(
+            s,
+            "  unmapped  {} of {} pages read were never written: answered from the map, no flash read",
+            h.unmapped_reads, h.pages_read
+        );
+    }
     let p = &r.power_loss;
     if p.events > 0 {
         let _ = writeln!(
@@ -662,6 +783,30 @@ pub fn summary(r: &Report) -> String {
              records skipped",
             wl.records_per_pass, wl.measured_passes, wl.warmup_passes, wl.skipped_records
         );
+        if wl.source == "trace" {
+            let _ = writeln!(
+                s,
+                "            span {:.6} s per pass{}; {} device{}; {} records out of time order",
+                wl.span_ns as f64 / 1e9,
+                match (wl.time_rebased, wl.first_timestamp_ns) {
+                    (true, Some(t)) if t > 0 => {
+                        format!(" (rebased: first stamp {:.6} s)", t as f64 / 1e9)
+                    }
+                    (false, _) => " (absolute times)".into(),
+                    _ => String::new(),
+                },
+                wl.devices,
+                if wl.devices == 1 { "" } else { "s" },
+                wl.out_of_order_records
+            );
+        }
+        if wl.split_records > 0 {
+            let _ = writeln!(
+                s,
+                "            {} host requests of the trace became {} requests: the fold split {}",
+                wl.host_records, wl.requests_submitted, wl.split_records
+            );
+        }
     }
     let v = &r.verify;
     let _ = writeln!(

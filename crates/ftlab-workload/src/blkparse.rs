@@ -54,7 +54,8 @@ impl BlkparseSpec {
     pub fn validate(&self) -> Result<(), String> {
         if self.event.is_empty() || !self.event.bytes().all(|b| b.is_ascii_alphabetic()) {
             return Err(format!(
-                "blkparse.event = `{}`: must be a blktrace action code such as D or Q",
+                "blkparse.event (--blkparse-event) = `{}`: must be a blktrace action code such as D \
+                 or Q",
                 self.event
             ));
         }

@@ -1,7 +1,8 @@
 //! The generic reader: any delimited text trace, described by a column mapping
 //! ([`CsvSpec`], config table `[csv]`, flags `--columns`, `--delimiter`, ...).
 //!
-//! Columns are counted from 0. The mapping says which column holds the time, offset,
+//! Columns are counted from 0, or named by the header line (`by_name`, `--columns
+//! time=Timestamp,...`; a name implies a header). The mapping says which column holds the time, offset,
 //! size, operation and (optionally) device, the units of each, which operation values
 //! mean read, write and trim, whether the first line is a header, and optionally a
 //! column whose value must be one of a list for the line to be replayed (for formats
@@ -11,15 +12,18 @@
 //! Choices: operation values match case-insensitively after trimming; a line whose op
 //! value is in none of the three lists is an error (not silently dropped); with no time
 //! column every request arrives at 0 (back to back); with no device column the device
-//! is 0; times are taken as given unless `rebase_time` makes them relative to the first
-//! record (for traces stamped with wall-clock epochs); blank lines and lines starting
-//! with `comment` are skipped.
+//! is 0; times are taken as given (every run rebases them to the first record unless
+//! `absolute_time` is set; `rebase_time` does it here already, and is kept for old
+//! configurations); blank lines and lines starting with `comment` are skipped; header
+//! names match trimmed and case-insensitively, and a name the header lacks is an error
+//! that lists the header's columns.
 
 use crate::parse::{show, split_on, split_ws, Lines};
 use crate::{Record, TraceError};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::Nanos;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::BufRead;
 
 /// The column mapping of the generic reader.
@@ -44,11 +48,11 @@ pub struct CsvSpec {
     /// Column of the device number (none: device 0).
     pub device: Option<u32>,
     /// Unit of the time column: `s`, `ms`, `us`, `ns` or `100ns` (Windows FILETIME).
-    pub time_unit: String,
+    pub time_unit: TimeUnit,
     /// Unit of the offset column: `bytes`, `sectors` (512 B), `kib`, or a number of bytes.
-    pub offset_unit: String,
+    pub offset_unit: ByteUnit,
     /// Unit of the size column (as `offset_unit`).
-    pub size_unit: String,
+    pub size_unit: ByteUnit,
     /// Op values meaning read.
     pub read_values: Vec<String>,
     /// Op values meaning write.
@@ -59,8 +63,12 @@ pub struct CsvSpec {
     pub filter_column: Option<u32>,
     /// Values of `filter_column` that are replayed.
     pub filter_values: Vec<String>,
-    /// Make times relative to the first record's.
+    /// Make times relative to the first record's (runs do this for every format unless
+    /// `absolute_time` is set; kept for configurations that set it).
     pub rebase_time: bool,
+    /// Columns named by the header line instead of numbered: `time`, `offset`, `size`,
+    /// `op`, `device` or `filter` -> header name (implies `header`).
+    pub by_name: BTreeMap<String, String>,
 }
 
 impl Default for CsvSpec {
@@ -74,38 +82,153 @@ impl Default for CsvSpec {
             size: None,
             op: None,
             device: None,
-            time_unit: "s".into(),
-            offset_unit: "bytes".into(),
-            size_unit: "bytes".into(),
+            time_unit: TimeUnit::S,
+            offset_unit: ByteUnit::Bytes,
+            size_unit: ByteUnit::Bytes,
             read_values: vec!["r".into(), "read".into()],
             write_values: vec!["w".into(), "write".into()],
             trim_values: vec!["trim".into(), "discard".into()],
             filter_column: None,
             filter_values: Vec::new(),
             rebase_time: false,
+            by_name: BTreeMap::new(),
         }
     }
 }
 
-/// Nanoseconds per unit, for a time unit name.
-pub fn time_unit_ns(unit: &str) -> Option<u64> {
-    Some(match unit {
-        "s" => 1_000_000_000,
-        "ms" => 1_000_000,
-        "us" | "µs" => 1_000,
-        "ns" => 1,
-        "100ns" => 100,
-        _ => return None,
-    })
+/// The unit of a time column (`csv.time_unit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum TimeUnit {
+    /// Seconds.
+    #[serde(rename = "s")]
+    S,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Ms,
+    /// Microseconds (`us` or `µs`).
+    #[serde(rename = "us", alias = "µs")]
+    Us,
+    /// Nanoseconds.
+    #[serde(rename = "ns")]
+    Ns,
+    /// Ticks of 100 ns (Windows FILETIME).
+    #[serde(rename = "100ns")]
+    Ns100,
 }
 
-/// Bytes per unit, for an address unit name or a plain number of bytes.
-pub fn byte_unit(unit: &str) -> Option<u64> {
-    match unit {
-        "bytes" | "byte" | "b" => Some(1),
-        "sectors" | "sector" => Some(512),
-        "kib" | "KiB" => Some(1024),
-        n => n.parse::<u64>().ok().filter(|&n| n > 0),
+impl TimeUnit {
+    /// Nanoseconds per unit.
+    pub fn ns(self) -> u64 {
+        match self {
+            TimeUnit::S => 1_000_000_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ns => 1,
+            TimeUnit::Ns100 => 100,
+        }
+    }
+}
+
+/// The unit of an offset or size column (`csv.offset_unit`, `csv.size_unit`): `bytes`,
+/// `sectors` (512 B), `kib`, or a number of bytes (an integer, or its digits as text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByteUnit {
+    /// Bytes (`bytes`, `byte` or `b`).
+    Bytes,
+    /// Sectors of 512 bytes (`sectors` or `sector`).
+    Sectors,
+    /// KiB (`kib`).
+    Kib,
+    /// Units of this many bytes (at least 1).
+    Of(u64),
+}
+
+impl ByteUnit {
+    /// Bytes per unit.
+    pub fn bytes(self) -> u64 {
+        match self {
+            ByteUnit::Bytes => 1,
+            ByteUnit::Sectors => 512,
+            ByteUnit::Kib => 1024,
+            ByteUnit::Of(n) => n,
+        }
+    }
+}
+
+impl std::str::FromStr for ByteUnit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.trim() {
+            "bytes" | "byte" | "b" => ByteUnit::Bytes,
+            "sectors" | "sector" => ByteUnit::Sectors,
+            "kib" | "KiB" => ByteUnit::Kib,
+            n => match n.parse::<u64>() {
+                Ok(n) if n > 0 => ByteUnit::Of(n),
+                _ => {
+                    return Err(format!(
+                        "`{n}` is not a unit: bytes, sectors (512 B), kib, or a number of \
+                         bytes above 0"
+                    ))
+                }
+            },
+        })
+    }
+}
+
+impl std::fmt::Display for ByteUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ByteUnit::Bytes => f.write_str("bytes"),
+            ByteUnit::Sectors => f.write_str("sectors"),
+            ByteUnit::Kib => f.write_str("kib"),
+            ByteUnit::Of(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for ByteUnit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteUnit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ByteUnit;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes, sectors, kib, or a number of bytes above 0")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteUnit, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ByteUnit, E> {
+                v.to_string().parse().map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ByteUnit, E> {
+                v.to_string().parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl schemars::JsonSchema for ByteUnit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteUnit".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "bytes, sectors (512 B), kib, or a number of bytes above 0",
+            "anyOf": [
+                {"type": "string", "enum": ["bytes", "sectors", "kib"]},
+                {"type": "string", "pattern": "^[1-9][0-9]*$"},
+                {"type": "integer", "minimum": 1}
+            ]
+        })
     }
 }
 
@@ -128,6 +251,7 @@ pub struct CsvFormat {
     values: [Vec<Vec<u8>>; 3],
     filter: Vec<Vec<u8>>,
     rebase: bool,
+    names: [Option<String>; 6],
 }
 
 const TIME: usize = 0;
@@ -147,43 +271,67 @@ impl CsvSpec {
             d if d.len() == 1 => Delim::Byte(d.as_bytes()[0]),
             d => {
                 return Err(format!(
-                    "csv.delimiter = `{d}`: must be one character, `tab` or `whitespace`"
+                    "csv.delimiter (--delimiter) = `{d}`: must be one character, `tab` or \
+                     `whitespace`"
                 ))
             }
         };
-        let need = |v: Option<u32>, key: &str| {
-            v.map(|c| c as usize).ok_or_else(|| {
+        let mut names: [Option<String>; 6] = Default::default();
+        for (role, name) in &self.by_name {
+            let slot = NAMES.iter().position(|n| n == role).ok_or_else(|| {
                 format!(
-                    "csv.{key} is not set: the generic reader needs the {key} column (columns \
-                     count from 0; e.g. --columns time=0,offset=1,size=2,op=3)"
+                    "csv.by_name: unknown column role `{role}` (--columns; roles: time, \
+                     offset, size, op, device, filter)"
                 )
-            })
+            })?;
+            names[slot] = Some(name.trim().to_ascii_lowercase());
+        }
+        let numbered = [
+            self.time,
+            self.offset,
+            self.size,
+            self.op,
+            self.device,
+            self.filter_column,
+        ];
+        for (slot, n) in names.iter().enumerate() {
+            if n.is_some() && numbered[slot].is_some() {
+                return Err(format!(
+                    "csv.{} is set both by number and by name (csv.by_name, --columns): give \
+                     one",
+                    NAMES[slot]
+                ));
+            }
+        }
+        let need = |slot: usize| {
+            let key = NAMES[slot];
+            match (numbered[slot], &names[slot]) {
+                (Some(c), _) => Ok(Some(c as usize)),
+                (None, Some(_)) => Ok(None),
+                (None, None) => Err(format!(
+                    "csv.{key} is not set: the generic reader needs the {key} column \
+                     (--columns {key}=N, columns counting from 0, or {key}=NAME of a header \
+                     column; e.g. --columns time=0,offset=1,size=2,op=3)"
+                )),
+            }
         };
         let cols = [
             self.time.map(|c| c as usize),
-            Some(need(self.offset, "offset")?),
-            Some(need(self.size, "size")?),
-            Some(need(self.op, "op")?),
+            need(OFFSET)?,
+            need(SIZE)?,
+            need(OP)?,
             self.device.map(|c| c as usize),
             self.filter_column.map(|c| c as usize),
         ];
         if cols.iter().flatten().any(|&c| c >= 256) {
             return Err("csv columns must be below 256".into());
         }
-        if self.filter_column.is_some() && self.filter_values.is_empty() {
+        if (self.filter_column.is_some() || names[FILTER].is_some())
+            && self.filter_values.is_empty()
+        {
             return Err("csv.filter_values is empty: list the values to replay".into());
         }
-        let time_ns = time_unit_ns(&self.time_unit).ok_or_else(|| {
-            format!(
-                "csv.time_unit = `{}`: must be s, ms, us, ns or 100ns",
-                self.time_unit
-            )
-        })?;
-        let unit = |u: &str, key: &str| {
-            byte_unit(u).ok_or_else(|| {
-                format!("csv.{key} = `{u}`: must be bytes, sectors, kib or a number of bytes")
-            })
-        };
+        let time_ns = self.time_unit.ns();
         let lower = |v: &[String]| -> Vec<Vec<u8>> {
             v.iter()
                 .map(|s| s.trim().to_ascii_lowercase().into_bytes())
@@ -198,23 +346,29 @@ impl CsvSpec {
             for b in values.iter().skip(i + 1) {
                 if let Some(v) = a.iter().find(|v| b.contains(v)) {
                     return Err(format!(
-                        "csv op value `{}` is in two of read_values, write_values, trim_values",
+                        "csv op value `{}` is in two of csv.read_values (--read-values), \
+                         csv.write_values (--write-values), csv.trim_values",
                         show(v)
                     ));
                 }
             }
         }
         if values[0].is_empty() && values[1].is_empty() {
-            return Err("csv.read_values and csv.write_values are both empty".into());
+            return Err(
+                "csv.read_values (--read-values) and csv.write_values (--write-values) are both \
+                 empty"
+                    .into(),
+            );
         }
+        let any_name = names.iter().any(Option::is_some);
         Ok(CsvFormat {
             delim,
-            header: self.header,
+            header: self.header || any_name,
             comment: self.comment.as_bytes().to_vec(),
             cols,
             time_ns,
-            offset_bytes: unit(&self.offset_unit, "offset_unit")?,
-            size_bytes: unit(&self.size_unit, "size_unit")?,
+            offset_bytes: self.offset_unit.bytes(),
+            size_bytes: self.size_unit.bytes(),
             values,
             filter: self
                 .filter_values
@@ -222,6 +376,7 @@ impl CsvSpec {
                 .map(|s| s.as_bytes().to_vec())
                 .collect(),
             rebase: self.rebase_time,
+            names,
         })
     }
 }
@@ -345,20 +500,69 @@ impl<R: BufRead> CsvReader<R> {
     }
 }
 
+impl<R: BufRead> CsvReader<R> {
+    /// Reads the header line (the current line): resolves the columns named in it.
+    fn header(&mut self) -> Result<(), TraceError> {
+        let fmt = &mut self.fmt;
+        if fmt.names.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let line = self.lines.line();
+        let fields: Vec<String> = match fmt.delim {
+            Delim::Byte(d) => split_on(line, d).map(show).collect(),
+            Delim::Whitespace => split_ws(line).map(show).collect(),
+        };
+        for (slot, name) in fmt.names.iter().enumerate() {
+            let Some(name) = name else {
+                continue;
+            };
+            match fields
+                .iter()
+                .position(|f| f.trim().eq_ignore_ascii_case(name))
+            {
+                Some(i) => fmt.cols[slot] = Some(i),
+                None => {
+                    return Err(self.lines.err(
+                        NAMES[slot],
+                        format!(
+                            "the header has no column named `{name}` (--columns {}={name}); its \
+                             columns: {}",
+                            NAMES[slot],
+                            fields.join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<R: BufRead> Iterator for CsvReader<R> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (fmt, header_pending, base) = (&self.fmt, &mut self.header_pending, &mut self.base);
-        // Blank lines, comments, and the header: the first line that is neither.
-        let skip = |line: &[u8]| {
+        // Blank lines and comments are passed over; the first other line may be the
+        // header.
+        fn skip(comment: &[u8], line: &[u8]) -> bool {
             let t = line.trim_ascii();
-            if t.is_empty() || (!fmt.comment.is_empty() && t.starts_with(&fmt.comment)) {
-                return true;
+            t.is_empty() || (!comment.is_empty() && t.starts_with(comment))
+        }
+        if self.header_pending {
+            self.header_pending = false;
+            let comment = &self.fmt.comment;
+            match self.lines.advance_past(|l| skip(comment, l)) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
             }
-            std::mem::replace(header_pending, false)
-        };
-        self.lines.next_parsed(skip, |l| Self::parse(l, fmt, base))
+            if let Err(e) = self.header() {
+                return Some(Err(e));
+            }
+        }
+        let (fmt, base) = (&self.fmt, &mut self.base);
+        self.lines
+            .next_parsed(|l| skip(&fmt.comment, l), |l| Self::parse(l, fmt, base))
     }
 }
 
@@ -385,9 +589,9 @@ mod tests {
     fn maps_columns_units_and_values() {
         let s = CsvSpec {
             header: true,
-            time_unit: "ms".into(),
-            offset_unit: "sectors".into(),
-            size_unit: "kib".into(),
+            time_unit: TimeUnit::Ms,
+            offset_unit: ByteUnit::Sectors,
+            size_unit: ByteUnit::Kib,
             ..spec()
         };
         let r = read(
@@ -450,16 +654,51 @@ mod tests {
     }
 
     #[test]
+    fn csv_columns_by_header_name() {
+        let mut s = CsvSpec::default();
+        for (role, name) in [
+            ("time", "Timestamp"),
+            ("device", "disk"),
+            ("op", "TYPE"),
+            ("offset", "Offset"),
+            ("size", "Size"),
+        ] {
+            s.by_name.insert(role.into(), name.into());
+        }
+        s.time_unit = TimeUnit::Ns100;
+        let text = "# exported\nTimestamp, Hostname, Disk, Type, Offset, Size\n\
+                    100,hm,1,Read,4096,512\n300,hm,0,Write,0,4096\n";
+        let r: Vec<Record> = read(text, &s).into_iter().map(Result::unwrap).collect();
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (
+                r[0].req.arrival,
+                r[0].device,
+                r[0].req.op,
+                r[0].req.offset,
+                r[0].line
+            ),
+            (Nanos(10_000), 1, Op::Read, 4096, 3)
+        );
+        s.by_name.insert("size".into(), "Length".into());
+        let e = read(text, &s)[0].clone().unwrap_err();
+        assert_eq!((e.line, e.field), (2, "size"));
+        assert!(
+            e.why.contains("no column named `length`") && e.why.contains("Hostname"),
+            "{e}"
+        );
+        s.size = Some(5);
+        assert!(s
+            .compile()
+            .unwrap_err()
+            .contains("both by number and by name"));
+    }
+
+    #[test]
     fn bad_mappings_name_the_key() {
         let e = CsvSpec::default().compile().unwrap_err();
         assert!(e.starts_with("csv.offset is not set"), "{e}");
-        let e = CsvSpec {
-            time_unit: "h".into(),
-            ..spec()
-        }
-        .compile()
-        .unwrap_err();
-        assert!(e.starts_with("csv.time_unit"), "{e}");
+        assert!(e.contains("--columns offset=N"), "{e}");
         let e = CsvSpec {
             delimiter: "::".into(),
             ..spec()
@@ -474,12 +713,23 @@ mod tests {
         .compile()
         .unwrap_err();
         assert!(e.contains("two of"), "{e}");
-        let e = CsvSpec {
-            offset_unit: "0".into(),
-            ..spec()
+        // Units are typed: a bad one is refused where the configuration is read.
+        for (bad, why) in [("0", "above 0"), ("furlongs", "not a unit")] {
+            let e = serde_json::from_str::<ByteUnit>(&format!("\"{bad}\"")).unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
         }
-        .compile()
-        .unwrap_err();
-        assert!(e.starts_with("csv.offset_unit"), "{e}");
+        assert!(serde_json::from_str::<TimeUnit>("\"h\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<TimeUnit>("\"µs\"").unwrap(),
+            TimeUnit::Us
+        );
+        assert_eq!(
+            serde_json::from_str::<ByteUnit>("4096").unwrap(),
+            ByteUnit::Of(4096)
+        );
+        assert_eq!(
+            serde_json::to_string(&ByteUnit::Of(4096)).unwrap(),
+            "\"4096\""
+        );
     }
 }

@@ -1,9 +1,13 @@
-//! Opening trace files: plain text, gzip or zstd, recognised by their first bytes (the
-//! file name does not matter), and writing them compressed by the output's extension.
+//! Opening trace files: plain, gzip, zstd, bzip2 or xz, recognised by their first bytes
+//! (the file name does not matter), and writing them compressed by the output's
+//! extension.
 //!
 //! Choice: decompression is detected from the magic number rather than the extension,
-//! so a renamed or extension-less compressed trace still reads; concatenated gzip
-//! members (as `cat a.gz b.gz` produces) are read as one stream.
+//! so a renamed or extension-less compressed trace still reads; concatenated gzip,
+//! bzip2 and xz members (as `cat a.gz b.gz` produces) are read as one stream. A file
+//! compressed with something ftlab does not read (zip, 7z, lz4, lzip, rar) is refused
+//! by name rather than parsed as text. bzip2 and xz are decoded in pure Rust (crates
+//! `bzip2` on `libbz2-rs-sys`, and `lzma-rust2`), so no system library is needed.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
@@ -11,6 +15,15 @@ use std::path::Path;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0x00];
+/// Magic numbers of compressed formats ftlab recognises but does not read.
+const OTHER_MAGIC: &[(&[u8], &str)] = &[
+    (b"PK\x03\x04", "zip"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+    (b"LZIP", "lzip"),
+    (b"Rar!", "rar"),
+];
 const BUF_BYTES: usize = 1 << 18;
 
 /// How a file is compressed.
@@ -22,6 +35,10 @@ pub enum Compression {
     Gzip,
     /// Zstandard (`.zst`).
     Zstd,
+    /// bzip2 (`.bz2`).
+    Bzip2,
+    /// xz (`.xz`; read only).
+    Xz,
 }
 
 /// Recognises the compression of a stream from its first bytes.
@@ -30,16 +47,41 @@ pub fn sniff(head: &[u8]) -> Compression {
         Compression::Gzip
     } else if head.starts_with(&ZSTD_MAGIC) {
         Compression::Zstd
+    } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+        Compression::Bzip2
+    } else if head.starts_with(&XZ_MAGIC) {
+        Compression::Xz
     } else {
         Compression::None
     }
 }
 
-/// Opens a file for buffered reading, decompressing gzip or zstd transparently.
+/// The name of a compressed format ftlab recognises by its magic number but does not
+/// read, if `head` starts with one.
+pub fn unsupported_compression(head: &[u8]) -> Option<&'static str> {
+    OTHER_MAGIC
+        .iter()
+        .find(|(m, _)| head.starts_with(m))
+        .map(|(_, name)| *name)
+}
+
+/// Opens a file for buffered reading, decompressing gzip, zstd, bzip2 or xz
+/// transparently; a file compressed in another format is an `InvalidData` error that
+/// names it.
 pub fn open_input(path: &Path) -> io::Result<Box<dyn BufRead>> {
     let file = File::open(path)?;
     let mut raw = BufReader::with_capacity(BUF_BYTES, file);
-    let kind = sniff(raw.fill_buf()?);
+    let head = raw.fill_buf()?;
+    if let Some(name) = unsupported_compression(head) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the file is compressed with {name}, which ftlab does not read; decompress it \
+                 first (ftlab reads plain text and gzip, zstd, bzip2 or xz input)"
+            ),
+        ));
+    }
+    let kind = sniff(head);
     Ok(match kind {
         Compression::None => Box::new(raw),
         Compression::Gzip => Box::new(BufReader::with_capacity(
@@ -50,14 +92,24 @@ pub fn open_input(path: &Path) -> io::Result<Box<dyn BufRead>> {
             BUF_BYTES,
             zstd::stream::read::Decoder::with_buffer(raw)?,
         )),
+        Compression::Bzip2 => Box::new(BufReader::with_capacity(
+            BUF_BYTES,
+            bzip2::bufread::MultiBzDecoder::new(raw),
+        )),
+        Compression::Xz => Box::new(BufReader::with_capacity(
+            BUF_BYTES,
+            lzma_rust2::XzReader::new(raw, true),
+        )),
     })
 }
 
-/// The compression an output file gets from its extension (`.gz`, `.zst`, else none).
+/// The compression an output file gets from its extension (`.gz`, `.zst`, `.bz2`, else
+/// none).
 pub fn compression_for(path: &Path) -> Compression {
     match path.extension().and_then(|e| e.to_str()) {
         Some("gz") => Compression::Gzip,
         Some("zst") | Some("zstd") => Compression::Zstd,
+        Some("bz2") => Compression::Bzip2,
         _ => Compression::None,
     }
 }
@@ -71,6 +123,8 @@ pub enum Output<W: Write> {
     Gzip(flate2::write::GzEncoder<io::BufWriter<W>>),
     /// zstd.
     Zstd(zstd::stream::write::Encoder<'static, io::BufWriter<W>>),
+    /// bzip2.
+    Bzip2(bzip2::write::BzEncoder<io::BufWriter<W>>),
 }
 
 impl<W: Write> Output<W> {
@@ -84,6 +138,16 @@ impl<W: Write> Output<W> {
                 flate2::Compression::default(),
             )),
             Compression::Zstd => Output::Zstd(zstd::stream::write::Encoder::new(buf, 3)?),
+            Compression::Bzip2 => Output::Bzip2(bzip2::write::BzEncoder::new(
+                buf,
+                bzip2::Compression::default(),
+            )),
+            Compression::Xz => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "ftlab reads xz but does not write it (use .gz, .zst or .bz2)",
+                ))
+            }
         })
     }
 
@@ -93,6 +157,7 @@ impl<W: Write> Output<W> {
             Output::Plain(mut w) => w.flush(),
             Output::Gzip(e) => e.finish()?.flush(),
             Output::Zstd(e) => e.finish()?.flush(),
+            Output::Bzip2(e) => e.finish()?.flush(),
         }
     }
 }
@@ -103,6 +168,7 @@ impl<W: Write> Write for Output<W> {
             Output::Plain(w) => w.write(buf),
             Output::Gzip(w) => w.write(buf),
             Output::Zstd(w) => w.write(buf),
+            Output::Bzip2(w) => w.write(buf),
         }
     }
 
@@ -111,6 +177,7 @@ impl<W: Write> Write for Output<W> {
             Output::Plain(w) => w.flush(),
             Output::Gzip(w) => w.flush(),
             Output::Zstd(w) => w.flush(),
+            Output::Bzip2(w) => w.flush(),
         }
     }
 }
@@ -147,5 +214,30 @@ mod tests {
         roundtrip(Compression::None, "txt");
         roundtrip(Compression::Gzip, "gz");
         roundtrip(Compression::Zstd, "zst");
+        roundtrip(Compression::Bzip2, "bz2");
+    }
+
+    #[test]
+    fn xz_is_read_by_magic_and_other_compressors_are_named() {
+        let dir = std::env::temp_dir().join(format!("ftlab-input-xz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = "0,1,512,w,0.0\n".repeat(1000);
+        let mut w =
+            lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::with_preset(6)).unwrap();
+        w.write_all(text.as_bytes()).unwrap();
+        let xz = w.finish().unwrap();
+        assert_eq!(sniff(&xz), Compression::Xz);
+        let path = dir.join("no-extension");
+        std::fs::write(&path, &xz).unwrap();
+        let mut back = String::new();
+        open_input(&path)
+            .unwrap()
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(back, text);
+        let zip = dir.join("t.zip");
+        std::fs::write(&zip, b"PK\x03\x04rest").unwrap();
+        let e = open_input(&zip).err().unwrap().to_string();
+        assert!(e.contains("compressed with zip"), "{e}");
     }
 }

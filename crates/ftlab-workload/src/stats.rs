@@ -30,6 +30,23 @@ pub struct SizeBucket {
     pub requests: u64,
 }
 
+/// One device's share of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceRow {
+    /// Device number.
+    pub device: u32,
+    /// Requests (all operations).
+    pub requests: u64,
+    /// Reads.
+    pub reads: u64,
+    /// Writes.
+    pub writes: u64,
+    /// Bytes read and written.
+    pub bytes: u64,
+    /// One past the highest byte addressed.
+    pub offset_end: u64,
+}
+
 /// What `ftlab trace stats` reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TraceStats {
@@ -77,6 +94,8 @@ pub struct TraceStats {
     pub out_of_order: u64,
     /// Requests per device.
     pub devices: BTreeMap<u32, u64>,
+    /// Every device, busiest first (ties by device number).
+    pub busiest_devices: Vec<DeviceRow>,
     /// Bad records skipped (with `--skip-bad`).
     pub skipped_records: u64,
 }
@@ -85,6 +104,10 @@ pub struct TraceStats {
 struct DevState {
     end: Option<u64>,
     write_end: Option<u64>,
+    reads: u64,
+    writes: u64,
+    bytes: u64,
+    max_end: u64,
 }
 
 /// Accumulates [`TraceStats`].
@@ -133,6 +156,7 @@ impl StatsBuilder {
                 duration_ns: 0,
                 out_of_order: 0,
                 devices: BTreeMap::new(),
+                busiest_devices: Vec::new(),
                 skipped_records: 0,
             },
             hist: [0; 65],
@@ -185,6 +209,13 @@ impl StatsBuilder {
         };
         self.hist[bucket] += 1;
         let d = self.dev.entry(r.device).or_default();
+        if q.op == Op::Read {
+            d.reads += 1;
+        } else {
+            d.writes += 1;
+        }
+        d.bytes += q.len;
+        d.max_end = d.max_end.max(end);
         let sequential = d.end == Some(q.offset);
         if d.end.is_some() {
             self.seq_req_den += 1;
@@ -233,6 +264,23 @@ impl StatsBuilder {
             _ => 0,
         };
         s.skipped_records = skipped;
+        let mut rows: Vec<DeviceRow> = s
+            .devices
+            .iter()
+            .map(|(&device, &requests)| {
+                let d = self.dev.get(&device).copied().unwrap_or_default();
+                DeviceRow {
+                    device,
+                    requests,
+                    reads: d.reads,
+                    writes: d.writes,
+                    bytes: d.bytes,
+                    offset_end: d.max_end,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.device.cmp(&b.device)));
+        s.busiest_devices = rows;
         self.s
     }
 }
@@ -258,8 +306,13 @@ fn size(b: u64) -> String {
 }
 
 impl TraceStats {
-    /// A human-readable summary.
+    /// A human-readable summary, with the ten busiest devices.
     pub fn human(&self) -> String {
+        self.human_top(10)
+    }
+
+    /// A human-readable summary, with the `top` busiest devices in a table.
+    pub fn human_top(&self, top: usize) -> String {
         let mut o = String::new();
         let w = &mut o;
         let _ = writeln!(
@@ -303,17 +356,53 @@ impl TraceStats {
             self.duration_ns as f64 / 1e9,
             self.out_of_order
         );
-        let devs: Vec<String> = self
-            .devices
-            .iter()
-            .map(|(d, n)| format!("{d}: {n}"))
-            .collect();
+        let n = self.busiest_devices.len();
+        let shown = n.min(top.max(1));
         let _ = writeln!(
             w,
-            "devices      {} ({})",
-            self.devices.len(),
-            devs.join(", ")
+            "devices      {n}{}",
+            if n > shown {
+                format!(" (the {shown} busiest below; --top N shows more)")
+            } else {
+                String::new()
+            }
         );
+        if n > 0 {
+            let share = |r: u64| r as f64 * 100.0 / self.requests.max(1) as f64;
+            let _ = writeln!(
+                w,
+                "  {:>10}  {:>10}  {:>7}  {:>10}  {:>10}  {:>10}  {:>10}",
+                "device", "requests", "share", "reads", "writes", "bytes", "ends at"
+            );
+            let row = |w: &mut String, label: String, r: &DeviceRow| {
+                let _ = writeln!(
+                    w,
+                    "  {label:>10}  {:>10}  {:>6.2}%  {:>10}  {:>10}  {:>10}  {:>10}",
+                    r.requests,
+                    share(r.requests),
+                    r.reads,
+                    r.writes,
+                    size(r.bytes),
+                    size(r.offset_end)
+                );
+            };
+            for r in &self.busiest_devices[..shown] {
+                row(w, r.device.to_string(), r);
+            }
+            let sum = |rows: &[DeviceRow], label: u32| DeviceRow {
+                device: label,
+                requests: rows.iter().map(|r| r.requests).sum(),
+                reads: rows.iter().map(|r| r.reads).sum(),
+                writes: rows.iter().map(|r| r.writes).sum(),
+                bytes: rows.iter().map(|r| r.bytes).sum(),
+                offset_end: rows.iter().map(|r| r.offset_end).max().unwrap_or(0),
+            };
+            if n > shown {
+                let rest = &self.busiest_devices[shown..];
+                row(w, format!("{} more", rest.len()), &sum(rest, 0));
+            }
+            row(w, "total".into(), &sum(&self.busiest_devices, 0));
+        }
         let _ = writeln!(w, "sizes");
         for b in &self.size_histogram {
             let label = if b.up_to_bytes == u64::MAX {
@@ -386,5 +475,40 @@ mod tests {
         assert_eq!(h, vec![(512, 1), (4096, 2), (8192, 1), (16384, 1)]);
         assert_eq!(s.read_ratio, Some(0.2));
         assert!(s.human().contains("66.67% per request"), "{}", s.human());
+        assert_eq!(s.busiest_devices[0].device, 0);
+        assert_eq!(
+            (s.busiest_devices[0].reads, s.busiest_devices[0].writes),
+            (1, 3)
+        );
+    }
+
+    #[test]
+    fn trace_stats_device_table_shows_the_busiest_and_a_total() {
+        let v: Vec<Record> = (0..100u64)
+            .map(|i| {
+                let dev = match i {
+                    0..50 => 0,
+                    50..80 => 1,
+                    80..90 => 2,
+                    _ => i as u32 - 87,
+                };
+                rec(i, Op::Write, dev, i * 4096, 4096)
+            })
+            .collect();
+        let s = collect(v.into_iter().map(Ok), 4096).unwrap();
+        let text = s.human_top(3);
+        assert!(
+            text.contains("devices      13 (the 3 busiest below"),
+            "{text}"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.contains("device  ")).unwrap();
+        assert!(lines[at + 1].trim_start().starts_with("0 "), "{text}");
+        assert!(lines[at + 4].trim_start().starts_with("10 more"), "{text}");
+        assert!(
+            lines[at + 5].trim_start().starts_with("total         100"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.len() < 120), "{text}");
     }
 }

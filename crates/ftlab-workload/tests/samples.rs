@@ -188,7 +188,7 @@ fn generic_reader_reads_msr_like_the_msr_reader() {
             op: Some(3),
             offset: Some(4),
             size: Some(5),
-            time_unit: "100ns".into(),
+            time_unit: ftlab_workload::csv::TimeUnit::Ns100,
             rebase_time: true,
             ..Default::default()
         },
@@ -228,4 +228,190 @@ fn missing_file_and_unknown_format_are_clear() {
         .err()
         .unwrap();
     assert!(e.why.contains("csv.offset is not set"), "{e}");
+}
+
+fn tmp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ftlab-samples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn bzip2_and_xz_inputs_are_sniffed_by_magic() {
+    use std::io::Write;
+    let plain = std::fs::read(data("financial1-first10k.spc")).unwrap();
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    bz.write_all(&plain).unwrap();
+    let mut xz =
+        lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::with_preset(1)).unwrap();
+    xz.write_all(&plain).unwrap();
+    // No telling extension: the first bytes decide.
+    for (name, bytes) in [
+        ("f1.bzip", bz.finish().unwrap()),
+        ("f1.x", xz.finish().unwrap()),
+    ] {
+        let path = tmp_dir().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let back: Vec<Record> = open_records(&path, "spc", &ReadOptions::default())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(
+            back,
+            read_all("financial1-first10k.spc", "spc", &ReadOptions::default())
+        );
+    }
+}
+
+#[test]
+fn format_auto_recognises_every_sample() {
+    for (name, want) in [
+        ("financial1-first10k.spc", "spc"),
+        ("financial1-first10k.ssdsim.ascii", "mqsim"),
+        ("msr-hm0-sample.csv", "msr"),
+        ("tpcc-small.mqsim.trace", "mqsim"),
+        ("websearch-small.mqsim.trace.gz", "mqsim"),
+        ("ycsb-ext4.blkparse.txt.gz", "blkparse"),
+    ] {
+        let seen = ftlab_workload::inspect(&data(name), "auto").unwrap();
+        assert_eq!(seen.format, want, "{name}");
+        assert_eq!(seen.notes[0].code, "format_auto");
+        assert!(seen.notes[0].message.contains(want), "{:?}", seen.notes);
+    }
+    let e = ftlab_workload::inspect(&data("sqlite-wal-update.wiscsee.txt.gz"), "auto").unwrap_err();
+    assert!(e.why.contains("give --format"), "{e}");
+}
+
+#[test]
+fn a_binary_file_read_as_text_is_refused_as_binary() {
+    let mut bytes = Vec::new();
+    for i in 0..4u64 {
+        bytes.extend(ftlab_workload::vscsi::encode(2, 0x2a, 4096, i * 8, i * 100));
+    }
+    let path = tmp_dir().join("vm.vscsi");
+    std::fs::write(&path, &bytes).unwrap();
+    let e = open_records(&path, "spc", &ReadOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(e.field, "input");
+    assert!(e.why.contains("binary, not spc text"), "{e}");
+    assert!(e.why.contains("--format vscsi"), "{e}");
+    // Read natively, and recognised by auto.
+    let r: Vec<Record> = open_records(&path, "vscsi", &ReadOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(r.len(), 4);
+    assert_eq!((r[3].req.offset, r[3].req.arrival.0), (24 * 512, 300_000));
+    assert_eq!(
+        ftlab_workload::inspect(&path, "auto").unwrap().format,
+        "vscsi"
+    );
+}
+
+#[test]
+fn an_empty_input_is_an_error() {
+    let path = tmp_dir().join("empty.spc");
+    std::fs::write(&path, b"").unwrap();
+    let e = open_records(&path, "spc", &ReadOptions::default())
+        .err()
+        .unwrap();
+    assert!(e.why.contains("the input is empty"), "{e}");
+    // An empty gzip member decompresses to nothing: the same error.
+    let gz = tmp_dir().join("empty.gz");
+    let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut w, b"").unwrap();
+    std::fs::write(&gz, w.finish().unwrap()).unwrap();
+    let e = open_records(&gz, "spc", &ReadOptions::default())
+        .err()
+        .unwrap();
+    assert!(e.why.contains("the input is empty"), "{e}");
+}
+
+#[test]
+fn a_header_line_gets_the_header_hint() {
+    let text = std::fs::read_to_string(data("msr-hm0-sample.csv")).unwrap();
+    let path = tmp_dir().join("with-header.csv");
+    std::fs::write(
+        &path,
+        format!("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n{text}"),
+    )
+    .unwrap();
+    let e = open_records(&path, "msr", &ReadOptions::default())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(e.why.contains("line 1 looks like a header"), "{e}");
+    assert!(e.why.contains("--header"), "{e}");
+}
+
+#[test]
+fn disksim_read_as_mqsim_is_noticed() {
+    let path = tmp_dir().join("disksim.trace");
+    std::fs::write(&path, "0.000000 0 1024 8 1\n1.562500 0 2048 16 0\n").unwrap();
+    let seen = ftlab_workload::inspect(&path, "mqsim").unwrap();
+    assert_eq!(seen.notes[0].code, "format_looks_like_disksim");
+    assert!(seen.notes[0]
+        .hint
+        .as_ref()
+        .unwrap()
+        .contains("--format disksim"));
+    assert_eq!(
+        ftlab_workload::inspect(&path, "auto").unwrap().format,
+        "disksim"
+    );
+}
+
+#[test]
+fn survey_says_what_a_trace_holds() {
+    let opts = ReadOptions {
+        blkparse: ftlab_workload::blkparse::BlkparseSpec {
+            event: "X".into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let s = ftlab_workload::survey::survey(&data("ycsb-ext4.blkparse.txt.gz"), "blkparse", &opts)
+        .unwrap();
+    assert_eq!(s.records, 0, "no X events");
+    assert_eq!(s.actions.get("D"), Some(&9887), "{s:?}");
+    assert!(s.matched_nothing() > 9000);
+    let text = s.describe();
+    assert!(
+        text.contains("actions: ") && text.contains("lines that matched nothing"),
+        "{text}"
+    );
+    let s = ftlab_workload::survey::survey(
+        &data("financial1-first10k.spc"),
+        "spc",
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((s.lines, s.records, s.devices.len()), (10_000, 10_000, 22));
+    assert!(
+        s.describe().contains("timestamps: first 0.000000 s"),
+        "{}",
+        s.describe()
+    );
+}
+
+#[test]
+fn a_wrong_format_error_names_the_format_the_lines_look_like() {
+    let e = open_records(
+        &data("financial1-first10k.spc"),
+        "mqsim",
+        &ReadOptions::default(),
+    )
+    .unwrap()
+    .next()
+    .unwrap()
+    .unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(
+        e.why
+            .contains("the first lines look like spc, not mqsim: --format spc"),
+        "{e}"
+    );
 }

@@ -24,8 +24,30 @@ pub enum TimingModel {
     /// The papers' model: one flash operation at a time, requests first-come
     /// first-served.
     Serial,
-    /// Channels x dies: array time on the die, page transfer on the channel.
+    /// Channels x dies: array time on the die, page transfer on the channel; 8 channels
+    /// x 4 dies unless `channels` and `dies` say otherwise.
     Parallel,
+}
+
+/// Channels of the default parallel organisation: MQSim's default SSD (8 channels of
+/// 4 chips each), a common multi-die device of the last decade. Serial timing keeps
+/// the papers' one chip.
+pub const DEFAULT_CHANNELS: u32 = 8;
+
+/// Dies per channel of the default parallel organisation (see [`DEFAULT_CHANNELS`]).
+pub const DEFAULT_DIES: u32 = 4;
+
+impl Config {
+    /// The channels and dies per channel the device has: as set, else
+    /// [`DEFAULT_CHANNELS`] x [`DEFAULT_DIES`] under parallel timing and 1 x 1 under
+    /// serial timing (where they play no part).
+    pub fn organisation(&self) -> (u32, u32) {
+        let (c, d) = match self.timing {
+            TimingModel::Serial => (1, 1),
+            TimingModel::Parallel => (DEFAULT_CHANNELS, DEFAULT_DIES),
+        };
+        (self.channels.unwrap_or(c), self.dies.unwrap_or(d))
+    }
 }
 
 /// How much the run checks (`verify`).
@@ -48,6 +70,10 @@ pub enum Precondition {
     None,
     /// Every logical page written once, then the counters reset.
     Fill,
+    /// Every logical page the workload reads or writes (one pass of it, after its
+    /// transforms) written once, then the counters reset: a short excerpt of a trace
+    /// then reads data that exists, as it did on the traced system.
+    Footprint,
 }
 
 /// How `fold` brings addresses beyond the capacity into it (`fold_mode`).
@@ -68,6 +94,96 @@ pub enum DeviceLayout {
     Shared,
     /// Each device its own region, one after the other.
     SideBySide,
+}
+
+/// How a seed is written: an integer where TOML can hold it (below 2^63), otherwise a
+/// string of decimal digits, since TOML integers are signed 64-bit. Either form is
+/// read back, so every seed a run or the swarm prints replays with the command it
+/// prints (a swarm draws seeds from the whole 64-bit range).
+pub mod seed_repr {
+    use schemars::JsonSchema;
+    use serde::{de, Deserializer, Serializer};
+
+    /// The accepted forms, for the JSON Schema.
+    #[derive(JsonSchema)]
+    #[serde(untagged)]
+    #[allow(dead_code)]
+    pub enum Repr {
+        /// A seed below 2^63 (any seed, in JSON).
+        Int(u64),
+        /// Any seed, as decimal digits.
+        Digits(String),
+    }
+
+    /// Writes `seed` as an integer below 2^63, as a string from there on.
+    pub fn serialize<S: Serializer>(seed: &u64, s: S) -> Result<S::Ok, S::Error> {
+        if i64::try_from(*seed).is_ok() {
+            s.serialize_u64(*seed)
+        } else {
+            s.serialize_str(&seed.to_string())
+        }
+    }
+
+    /// The seed as a TOML value (for flags built by hand).
+    pub fn to_toml(seed: u64) -> toml::Value {
+        match i64::try_from(seed) {
+            Ok(i) => toml::Value::Integer(i),
+            Err(_) => toml::Value::String(seed.to_string()),
+        }
+    }
+
+    /// Reads a non-negative integer or a string of decimal digits up to 2^64-1.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        d.deserialize_any(SeedVisitor)
+    }
+
+    struct SeedVisitor;
+
+    impl de::Visitor<'_> for SeedVisitor {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(
+                "a seed: an integer from 0 to 18446744073709551615, or that number as a string",
+            )
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::custom(format!("a seed cannot be negative ({v})")))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+            v.trim().parse::<u64>().map_err(|_| {
+                E::custom(format!(
+                    "\"{v}\" is not a seed (an integer from 0 to 18446744073709551615)"
+                ))
+            })
+        }
+    }
+
+    /// The same for an optional seed (command-line flags).
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        /// Writes `Some(seed)` as [`super::serialize`] does; `None` as nothing.
+        pub fn serialize<S: Serializer>(seed: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+            match seed {
+                Some(v) => super::serialize(v, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Reads what [`super::deserialize`] reads.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+            #[derive(Deserialize)]
+            struct W(#[serde(with = "super")] u64);
+            Option::<W>::deserialize(d).map(|o| o.map(|W(v)| v))
+        }
+    }
 }
 
 /// A configuration could not be loaded.
@@ -126,14 +242,23 @@ pub struct Config {
     /// Over-provisioning in percent of the logical capacity.
     #[schemars(range(min = 0.0))]
     pub op: f64,
-    /// Seed of every random stream in the run.
+    /// Memory the run may use for its tables; none: what the system says is available
+    /// (/proc/meminfo, the cgroup limit). A run whose estimated tables exceed it is
+    /// refused before anything is allocated.
+    pub max_memory: Option<ByteSize>,
+    /// Seed of every random stream in the run (0 to 2^64-1; a seed of 2^63 or more is
+    /// written as a string in TOML, whose integers are signed).
+    #[serde(with = "seed_repr")]
+    #[schemars(with = "seed_repr::Repr")]
     pub seed: u64,
     /// Timing model.
     pub timing: TimingModel,
-    /// Channels (parallel timing).
-    pub channels: u32,
-    /// Dies per channel (parallel timing).
-    pub dies: u32,
+    /// Channels (parallel timing); none: 8 under parallel timing (the
+    /// [`DEFAULT_CHANNELS`] x [`DEFAULT_DIES`] organisation), 1 under serial.
+    pub channels: Option<u32>,
+    /// Dies per channel (parallel timing); none: 4 under parallel timing, 1 under
+    /// serial.
+    pub dies: Option<u32>,
     /// Channel bandwidth in MiB/s (parallel timing: page transfer time).
     pub channel_mib_s: f64,
     /// Checking: every read against the last write (`on`), none, or `deep`.
@@ -144,8 +269,15 @@ pub struct Config {
     pub rmw: bool,
     /// Offer idle gaps to the buffer and FTL.
     pub idle: bool,
-    /// `none`, or `fill`: write every logical page once before measuring.
+    /// `none`; `fill`: write every logical page once before measuring; `footprint`:
+    /// write once every page the workload reads or writes. After either, the FTL
+    /// writes back its dirty mapping entries (a device at rest) and counters reset.
     pub precondition: Precondition,
+    /// At the end of the run, write the pages still dirty in the write buffer to flash
+    /// (as a device flushes its cache on shutdown) before the figures are taken; their
+    /// operations count in `flash.*` and WA. `false` leaves them in the buffer, out of
+    /// the figures (the report still counts them in `end_of_run.dirty_pages`).
+    pub drain: bool,
     /// Passes over the workload before the measured ones (not reported).
     pub warmup: u32,
     /// Measured passes over the workload (after the warm-up ones).
@@ -177,8 +309,22 @@ pub struct Config {
     pub window_end_s: Option<f64>,
     /// Requests per pass (none: the whole workload).
     pub limit: Option<u64>,
-    /// Records held to put a trace that is not time-ordered in order (0: off).
+    /// Records held to put a trace that is not time-ordered in order (0: off). The
+    /// default, 4096, orders per-CPU blktrace output and costs nothing on an ordered
+    /// trace (ties keep their order); disorder wider than the window is counted and
+    /// warned about. Traces only: generated workloads arrive in order.
     pub sort_window: u32,
+    /// Keep arrival times as stamped instead of making them relative to the first
+    /// record (the default rebases: an epoch-stamped trace starts at 0, and time
+    /// windows count from the first record).
+    pub absolute_time: bool,
+    /// Largest share of the trace's records that the device selection, time window and
+    /// skipped bad records may drop before the run is refused (exit 2) with what the
+    /// trace holds; each filter's share is of the records it saw, so `limit` and the
+    /// sort window's read-ahead do not count. A run that keeps no record is always
+    /// refused. 1 accepts anything.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_dropped_share: f64,
     /// Skip bad trace records (counted in the report as `workload.skipped_records`)
     /// instead of stopping at the first one.
     pub skip_bad: bool,
@@ -219,16 +365,18 @@ impl Default for Config {
             nand: ftlab_core::nand::DEFAULT_PRESET.into(),
             capacity: ByteSize(1 << 30),
             op: 7.0,
+            max_memory: None,
             seed: 1,
             timing: TimingModel::Serial,
-            channels: 1,
-            dies: 1,
+            channels: None,
+            dies: None,
             channel_mib_s: 40.0,
             verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,
             idle: true,
             precondition: Precondition::None,
+            drain: true,
             warmup: 0,
             replay: 1,
             trace: None,
@@ -243,7 +391,9 @@ impl Default for Config {
             window_start_s: None,
             window_end_s: None,
             limit: None,
-            sort_window: 0,
+            sort_window: 4096,
+            absolute_time: false,
+            max_dropped_share: 0.99,
             skip_bad: false,
             flush_every: None,
             csv: CsvSpec::default(),
@@ -415,6 +565,11 @@ pub fn schema() -> serde_json::Value {
         }
     }
     root["allOf"] = serde_json::Value::Array(conditions);
+    // The other registries' ids, so editors offer and check them too.
+    let formats: Vec<&str> = ftlab_workload::FORMATS.iter().map(|f| f.id).collect();
+    root["properties"]["format"]["enum"] = serde_json::json!(formats);
+    let presets: Vec<&str> = ftlab_core::nand::PRESETS.iter().map(|p| p.id).collect();
+    root["properties"]["nand"]["enum"] = serde_json::json!(presets);
     root
 }
 
@@ -442,6 +597,29 @@ mod tests {
         assert_eq!(c.seed, 9);
         assert_eq!(c.synthetic.count, 7);
         assert_eq!(c.ftl_options["gc_threshold"], 5);
+    }
+
+    #[test]
+    fn every_u64_seed_round_trips_through_toml_set_and_json() {
+        for seed in [0, 1, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX] {
+            let c = Config {
+                seed,
+                ..Config::default()
+            };
+            let text = c.to_toml().unwrap();
+            let file = toml::from_str::<Config>(&text).unwrap();
+            assert_eq!(file.seed, seed, "{text}");
+            let set = load(None, &[format!("seed={seed}")], &[]).unwrap();
+            assert_eq!(set.seed, seed);
+            let flag = load(None, &[], &[("seed".into(), seed_repr::to_toml(seed))]).unwrap();
+            assert_eq!(flag.seed, seed);
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<Config>(&json).unwrap().seed, seed);
+        }
+        for bad in ["seed=-1", "seed=\"x1\"", "seed=18446744073709551616"] {
+            let e = load(None, &[bad.into()], &[]).unwrap_err().to_string();
+            assert!(e.contains("seed"), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -501,6 +679,14 @@ mod tests {
             "ftl_options",
         ] {
             assert!(props.contains_key(key), "{key}");
+        }
+        for (key, id) in [
+            ("format", "auto"),
+            ("format", "vscsi"),
+            ("nand", "slc-k9f1g16u0m"),
+        ] {
+            let ids = s["properties"][key]["enum"].as_array().unwrap();
+            assert!(ids.iter().any(|v| v == id), "{key}: {id}");
         }
         assert!(s["properties"]["ftl"]["enum"]
             .as_array()

@@ -15,7 +15,7 @@ pub enum RunError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     /// A setting is invalid; names the key.
-    #[error("invalid setting `{key}`: {why}")]
+    #[error("invalid setting `{key}`{}: {why}", flag_of(key).map_or(String::new(), |f| format!(" ({f})")))]
     Setting {
         /// Config key (and flag).
         key: &'static str,
@@ -31,6 +31,10 @@ pub enum RunError {
     /// The trace is unreadable or malformed.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// The workload kept no record of the trace, or too few (see `max_dropped_share`):
+    /// says what the trace holds.
+    #[error("{0}")]
+    Workload(String),
     /// The simulation stopped on bad input (a request out of range).
     #[error(transparent)]
     Input(SimError),
@@ -66,6 +70,31 @@ impl RunError {
             _ => exit::USAGE,
         }
     }
+}
+
+/// The command-line flag of a config key, where it has one (for error messages).
+pub fn flag_of(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "format" => "--format",
+        "replay" => "--replay",
+        "warmup" => "--warmup",
+        "capacity" => "--capacity",
+        "device_layout" => "--device-layout",
+        "devices" => "--device/--asu",
+        "window_start_s" => "--window-start",
+        "window_end_s" => "--window-end",
+        "max_gap_ms" => "--max-gap-ms",
+        "time_scale" => "--time-scale",
+        "sort_window" => "--sort-window",
+        "flush_every" => "--flush-every",
+        "max_dropped_share" => "--max-dropped-share",
+        "channel_mib_s" => "--set channel_mib_s=...",
+        "ftl" => "--ftl",
+        "buffer" => "--buffer",
+        "nand" => "--nand",
+        "power_loss" => "--power-loss-at",
+        _ => return None,
+    })
 }
 
 /// An error about config key `key`.

@@ -21,6 +21,9 @@
 //! - [`error`]: why a run cannot start, and the exit codes;
 //! - [`source`]: the workload a configuration names, through its transforms;
 //! - [`powerloss`]: when power losses strike;
+//! - [`memory`]: the memory a run's tables need, and the refusal of one that does not
+//!   fit;
+//! - [`notices`]: what a finished run warns about (dirty pages, unmapped reads, load);
 //! - [`sim`]: [`Simulation`], the [`Observer`] hook and the report;
 //! - [`testkit`], [`swarm`], [`fuzzing`]: the conformance profiles, swarm testing and
 //!   the fuzz entry points, built on the above.
@@ -32,6 +35,8 @@ pub mod error;
 #[cfg(feature = "example-scheme")]
 pub mod example;
 pub mod fuzzing;
+pub mod memory;
+pub mod notices;
 pub mod powerloss;
 pub mod registry;
 pub mod sim;

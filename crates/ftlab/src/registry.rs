@@ -355,7 +355,8 @@ pub const TIMINGS: &[(&str, &str)] = &[
     ),
     (
         "parallel",
-        "channels x dies: array time on the die, page transfer on the channel",
+        "channels x dies (default 8 x 4, --channels/--dies): array time on the die, page \
+         transfer on the channel",
     ),
 ];
 

@@ -12,18 +12,18 @@ use crate::config::{Config, Precondition, TimingModel, VerifyLevel};
 use crate::error::{setting, RunError};
 use crate::powerloss::PowerLossPlan;
 use crate::registry;
-use crate::source::{name_source, validate_workload, workload_stream};
+use crate::source::{check_kept, name_source, validate_workload, workload_notes, workload_stream};
 use crate::timeline::Recorder;
 use ftlab_core::buffer::Buffer;
 use ftlab_core::engine::{Engine, EngineConfig, SimError, Verify};
 use ftlab_core::ftl::{Ftl, RecoverError};
 use ftlab_core::geometry::{Geometry, GeometryBuilder};
 use ftlab_core::nand::{self, Latencies, NandPreset};
-use ftlab_core::options::BuildContext;
+use ftlab_core::options::{BuildContext, SchemeError};
 use ftlab_core::request::Request;
 use ftlab_core::timing::{ParallelTiming, SerialTiming, Timing};
 use ftlab_core::Nanos;
-use ftlab_report::{Labels, Notice, Report, WorkloadReport};
+use ftlab_report::{EndOfRunReport, Labels, Notice, Report, WorkloadReport};
 use ftlab_workload::transform::Counters;
 use ftlab_workload::{Record, RecordStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -185,8 +185,8 @@ fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
         spare_bytes: n.spare_bytes.unwrap_or(preset.spare_bytes),
         logical_bytes: cfg.capacity.0,
         op_percent: cfg.op,
-        channels: cfg.channels,
-        dies_per_channel: cfg.dies,
+        channels: cfg.organisation().0,
+        dies_per_channel: cfg.organisation().1,
         min_spare_blocks: 0,
     }
     .build()?)
@@ -269,6 +269,9 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     let latencies = latencies(preset, cfg)?;
     let (ftl, buf) = entries(cfg)?;
     let mut resolved = cfg.clone();
+    // The echo states the organisation the run used, defaults filled in.
+    resolved.channels = Some(geo.channels);
+    resolved.dies = Some(geo.dies_per_channel);
     for (opts, value) in [
         (
             &mut resolved.ftl_options,
@@ -310,7 +313,24 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
         echo,
         ..
     } = validate(cfg)?;
-    let schemes = build_schemes(cfg, &geo, latencies)?;
+    // Before any table is allocated: refuse a device whose tables would not fit.
+    crate::memory::check(cfg, &geo)?;
+    let schemes = match build_schemes(cfg, &geo, latencies) {
+        Err(RunError::Scheme(SchemeError::Geometry { scheme, why })) => {
+            // Say what works: the least over-provisioning for this device and these options.
+            let hint = match least_op(cfg) {
+                Ok(op) if op > cfg.op && !why.contains(&format!("{op:.2}")) => {
+                    format!(" (the smallest --op that works here: {op:.2})")
+                }
+                _ => String::new(),
+            };
+            return Err(RunError::Scheme(SchemeError::Geometry {
+                scheme,
+                why: why + &hint,
+            }));
+        }
+        r => r?,
+    };
     if !cfg.power_loss.is_empty() && !schemes.ftl.recovers() {
         let how = match registry::ftl(&cfg.ftl).map(|e| e.caps.recovery) {
             Some(registry::Recovery::WithOption { option, value }) => {
@@ -375,19 +395,44 @@ pub fn smallest_op(cfg: &Config) -> Result<f64, RunError> {
     let mut last = None;
     for step in 0..=32 {
         c.op = cfg.op + 12.5 * step as f64;
-        let preset = preset_of(&c)?;
-        let built = geometry(&c, preset).and_then(|geo| {
-            Ok(build_schemes(&c, &geo, latencies(preset, &c)?)?
-                .ftl
-                .mapping_bytes())
-        });
-        match built {
-            Ok(_) => return Ok(c.op),
+        match builds(&c) {
+            Ok(()) => return Ok(c.op),
             Err(e @ (RunError::Scheme(_) | RunError::Geometry(_))) => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last.expect("at least one try"))
+}
+
+/// The least over-provisioning, to 0.01 percentage points, at or above `cfg.op` at which
+/// the schemes build on the configured device (bisection below [`smallest_op`], on the
+/// assumption that more spare blocks never hurt a scheme). For the refusal message.
+pub fn least_op(cfg: &Config) -> Result<f64, RunError> {
+    let mut hi = smallest_op(cfg)?;
+    if hi <= cfg.op {
+        return Ok(hi);
+    }
+    let mut lo = (hi - 12.5).max(cfg.op);
+    let mut c = cfg.clone();
+    while hi - lo > 0.005 {
+        c.op = (lo + hi) / 2.0;
+        if builds(&c).is_ok() {
+            hi = c.op;
+        } else {
+            lo = c.op;
+        }
+    }
+    // Two decimals, rounded up so that the printed value works.
+    c.op = (hi * 100.0).ceil() / 100.0;
+    Ok(if builds(&c).is_ok() { c.op } else { hi })
+}
+
+/// Whether the device and the schemes of `c` build.
+fn builds(c: &Config) -> Result<(), RunError> {
+    let preset = preset_of(c)?;
+    let geo = geometry(c, preset)?;
+    build_schemes(c, &geo, latencies(preset, c)?)?;
+    Ok(())
 }
 
 /// Requests the configured workload will submit in all (warm-up and measured passes),
@@ -467,6 +512,13 @@ impl Simulation {
             ),
             Workload::Requests(it) => (Box::new(it.map(|r| Ok(Record::generated(r)))), None, false),
         };
+        if !configured && cfg.precondition == Precondition::Footprint {
+            return Err(setting(
+                "precondition",
+                "`footprint` needs the configured workload (a trace or the generator), \
+                 read twice; requests given by the caller are read once",
+            ));
+        }
         let warmup = if configured { cfg.warmup } else { 0 };
         let mut plan = PowerLossPlan::new(&cfg, &geo)?;
         let mut st = Loop {
@@ -504,14 +556,46 @@ impl Simulation {
         if let Some(e) = input_error {
             return Err(e);
         }
+        if configured && st.failure.is_none() {
+            check_kept(&cfg, &counters)?;
+        }
         let requests = st.done;
         let progress = st.progress();
         let mut failure = st.failure;
-        let notices = st.notices;
-        let timeline = st.timeline;
+        let mut notices = st.notices;
+        if configured {
+            notices.extend(
+                workload_notes(&cfg, &counters)
+                    .into_iter()
+                    .map(|n| Notice::new(n.code, n.message, n.hint)),
+            );
+        }
+        let mut timeline = st.timeline;
         // The report: after a panic the engine may be half-way through a request, so
         // building it is guarded too.
         let built = catch_unwind(AssertUnwindSafe(|| {
+            // End of run: the buffer's dirty pages are drained (a device flushes its
+            // cache on shutdown) unless `drain = false`; counted either way.
+            let end = if failure.is_none() && cfg.drain {
+                if let Some(t) = &mut timeline {
+                    t.close_workload(&engine);
+                }
+                let d = engine.drain();
+                if let Some(t) = &mut timeline {
+                    t.drained(&engine, d.time_ns);
+                }
+                EndOfRunReport {
+                    dirty_pages: d.dirty_pages,
+                    drained: true,
+                    drain_programs: d.programs,
+                    drain_ns: d.time_ns,
+                }
+            } else {
+                EndOfRunReport {
+                    dirty_pages: engine.dirty_pages(),
+                    ..Default::default()
+                }
+            };
             observer.progress(&progress);
             observer.snapshot(&progress, &engine);
             let recorded = timeline.map(|t| t.finish(&engine));
@@ -541,11 +625,13 @@ impl Simulation {
                 }
                 .into(),
                 path: cfg.trace.clone().filter(|_| configured),
-                format: cfg
-                    .trace
-                    .as_ref()
-                    .filter(|_| configured)
-                    .map(|_| cfg.format.clone()),
+                format: cfg.trace.as_ref().filter(|_| configured).map(|_| {
+                    counters
+                        .format
+                        .borrow()
+                        .clone()
+                        .unwrap_or_else(|| cfg.format.clone())
+                }),
                 warmup_passes: warmup,
                 measured_passes: if configured { cfg.replay } else { 1 },
                 records_per_pass: if configured {
@@ -556,12 +642,24 @@ impl Simulation {
                 requests_submitted: requests,
                 skipped_records: counters.skipped_records.get(),
                 late_records: counters.late_records.get(),
+                records_read: counters.records_read.get(),
+                out_of_order_records: counters.out_of_order.get(),
+                first_timestamp_ns: counters.first_stamp_ns.get(),
+                time_rebased: configured && !cfg.absolute_time,
+                span_ns: crate::source::pass_span_ns(&counters),
+                devices: counters.devices.borrow().len() as u64,
+                host_records: requests.saturating_sub(counters.extra_pieces.get()),
+                split_records: counters.split_records.get(),
             };
+            report.end_of_run = end;
             report.notices = notices;
             if let Some((timeline, distributions)) = recorded {
                 report.timeline = Some(timeline);
                 report.distributions = Some(distributions);
             }
+            report
+                .notices
+                .extend(crate::notices::end_of_run(&report, &cfg));
             report
         }));
         let report = match built {
@@ -629,8 +727,16 @@ fn drive(
     observer: &mut dyn Observer,
     st: &mut Loop,
 ) -> Result<(), RunError> {
-    if cfg.precondition == Precondition::Fill {
-        engine.precondition_fill();
+    match cfg.precondition {
+        Precondition::None => {}
+        Precondition::Fill => engine.precondition_fill(),
+        Precondition::Footprint => {
+            engine.precondition_pages(&footprint(cfg, geo)?);
+        }
+    }
+    if cfg.precondition != Precondition::None {
+        // A device at rest has written back its dirty mapping entries.
+        engine.settle();
         engine.reset_measurement();
     }
     let progress_every = observer.progress_every().max(1);
@@ -703,6 +809,36 @@ fn drive(
         st.measuring(engine, observer);
     }
     Ok(())
+}
+
+/// The pages one pass of the configured workload reads or writes, one bit per logical
+/// page (LPN `n` at bit `n % 64` of word `n / 64`), for `precondition = "footprint"`.
+/// Reads the workload once more, through the same transforms; requests beyond the
+/// capacity are left to the run to refuse.
+fn footprint(cfg: &Config, geo: &Geometry) -> Result<Vec<u64>, RunError> {
+    use ftlab_core::request::Op;
+    let one = Config {
+        warmup: 0,
+        replay: 1,
+        ..cfg.clone()
+    };
+    let counters = Rc::new(Counters::default());
+    let n = geo.logical_pages as u64;
+    let ps = geo.page_size as u64;
+    let mut bits = vec![0u64; n.div_ceil(64) as usize];
+    for item in workload_stream(&one, geo, &counters)? {
+        let rec = item.map_err(|e| name_source(e, cfg))?;
+        let r = &rec.req;
+        if !matches!(r.op, Op::Read | Op::Write) || r.len == 0 {
+            continue;
+        }
+        let first = r.offset / ps;
+        let end = r.offset.saturating_add(r.len).div_ceil(ps).min(n);
+        for l in first..end {
+            bits[(l / 64) as usize] |= 1 << (l % 64);
+        }
+    }
+    Ok(bits)
 }
 
 /// Runs `cfg` with its configured workload: [`Simulation::new`] then

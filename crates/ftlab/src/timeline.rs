@@ -469,22 +469,54 @@ impl Recorder {
         self.start_ns = end_ns;
     }
 
+    /// Closes the open interval if anything happened in it: the workload ended (called
+    /// before the end-of-run drain, and by [`Recorder::finish`]).
+    pub fn close_workload(&mut self, engine: &Engine) {
+        if !self.active {
+            return;
+        }
+        let pending = self.latency.n > 0
+            || self.power_losses > 0
+            || Totals::of(engine).flash != self.base.flash;
+        if pending {
+            let end = match self.every {
+                TimelineEvery::Time(_) if self.open => self.bound_ns,
+                _ => self.last_arrival_ns.max(self.start_ns),
+            };
+            self.close(engine, end);
+            self.open = false;
+        }
+    }
+
+    /// The write buffer's dirty pages were drained after the last request (the
+    /// end-of-run drain, `drain = true`), taking `drain_ns` of simulated time; the
+    /// workload's last interval was closed before it ([`Recorder::close_workload`]).
+    /// The drain gets an interval of its own, with no requests, marked `drain`, so the timeline's sums still equal the
+    /// report's totals and the drain's programs are not mistaken for the workload's.
+    pub fn drained(&mut self, engine: &Engine, drain_ns: u64) {
+        if !self.active || Totals::of(engine).flash == self.base.flash {
+            return;
+        }
+        let start = self
+            .rows
+            .last()
+            .map_or(self.last_arrival_ns, |r| r.end_ns)
+            .max(self.last_arrival_ns);
+        self.start_ns = start;
+        self.marks.push(Mark {
+            kind: "drain",
+            after_request: engine.host().requests,
+            time_ns: start,
+            interval: self.rows.len() as u64,
+        });
+        self.close(engine, start.saturating_add(drain_ns));
+    }
+
     /// Ends the timeline (before the engine's outcome is taken, so whatever the run did
     /// after its last request lands in the last interval) and takes the end-of-run
     /// distributions.
     pub fn finish(mut self, engine: &Engine) -> (Timeline, Distributions) {
-        if self.active {
-            let pending = self.latency.n > 0
-                || self.power_losses > 0
-                || Totals::of(engine).flash != self.base.flash;
-            if pending {
-                let end = match self.every {
-                    TimelineEvery::Time(_) if self.open => self.bound_ns,
-                    _ => self.last_arrival_ns.max(self.start_ns),
-                };
-                self.close(engine, end);
-            }
-        }
+        self.close_workload(engine);
         let unit = match self.every {
             TimelineEvery::Requests(_) => "requests",
             TimelineEvery::Time(_) => "time",

@@ -90,8 +90,8 @@ fn parallel_timing_is_never_slower_than_serial_here() {
     let parallel = run(
         &Config {
             timing: ftlab::config::TimingModel::Parallel,
-            channels: 4,
-            dies: 2,
+            channels: Some(4),
+            dies: Some(2),
             ..small()
         },
         &mut NoObserver,

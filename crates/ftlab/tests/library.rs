@@ -182,3 +182,48 @@ fn an_observer_can_stop_a_run_at_a_progress_call() {
     assert_eq!(e.exit_code(), ftlab::error::exit::INTERRUPTED);
     assert_eq!(e.to_string(), "stopped on request after 3000 requests");
 }
+
+/// Issue 25: a refusal for too little over-provisioning prints counts that add up and
+/// the least `--op` that works, for every FTL; that value runs and one hundredth less
+/// does not.
+#[test]
+fn an_op_refusal_names_the_least_op_that_works() {
+    for entry in ftlab::registry::FTLS {
+        let mut c = small();
+        c.ftl = entry.id.into();
+        c.capacity = "64MiB".parse().unwrap();
+        c.op = 0.1;
+        let Err(e) = Simulation::new(c.clone()) else {
+            continue; // block mapping needs no spare block
+        };
+        let e = e.to_string();
+        let negative = e
+            .as_bytes()
+            .windows(3)
+            .any(|w| w[0] == b' ' && w[1] == b'-' && w[2].is_ascii_digit());
+        assert!(!negative, "{}: a negative count in {e}", entry.id);
+        let op: f64 = e
+            .rsplit("--op")
+            .next()
+            .and_then(|t| {
+                t.trim_start_matches(|ch: char| !ch.is_ascii_digit())
+                    .split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+                    .next()
+                    .map(|n| n.trim_end_matches('.').to_string())
+            })
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no least --op in {e}", entry.id));
+        c.op = op;
+        assert!(
+            Simulation::new(c.clone()).is_ok(),
+            "{}: --op {op}: {e}",
+            entry.id
+        );
+        c.op = op - 0.01;
+        assert!(
+            Simulation::new(c).is_err(),
+            "{}: {op} is not the least",
+            entry.id
+        );
+    }
+}

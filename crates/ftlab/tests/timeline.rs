@@ -84,7 +84,25 @@ fn assert_sums_equal_totals(r: &Report, what: &str) {
             assert!(rows[i - 1].end_ns <= row.start_ns, "{what}: rows in order");
         }
     }
-    assert_eq!(t.marks.len() as u64, r.power_loss.events);
+    let power = t.marks.iter().filter(|m| m.kind != "drain").count() as u64;
+    assert_eq!(power, r.power_loss.events, "{what}: power-loss marks");
+    // The end-of-run drain, when it wrote anything, is the last interval and has a mark.
+    let drains: Vec<_> = t.marks.iter().filter(|m| m.kind == "drain").collect();
+    if r.end_of_run.drain_programs > 0 {
+        assert_eq!(drains.len(), 1, "{what}: one drain mark");
+        assert_eq!(
+            drains[0].interval + 1,
+            rows.len() as u64,
+            "{what}: drain last"
+        );
+        assert_eq!(
+            rows.last().unwrap().requests,
+            0,
+            "{what}: drain has no requests"
+        );
+    } else {
+        assert!(drains.is_empty(), "{what}: no drain, no mark");
+    }
 }
 
 #[test]

@@ -282,3 +282,52 @@ fn flush_every_issues_periodic_flushes() {
         .unwrap();
     assert!(e.to_string().contains("flush_every"), "{e}");
 }
+
+#[test]
+fn an_empty_workload_is_a_workload_error_through_the_library() {
+    let cfg = Config {
+        trace: Some(sample("tpcc-small.mqsim.trace")),
+        format: "mqsim".into(),
+        devices: vec![99],
+        fold: true,
+        ..Config::default()
+    };
+    let e = ftlab::sim::run(&cfg, &mut NoObserver)
+        .err()
+        .expect("refused");
+    assert!(matches!(e, ftlab::RunError::Workload(_)), "{e}");
+    assert_eq!(e.exit_code(), ftlab::error::exit::USAGE);
+    assert!(e.to_string().contains("devices (16)"), "{e}");
+}
+
+#[test]
+fn epoch_times_are_rebased_and_the_report_is_deterministic() {
+    // tpcc's stamps start at 0.938513 s: rebased, the first arrival is 0.
+    let cfg = Config {
+        trace: Some(sample("tpcc-small.mqsim.trace")),
+        format: "auto".into(),
+        fold: true,
+        replay: 2,
+        ..Config::default()
+    };
+    let a = ftlab::sim::run(&cfg, &mut NoObserver).unwrap().report;
+    let b = ftlab::sim::run(&cfg, &mut NoObserver).unwrap().report;
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+    let w = &a.workload;
+    assert_eq!(
+        w.format.as_deref(),
+        Some("mqsim"),
+        "auto resolved in the report"
+    );
+    assert_eq!(w.first_timestamp_ns, Some(938_513_000));
+    assert!(w.time_rebased);
+    assert_eq!(w.span_ns, 136_489_000);
+    let codes: Vec<&str> = a.notices.iter().map(|n| n.code).collect();
+    // (Other notices, such as a saturated device, may follow.)
+    for want in ["format_auto", "devices_share_space"] {
+        assert!(codes.contains(&want), "{codes:?}");
+    }
+}

@@ -665,13 +665,14 @@ def read_trace(
     config: ConfigLike = None,
     **options: Any,
 ) -> Any:
-    """Reads a trace file (plain, .gz or .zst) into a pyarrow Table with the readers
-    ``ftlab run`` uses.
+    """Reads a trace file (plain, or gzip, zstd, bzip2 or xz compressed) into a pyarrow
+    Table with the readers ``ftlab run`` uses.
 
     Columns: ``time`` (arrival, s, float64), ``op`` (dictionary ``r``/``w``/``t``/``f``),
     ``offset`` and ``size`` (bytes, int64), ``device`` (ASU, disk or MAJ*256+MIN,
-    uint32). ``format``: ``spc`` (default), ``msr``, ``mqsim``, ``ssdsim``,
-    ``disksim``, ``blkparse`` or ``csv``. ``mapping``: the csv columns, e.g.
+    uint32); ``time`` counts from the first record (``absolute_time=True`` keeps the
+    stamps). ``format``: ``spc`` (default), ``msr``, ``mqsim``, ``ssdsim``,
+    ``disksim``, ``blkparse``, ``vscsi``, ``csv`` or ``auto``. ``mapping``: the csv columns, e.g.
     ``{"time": 0, "offset": 1, "size": 2, "op": 3}`` (implies ``format="csv"``).
     ``**options``: reader settings and transforms by config key: ``csv={...}``,
     ``blkparse={...}``, ``devices=[0, 1]``, ``limit=1000``, ``time_scale=0.5``,

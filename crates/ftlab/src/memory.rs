@@ -1,0 +1,254 @@
+//! The memory a run needs, estimated from the geometry before anything is allocated,
+//! and the refusal of a run that would not fit ([`check`]).
+//!
+//! The tables of a run are flat arrays sized by the device: the flash's per-page spare
+//! tags and validity bits, the oracle's version per logical page, and the FTL's own
+//! tables (a page-level map, reverse maps, demand-paged table contents). Allocating
+//! them for a capacity a user typed (a trace's 4.4 TiB address span) used to abort the
+//! process with an allocation failure; now the estimate is compared, before the engine
+//! is built, with the memory available (`MemAvailable` in /proc/meminfo, and the cgroup
+//! limit when one is set) or with `max_memory`, and a run that would not fit is refused
+//! with the estimate and the ways out.
+//!
+//! Choices:
+//! - The FTL's tables are estimated per physical page ([`ftl_bytes_per_page`]): the
+//!   figures were measured (peak virtual memory of a run on 8 GiB and 16 GiB devices,
+//!   per FTL, minus the flash and oracle tables) and rounded up; a scheme not in the
+//!   list is taken at 16 bytes per page. Superblock keeps its PMD and PT beside every
+//!   page as spare words (allocated when it first writes them, so they are not in the
+//!   peak measured before the run): `4 + pages_per_block / 4` words of 4 bytes at the
+//!   paper's m = 2 (measured resident at 1 and 4 GiB after a fill: 99 bytes per logical
+//!   page in all, against 103 estimated).
+//! - The footprint precondition's bitmap (1 bit per logical page), the recovery scan of
+//!   a run with power losses (8 bytes per logical page) and a write buffer's pages (its
+//!   `size` in pages, 96 bytes each: the page LRU allocates 24 upfront, measured with a
+//!   4 GiB buffer; block buffers grow as they fill, with hash maps) are added; a fixed
+//!   64 MiB covers the program, histograms and workload readers.
+//! - Why an estimate and not `try_reserve` where the tables are built: on Linux, with
+//!   the default overcommit, reserving 18 GiB on a 24 GiB machine succeeds, and the
+//!   process is killed later (exit 137, as `--capacity 4TiB` was here) when the flash
+//!   initialises its spare tags and touches the pages; only an allocation larger than
+//!   memory and swap fails at once. So a failed reservation would catch only the
+//!   absurd sizes the geometry already refuses, and the estimate, compared before
+//!   anything is allocated, is what keeps a run from being killed.
+//! - The limit is `max_memory` when set (to run anyway on a machine whose available
+//!   memory is misreported, or to refuse early in tests), else what the system says is
+//!   available; with neither (not Linux), nothing is refused.
+
+use crate::config::{Config, Precondition};
+use crate::error::{setting, RunError};
+use ftlab_core::geometry::Geometry;
+use ftlab_core::units::format_size;
+
+/// Fixed part of a run: the program, histograms, readers.
+pub const FIXED_BYTES: u64 = 64 << 20;
+
+/// Bytes of FTL tables per physical page, measured per scheme and rounded up.
+pub fn ftl_bytes_per_page(ftl: &str, geo: &Geometry) -> u64 {
+    match ftl {
+        "block" | "bast" => 1,
+        "cach" => 2,
+        "fast" => 3,
+        "page" | "tpm" | "dac" => 5,
+        "dftl" => 9,
+        // 2 bytes of tables plus the PMD (4 entries) and PT (a quarter of a block's
+        // pages) kept as spare words beside each page.
+        "superblock" => 2 + 4 * (4 + geo.pages_per_block as u64 / 4),
+        _ => 16,
+    }
+}
+
+/// The name of the write buffer's part of an [`Estimate`].
+const BUFFER_PART: &str = "write buffer";
+
+/// What a run's tables need, part by part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Each part: what it is and its bytes.
+    pub parts: Vec<(&'static str, u64)>,
+}
+
+impl Estimate {
+    /// The whole estimate in bytes.
+    pub fn total(&self) -> u64 {
+        self.parts
+            .iter()
+            .fold(0u64, |a, (_, b)| a.saturating_add(*b))
+    }
+}
+
+/// The memory `cfg` needs on `geo`, from the geometry alone.
+pub fn estimate(cfg: &Config, geo: &Geometry) -> Estimate {
+    let phys = geo.blocks as u64 * geo.pages_per_block as u64;
+    let logical = geo.logical_pages as u64;
+    let blocks = geo.blocks as u64;
+    let mut parts = vec![
+        (
+            "flash (spare tags, validity)",
+            phys * 8 + phys.div_ceil(8) + blocks * 12,
+        ),
+        ("oracle (a version per logical page)", logical * 4),
+        (
+            "FTL tables",
+            phys.saturating_mul(ftl_bytes_per_page(&cfg.ftl, geo)),
+        ),
+        ("program, histograms, readers", FIXED_BYTES),
+    ];
+    if cfg.precondition == Precondition::Footprint {
+        parts.push(("footprint bitmap", logical.div_ceil(8)));
+    }
+    if !cfg.power_loss.is_empty() {
+        parts.push(("recovery scan", logical * 8));
+    }
+    if let Some(size) = cfg
+        .buffer_options
+        .get("size")
+        .and_then(|v| v.as_str())
+        .and_then(|s| s.parse::<ftlab_core::units::ByteSize>().ok())
+    {
+        let pages = size.0 / geo.page_size as u64;
+        parts.push((BUFFER_PART, pages.saturating_mul(96)));
+    }
+    Estimate { parts }
+}
+
+/// Memory available to this process, in bytes, and where the figure comes from:
+/// `MemAvailable` of /proc/meminfo, or the cgroup's limit minus its usage when lower.
+pub fn available() -> Option<(u64, &'static str)> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let mem = meminfo.as_deref().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| (kib * 1024, "MemAvailable in /proc/meminfo"))
+    });
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let cgroup = read("/sys/fs/cgroup/memory.max")
+        .and_then(|m| m.trim().parse::<u64>().ok())
+        .map(|max| {
+            let used = read("/sys/fs/cgroup/memory.current")
+                .and_then(|c| c.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            (max.saturating_sub(used), "the cgroup's memory.max")
+        });
+    match (mem, cgroup) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Refuses a run whose tables would not fit: the estimate against `max_memory`, or
+/// against [`available`] memory. The error names the estimate, the limit and the ways
+/// out.
+pub fn check(cfg: &Config, geo: &Geometry) -> Result<(), RunError> {
+    let (limit, source) = match cfg.max_memory {
+        Some(m) => (m.0, "max_memory"),
+        None => match available() {
+            Some(a) => a,
+            None => return Ok(()),
+        },
+    };
+    let est = estimate(cfg, geo);
+    let need = est.total();
+    if need <= limit {
+        return Ok(());
+    }
+    let parts: Vec<String> = est
+        .parts
+        .iter()
+        .filter(|(_, b)| *b >= 1 << 20)
+        .map(|(what, b)| format!("{what} {}", format_size(*b)))
+        .collect();
+    let buffer = est
+        .parts
+        .iter()
+        .find(|(what, _)| *what == BUFFER_PART)
+        .map_or(0, |(_, b)| *b);
+    if buffer > need / 2 {
+        return Err(setting(
+            "buffer_options.size",
+            format!(
+                "a {} write buffer needs about {} of memory ({} for the whole run: {}), \
+                 more than the {} available ({source}); nothing was allocated. Ways out: \
+                 a smaller buffer_options.size; --max-memory SIZE overrides the limit",
+                format_size(buffer / 96 * geo.page_size as u64),
+                format_size(buffer),
+                format_size(need),
+                parts.join(", "),
+                format_size(limit),
+            ),
+        ));
+    }
+    let fit_pages = (limit.saturating_sub(FIXED_BYTES) as f64 / need.max(1) as f64
+        * geo.logical_pages as f64) as u64;
+    let fit = format_size(fit_pages.saturating_mul(geo.page_size as u64) & !((1 << 30) - 1));
+    Err(setting(
+        "capacity",
+        format!(
+            "a {} device needs about {} of memory for its tables ({}), more than the {} \
+             available ({source}); nothing was allocated. Ways out: --fold compact packs \
+             the blocks a trace touches into a smaller --capacity; a smaller --capacity \
+             (about {fit} fits); a larger page size (--nand or nand_params.page_size) \
+             halves the tables per doubling; --max-memory SIZE overrides the limit",
+            format_size(geo.logical_bytes()),
+            format_size(need),
+            parts.join(", "),
+            format_size(limit),
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_grows_with_the_device_and_names_its_parts() {
+        let small = Config::default();
+        let big = Config {
+            capacity: "64GiB".parse().unwrap(),
+            ..Config::default()
+        };
+        let g = |c: &Config| crate::sim::device_geometry(c).unwrap();
+        let (a, b) = (estimate(&small, &g(&small)), estimate(&big, &g(&big)));
+        assert!(b.total() > 50 * (a.total() - FIXED_BYTES), "{a:?} {b:?}");
+        // 64 GiB of 2 KiB pages with the page FTL: about 17.5 bytes per logical page.
+        let per_page = (b.total() - FIXED_BYTES) as f64 / (32u64 << 20) as f64;
+        assert!((16.0..20.0).contains(&per_page), "{per_page}");
+    }
+
+    #[test]
+    fn a_device_beyond_the_limit_is_refused_with_the_estimate_and_the_ways_out() {
+        let cfg = Config {
+            capacity: "64GiB".parse().unwrap(),
+            max_memory: Some("256MiB".parse().unwrap()),
+            ..Config::default()
+        };
+        let e = check(&cfg, &crate::sim::device_geometry(&cfg).unwrap())
+            .unwrap_err()
+            .to_string();
+        for needle in ["`capacity`", "needs about", "--fold compact", "max_memory"] {
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+        let ok = Config {
+            max_memory: Some("2GiB".parse().unwrap()),
+            ..Config::default()
+        };
+        check(&ok, &crate::sim::device_geometry(&ok).unwrap()).unwrap();
+        // A huge write buffer is named as the culprit, not the capacity.
+        let mut buf = Config {
+            buffer: "lru".into(),
+            max_memory: Some("4GiB".parse().unwrap()),
+            ..Config::default()
+        };
+        buf.buffer_options
+            .insert("size".into(), serde_json::Value::String("1TiB".into()));
+        let e = check(&buf, &crate::sim::device_geometry(&buf).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`buffer_options.size`") && e.contains("1 TiB write buffer"),
+            "{e}"
+        );
+    }
+}
