@@ -146,7 +146,7 @@ def test_a_run_report_loads_clean_and_draws_every_series_and_point(pages, browse
 def test_a_page_mapped_run_with_gc_and_the_readme_screenshot(pages, browser):
     check_page(browser, OUT / "page.html", [pages["page"]], OUT / "page.png")
     if os.environ.get("FTLAB_UPDATE_SCREENSHOT") == "1":
-        browser.set_window_size(1100, 1100)
+        browser.set_window_size(1100, 1500)
         browser.execute_script("window.scrollTo(0, 0)")
         browser.save_screenshot(str(ROOT / "docs" / "img" / "report.png"))
 
