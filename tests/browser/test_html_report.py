@@ -138,20 +138,25 @@ def check_page(driver, path, reports, shot):
 
 def test_a_run_report_loads_clean_and_draws_every_series_and_point(pages, browser):
     check_page(browser, OUT / "fast.html", [pages["fast"]], OUT / "fast.png")
-    marks = browser.find_elements(By.CSS_SELECTOR, "figure[data-chart=timeline-waf] line.mark")
+    marks = browser.find_elements(
+        By.CSS_SELECTOR, "figure[data-chart=timeline-waf] line.mark[data-mark=power_loss]")
     assert len(marks) == 1, "the power loss is marked on the timeline"
 
 
 def test_a_page_mapped_run_with_gc_and_the_readme_screenshot(pages, browser):
     check_page(browser, OUT / "page.html", [pages["page"]], OUT / "page.png")
     if os.environ.get("FTLAB_UPDATE_SCREENSHOT") == "1":
-        browser.set_window_size(1100, 1100)
+        browser.set_window_size(1100, 1500)
         browser.execute_script("window.scrollTo(0, 0)")
         browser.save_screenshot(str(ROOT / "docs" / "img" / "report.png"))
 
 
 def test_a_time_based_run_with_a_buffer_and_map_cache(pages, browser):
     check_page(browser, OUT / "dftl.html", [pages["dftl"]], OUT / "dftl.png")
+    drains = [m for m in pages["dftl"]["timeline"]["marks"] if m["kind"] == "drain"]
+    drawn = browser.find_elements(
+        By.CSS_SELECTOR, "figure[data-chart=timeline-waf] line.mark[data-mark=drain]")
+    assert len(drawn) == len(drains) == 1, "the buffer's end-of-run drain is marked"
 
 
 def test_compare_has_one_series_per_run(pages, browser):

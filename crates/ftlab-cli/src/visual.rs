@@ -8,7 +8,7 @@ use ftlab::timeline::TimelineEvery;
 use ftlab::Config;
 use ftlab_core::engine::Engine;
 use ftlab_core::flash::FlashStats;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -31,19 +31,27 @@ impl Bar {
                 bar: ProgressBar::hidden(),
             };
         }
+        // The figures first and the bar in whatever width is left, so the line fits an
+        // 80-column terminal.
         let (bar, template) = match total {
             Some(n) => (
                 ProgressBar::new(n),
-                "{spinner} {elapsed_precise} [{wide_bar}] {percent:>3}% {human_pos}/{human_len} \
-                 requests, {per_sec}, WAF {msg}, ETA {eta}",
+                "{percent:>3}% {human_pos}/{human_len} requests {rate} WAF {msg} ETA {eta} \
+                 [{wide_bar}]",
             ),
             None => (
                 ProgressBar::new_spinner(),
-                "{spinner} {elapsed_precise} {human_pos} requests, {per_sec}, WAF {msg}",
+                "{spinner} {human_pos} requests {rate} WAF {msg} {elapsed}",
             ),
         };
         bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
-        bar.set_style(ProgressStyle::with_template(template).expect("valid template"));
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .expect("valid template")
+                .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&rate(s.per_sec()));
+                }),
+        );
         bar.set_message("-");
         Bar { bar }
     }
@@ -51,6 +59,17 @@ impl Bar {
     /// Removes the bar from the terminal.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// Requests per second of wall-clock time, short: `950/s`, `12k/s`, `1.25M/s`.
+fn rate(per_sec: f64) -> String {
+    if per_sec >= 1e6 {
+        format!("{:.2}M/s", per_sec / 1e6)
+    } else if per_sec >= 1e4 {
+        format!("{:.0}k/s", per_sec / 1e3)
+    } else {
+        format!("{per_sec:.0}/s")
     }
 }
 
@@ -68,7 +87,7 @@ impl Observer for Bar {
 
     fn snapshot_every(&self) -> Option<u64> {
         // Only a look at two counters; skipped entirely when the bar is hidden.
-        (!self.bar.is_hidden()).then_some(16_384)
+        (!self.bar.is_hidden()).then_some(4096)
     }
 
     fn snapshot(&mut self, _p: &Progress, engine: &Engine) {
@@ -217,6 +236,13 @@ mod tests {
         );
         assert_eq!(default_timeline(Some(50)), TimelineEvery::Requests(1));
         assert_eq!(default_timeline(None), TimelineEvery::Requests(10_000));
+    }
+
+    #[test]
+    fn rates_are_short() {
+        assert_eq!(rate(950.4), "950/s");
+        assert_eq!(rate(12_345.0), "12k/s");
+        assert_eq!(rate(1_254_000.0), "1.25M/s");
     }
 
     #[test]

@@ -396,18 +396,23 @@ fn timeline_charts(out: &mut String, runs: &[Run<'_>]) {
         .collect();
     let _ = write!(
         out,
-        "<p>Intervals ({}); x is the simulated time at the end of each interval; dashed lines are power losses.</p><div class=\"grid\">",
+        "<p>Intervals ({}); x is the simulated time at the end of each interval; red dashed lines are power losses, grey ones the end-of-run drain of the buffer.</p><div class=\"grid\">",
         esc(&every.join("; "))
     );
-    let marks: Vec<f64> = with
+    let marks: Vec<(f64, &str)> = with
         .iter()
         .flat_map(|r| {
             at(r.report, "timeline.marks")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|m| num(m, "time_ns"))
-                .map(|t| t / 1e9)
+                .filter_map(|m| {
+                    let kind = m
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or("power_loss");
+                    Some((num(m, "time_ns")? / 1e9, kind))
+                })
         })
         .collect();
     for &(key, title, unit, scale) in TIMELINE_CHARTS {
@@ -587,7 +592,7 @@ mod tests {
             "timeline": {"every": "5", "intervals": [
                 {"end_ns": 1000, "requests": 5, "waf": null, "free_blocks": 9},
                 {"end_ns": 2000, "requests": 5, "waf": 1.5, "free_blocks": 8}
-            ], "marks": [{"time_ns": 1500}]},
+            ], "marks": [{"time_ns": 1500, "kind": "power_loss"}, {"time_ns": 2000, "kind": "drain"}]},
             "distributions": {
                 "response_cdf": [{"q": 0.5, "ns": 1000}, {"q": 1.0, "ns": 3000}],
                 "erase_count": [{"from": 0, "to": 0, "blocks": 4}, {"from": 1, "to": 1, "blocks": 6}],
@@ -625,6 +630,7 @@ mod tests {
             !html.contains("http://") && !html.contains("https://"),
             "no network"
         );
+        assert!(html.contains("data-mark=\"power_loss\"") && html.contains("data-mark=\"drain\""));
     }
 
     #[test]

@@ -231,8 +231,9 @@ fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
         })
 }
 
-/// A line chart over a numeric x; `marks` are vertical dashed lines (power losses).
-pub fn lines(f: &Frame<'_>, series: &[Line], x_log: bool, marks: &[f64]) -> String {
+/// A line chart over a numeric x; `marks` are vertical dashed lines at `(x, kind)`:
+/// `power_loss` (or `power_loss_unrecovered`) in red, anything else (`drain`) in grey.
+pub fn lines(f: &Frame<'_>, series: &[Line], x_log: bool, marks: &[(f64, &str)]) -> String {
     let xs = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
     let ys = bounds(
         series
@@ -251,12 +252,19 @@ pub fn lines(f: &Frame<'_>, series: &[Line], x_log: bool, marks: &[f64]) -> Stri
     let y = Axis::new(y0.min(0.0), y1 * 1.05, H - BOTTOM, TOP, false);
     let mut out = String::new();
     open(&mut out, f, "line", series.len(), &x, &y);
-    for &m in marks {
+    for &(m, kind) in marks {
         let px = x.px(m);
+        let (class, what) = if kind.starts_with("power_loss") {
+            ("mark", "power loss")
+        } else {
+            ("mark other", kind)
+        };
         let _ = write!(
             out,
-            "<line class=\"mark\" data-mark=\"power_loss\" x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{TOP}\" y2=\"{:.1}\"><title>power loss at {} s</title></line>",
+            "<line class=\"{class}\" data-mark=\"{}\" x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{TOP}\" y2=\"{:.1}\"><title>{} at {} s</title></line>",
+            esc(kind),
             H - BOTTOM,
+            esc(what),
             fmt_num(m)
         );
     }
@@ -413,7 +421,7 @@ mod tests {
                 ],
             }],
             false,
-            &[1.5],
+            &[(1.5, "power_loss")],
         );
         assert!(s.contains("data-series=\"1\""), "{s}");
         assert!(s.contains("data-points=\"3\""), "{s}");

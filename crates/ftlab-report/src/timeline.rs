@@ -89,8 +89,9 @@ macro_rules! columns {
 columns! {
     /// Interval number, from 0.
     index: u64, "";
-    /// Start: the interval's lower bound (time-based intervals) or the arrival of its
-    /// first request (request-count intervals), in simulated time.
+    /// Start: the interval's lower bound (time-based intervals), or the end of the
+    /// previous interval (request-count intervals; the first starts at the arrival of
+    /// its first request), in simulated time.
     start_ns: u64, "ns";
     /// End: the interval's upper bound (time-based) or the arrival of its last request
     /// (request-count). A run of empty time intervals is one row spanning them.
