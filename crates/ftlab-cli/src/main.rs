@@ -121,6 +121,11 @@ struct FuzzArgs {
     /// Print the per-FTL x buffer totals as a markdown table
     #[arg(long)]
     table: bool,
+    /// Print per FTL x buffer how many passed runs reached GC, each merge kind, a
+    /// translation-page read, a power loss, trims, flushes, the least over-provisioning and a
+    /// buffer larger than the device (a 0 is a blind spot)
+    #[arg(long)]
+    coverage: bool,
     /// No progress bar
     #[arg(long, short)]
     quiet: bool,
@@ -717,6 +722,9 @@ fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
     );
     if args.table {
         print!("{}", tally.table());
+    }
+    if args.coverage {
+        print!("{}", tally.coverage_table());
     }
     ExitCode::SUCCESS
 }
