@@ -247,9 +247,12 @@ pub fn run_case(cfg: &Config) -> Verdict {
     }
 }
 
+/// Whether a passed run with this configuration and report reached something.
+pub type Reached = fn(&Config, &ftlab_report::Report) -> bool;
+
 /// What a run can reach, for the coverage table (`ftlab fuzz --coverage`): the column
 /// heading and whether a passed run reached it. A column of zeros is a blind spot.
-pub const COVERAGE: [(&str, fn(&Config, &ftlab_report::Report) -> bool); 11] = [
+pub const COVERAGE: [(&str, Reached); 11] = [
     ("GC", |_, r| r.ftl.gc.invocations > 0),
     ("switch merge", |_, r| r.ftl.merges.switch > 0),
     ("partial merge", |_, r| r.ftl.merges.partial > 0),
