@@ -126,6 +126,11 @@ struct FuzzArgs {
     /// buffer larger than the device (a 0 is a blind spot)
     #[arg(long)]
     coverage: bool,
+    /// Add this swarm's totals (runs, requests, reads checked, power losses per FTL x
+    /// buffer) to the cumulative ledger FILE (JSON, created when missing) and print the
+    /// totals so far
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
     /// No progress bar
     #[arg(long, short)]
     quiet: bool,
@@ -725,6 +730,28 @@ fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
     }
     if args.coverage {
         print!("{}", tally.coverage_table());
+    }
+    if let Some(path) = &args.ledger {
+        match tally.add_to_ledger(path) {
+            Ok(l) => {
+                let t = l.totals();
+                println!(
+                    "ledger {}: {} swarms, {} runs, {} requests, {} reads checked, {} power \
+                     losses over {} FTL x buffer pairs",
+                    path.display(),
+                    l.swarms,
+                    t.runs,
+                    t.requests,
+                    t.reads_checked,
+                    t.power_losses,
+                    l.pairs.len()
+                );
+            }
+            Err(e) => {
+                eprintln!("error: --ledger {e}");
+                return ExitCode::from(ftlab::error::exit::USAGE);
+            }
+        }
     }
     ExitCode::SUCCESS
 }

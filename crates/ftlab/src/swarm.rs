@@ -344,6 +344,31 @@ impl Tally {
         s
     }
 
+    /// Adds this swarm's totals to the cumulative ledger at `path` (created when
+    /// missing): per FTL x buffer, swarms, runs passed, requests, reads checked, power
+    /// losses and buffered pages lost, so that repeated fuzzing shows its totals grow.
+    /// Returns the ledger as it now stands.
+    pub fn add_to_ledger(&self, path: &std::path::Path) -> Result<Ledger, String> {
+        let mut ledger = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<Ledger>(&text)
+                .map_err(|e| format!("{}: not an ftlab fuzz ledger: {e}", path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ledger::default(),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        ledger.swarms += 1;
+        for ((f, b), [runs, reqs, reads, losses, lost, _skipped]) in &self.by_pair {
+            let e = ledger.pairs.entry(format!("{f}+{b}")).or_default();
+            e.runs += runs;
+            e.requests += reqs;
+            e.reads_checked += reads;
+            e.power_losses += losses;
+            e.buffered_pages_lost += lost;
+        }
+        let text = serde_json::to_string_pretty(&ledger).expect("a ledger serialises") + "\n";
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(ledger)
+    }
+
     /// A markdown table of the totals.
     pub fn table(&self) -> String {
         let mut s = String::from(
@@ -356,6 +381,45 @@ impl Tally {
             ));
         }
         s
+    }
+}
+
+/// Cumulative fuzzing totals (`ftlab fuzz --ledger FILE`).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Ledger {
+    /// Swarms added.
+    pub swarms: u64,
+    /// `ftl+buffer` -> totals.
+    pub pairs: BTreeMap<String, LedgerEntry>,
+}
+
+/// One FTL x buffer pair's totals in a [`Ledger`].
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct LedgerEntry {
+    /// Runs passed.
+    pub runs: u64,
+    /// Requests simulated.
+    pub requests: u64,
+    /// Reads checked by the oracle.
+    pub reads_checked: u64,
+    /// Power losses survived.
+    pub power_losses: u64,
+    /// Pages lost from volatile buffers (reported, as they must be).
+    pub buffered_pages_lost: u64,
+}
+
+impl Ledger {
+    /// Totals over every pair: runs, requests, reads checked, power losses.
+    pub fn totals(&self) -> LedgerEntry {
+        self.pairs
+            .values()
+            .fold(LedgerEntry::default(), |a, e| LedgerEntry {
+                runs: a.runs + e.runs,
+                requests: a.requests + e.requests,
+                reads_checked: a.reads_checked + e.reads_checked,
+                power_losses: a.power_losses + e.power_losses,
+                buffered_pages_lost: a.buffered_pages_lost + e.buffered_pages_lost,
+            })
     }
 }
 
@@ -372,6 +436,30 @@ mod tests {
             a.mix.as_ref().unwrap().validate().unwrap();
         }
         assert_ne!(draw(case_seed(7, 0), 3000), draw(case_seed(7, 1), 3000));
+    }
+
+    #[test]
+    fn the_ledger_adds_swarm_after_swarm() {
+        let path = std::env::temp_dir().join(format!("ftlab-ledger-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut t = Tally::default();
+        t.by_pair
+            .insert(("page".into(), "none".into()), [2, 100, 50, 1, 0, 3]);
+        let once = t.add_to_ledger(&path).unwrap();
+        assert_eq!((once.swarms, once.totals().requests), (1, 100));
+        let twice = t.add_to_ledger(&path).unwrap();
+        assert_eq!(twice.swarms, 2);
+        let e = twice.pairs["page+none"];
+        assert_eq!(
+            (e.runs, e.requests, e.reads_checked, e.power_losses),
+            (4, 200, 100, 2)
+        );
+        std::fs::write(&path, "not json").unwrap();
+        assert!(t
+            .add_to_ledger(&path)
+            .unwrap_err()
+            .contains("not an ftlab fuzz ledger"));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
