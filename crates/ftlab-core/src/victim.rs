@@ -1,3 +1,5 @@
+//! GC victim selection for the page-mapped schemes (`page`, `dac`, `dftl`, `tpm`).
+//!
 //! [`GreedyIndex`]: finds the block with the fewest valid pages in O(pages per block +
 //! log64 blocks), with ties broken by the lowest block number, so greedy GC never scans
 //! every block.
@@ -5,6 +7,41 @@
 //! One hierarchical bitset per valid count (0..=pages_per_block); a block is in at most
 //! one of them. Memory: `(pages_per_block + 1) * blocks / 8` bytes (about 33 MiB for a
 //! 1 TiB device with 4 KiB pages and 128 pages per block).
+//!
+//! [`Victims`]: the sealed blocks of a scheme and its victim policy ([`GcPolicy`], the
+//! `gc_policy` option). Sources and the choices they leave open:
+//! - `greedy` (default): fewest valid pages, ties by the lowest block number
+//!   ([`GreedyIndex`]). O(pages per block + log64 blocks) per collection.
+//! - `cost_benefit`: the sealed block with the highest benefit/cost
+//!   `(1 - u) * age / (1 + u)` (Rosenblum and Ousterhout, "The design and
+//!   implementation of a log-structured file system", ACM TOCS 10(1), 1992, §3.6; the
+//!   same age-weighted rule Kawaguchi et al., USENIX 1995, use for flash with cost
+//!   `2u`). `u` is the block's valid fraction. Open in the paper: the clock and the age.
+//!   Here time counts sealed blocks (one tick per block sealed, host or GC), and a
+//!   block's age is the ticks since it was sealed (LFS takes the newest modification
+//!   time of the segment's data, which GC copies keep; that would need a time stamp per
+//!   page, and a sequentially written block's newest data is as old as its sealing).
+//!   Ties: the older block. Selection scans the sealed blocks, O(blocks) per
+//!   collection (the score changes with time, so no static order holds it; see
+//!   CHANGELOG for the bucketed O(pages per block * log blocks) alternative not built).
+//! - `d_choices`: `gc_d` sealed blocks drawn uniformly with replacement by the run's
+//!   seeded generator (SplitMix64, seeded from the run's seed), the one with the fewest
+//!   valid pages (ties: the first drawn). O(d) per collection.
+//! - `fifo`: the block sealed longest ago, whatever its valid pages (the log-structured
+//!   "cyclic" cleaner of Desnoyers' model). O(1).
+//! - `random`: one sealed block drawn uniformly. O(1).
+//! - `windowed_greedy`: the fewest valid pages among the `gc_window` blocks sealed
+//!   longest ago (ties: the older). O(w) per collection.
+//!
+//! Every policy but greedy may pick a fully valid block: its round copies a whole block
+//! and frees one, so the free pool does not shrink and GC goes on to the next victim
+//! (the models count such rounds too). [`Victims::stuck`] tells the schemes when no
+//! sealed block has an invalid page, which their geometry rules exclude. The seal order
+//! (for `fifo`, `windowed_greedy`, `cost_benefit`) is kept in an intrusive list, and the
+//! sealed set for the random draws in a dense array: O(1) per seal, invalidation and
+//! removal, nothing allocated after construction; with `greedy` neither is kept.
+//! After a power loss the seal order is lost: recovery seals blocks in block-number
+//! order.
 
 use crate::units::Pbn;
 
@@ -146,6 +183,289 @@ impl GreedyIndex {
             .map(|b| b.levels.iter().map(Vec::len).sum::<usize>() * 8)
             .sum();
         (bits + self.member.len() * 2 + self.sizes.len() * 4) as u64
+    }
+}
+
+/// A GC victim policy (the `gc_policy` option of `page`, `dac`, `dftl` and `tpm`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum GcPolicy {
+    /// Fewest valid pages.
+    #[default]
+    Greedy,
+    /// Highest (1-u)*age/(1+u) (Rosenblum and Ousterhout 1992).
+    CostBenefit,
+    /// Fewest valid pages among gc_d random sealed blocks.
+    DChoices,
+    /// Oldest sealed block.
+    Fifo,
+    /// A random sealed block.
+    Random,
+    /// Fewest valid pages among the gc_window oldest sealed blocks.
+    WindowedGreedy,
+}
+
+impl GcPolicy {
+    /// Every policy, in declaration order (for tests and the swarm).
+    pub const ALL: [GcPolicy; 6] = [
+        GcPolicy::Greedy,
+        GcPolicy::CostBenefit,
+        GcPolicy::DChoices,
+        GcPolicy::Fifo,
+        GcPolicy::Random,
+        GcPolicy::WindowedGreedy,
+    ];
+}
+
+/// Default of the `gc_d` option.
+pub const DEFAULT_D: u32 = 8;
+/// Default of the `gc_window` option.
+pub const DEFAULT_WINDOW: u32 = 16;
+
+/// A victim policy with its parameters, as a scheme's options give it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VictimPolicy {
+    /// The policy.
+    pub policy: GcPolicy,
+    /// Blocks drawn by `d_choices`.
+    pub d: u32,
+    /// Oldest blocks considered by `windowed_greedy`.
+    pub window: u32,
+}
+
+impl Default for VictimPolicy {
+    fn default() -> Self {
+        VictimPolicy {
+            policy: GcPolicy::Greedy,
+            d: DEFAULT_D,
+            window: DEFAULT_WINDOW,
+        }
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
+/// The sealed blocks of a page-mapped scheme, and the victim its policy picks (module
+/// docs).
+#[derive(Clone, Debug)]
+pub struct Victims {
+    greedy: GreedyIndex,
+    pol: VictimPolicy,
+    ppb: u32,
+    rng: crate::rng::SplitMix64,
+    /// Whether the seal-order list and the dense array are kept (not for greedy).
+    ordered: bool,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: u32,
+    tail: u32,
+    sealed_at: Vec<u64>,
+    clock: u64,
+    dense: Vec<u32>,
+    pos: Vec<u32>,
+}
+
+impl Victims {
+    /// No sealed block yet, for `blocks` blocks of `pages_per_block` pages.
+    pub fn new(blocks: u32, pages_per_block: u32, pol: VictimPolicy) -> Self {
+        let ordered = pol.policy != GcPolicy::Greedy;
+        let n = if ordered { blocks as usize } else { 0 };
+        Victims {
+            greedy: GreedyIndex::new(blocks, pages_per_block),
+            pol: VictimPolicy {
+                d: pol.d.max(1),
+                window: pol.window.max(1),
+                ..pol
+            },
+            ppb: pages_per_block,
+            rng: crate::rng::SplitMix64::new(0),
+            ordered,
+            prev: vec![NIL; n],
+            next: vec![NIL; n],
+            head: NIL,
+            tail: NIL,
+            sealed_at: vec![0; n],
+            clock: 0,
+            dense: Vec::with_capacity(n),
+            pos: vec![NIL; n],
+        }
+    }
+
+    /// Seeds the generator of `d_choices` and `random` (from the run's seed).
+    pub fn seed(&mut self, seed: u64) {
+        self.rng = crate::rng::SplitMix64::new(seed ^ 0x6763_5f70_6f6c_6963);
+    }
+
+    /// The policy in use.
+    pub fn policy(&self) -> VictimPolicy {
+        self.pol
+    }
+
+    /// Seals a block with `valid` valid pages. Panics if it is already in.
+    pub fn insert(&mut self, pbn: Pbn, valid: u32) {
+        self.greedy.insert(pbn, valid);
+        if !self.ordered {
+            return;
+        }
+        let b = pbn.0;
+        self.clock += 1;
+        self.sealed_at[b as usize] = self.clock;
+        self.prev[b as usize] = self.tail;
+        self.next[b as usize] = NIL;
+        if self.tail == NIL {
+            self.head = b;
+        } else {
+            self.next[self.tail as usize] = b;
+        }
+        self.tail = b;
+        self.pos[b as usize] = self.dense.len() as u32;
+        self.dense.push(b);
+    }
+
+    /// Removes a block if sealed.
+    pub fn remove(&mut self, pbn: Pbn) {
+        if !self.greedy.contains(pbn) {
+            return;
+        }
+        self.greedy.remove(pbn);
+        if !self.ordered {
+            return;
+        }
+        let b = pbn.0 as usize;
+        let (p, n) = (self.prev[b], self.next[b]);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+        self.prev[b] = NIL;
+        self.next[b] = NIL;
+        let i = self.pos[b] as usize;
+        let last = self
+            .dense
+            .pop()
+            .expect("a sealed block is in the dense array");
+        if last as usize != b {
+            self.dense[i] = last;
+            self.pos[last as usize] = i as u32;
+        }
+        self.pos[b] = NIL;
+    }
+
+    /// Whether a block is sealed.
+    pub fn contains(&self, pbn: Pbn) -> bool {
+        self.greedy.contains(pbn)
+    }
+
+    /// One of the block's pages became invalid; no-op if the block is not sealed.
+    #[inline]
+    pub fn decrement(&mut self, pbn: Pbn) {
+        self.greedy.decrement(pbn);
+    }
+
+    /// The sealed block with the fewest valid pages (lowest number on ties).
+    pub fn min(&self) -> Option<(Pbn, u32)> {
+        self.greedy.min()
+    }
+
+    /// Whether every sealed block is fully valid (or none is sealed): GC cannot make
+    /// progress.
+    pub fn stuck(&self) -> bool {
+        self.greedy.min().is_none_or(|(_, v)| v >= self.ppb)
+    }
+
+    fn valid(&self, b: u32) -> u32 {
+        self.greedy.member[b as usize] as u32
+    }
+
+    /// The victim the policy picks now, with its valid pages, still sealed (`random` and
+    /// `d_choices` draw from the generator at each call).
+    pub fn choose(&mut self) -> Option<(Pbn, u32)> {
+        if !self.ordered {
+            return self.greedy.min();
+        }
+        if self.dense.is_empty() {
+            return None;
+        }
+        let b = match self.pol.policy {
+            GcPolicy::Greedy => return self.greedy.min(),
+            GcPolicy::Fifo => self.head,
+            GcPolicy::Random => self.dense[self.rng.below(self.dense.len() as u64) as usize],
+            GcPolicy::DChoices => {
+                let mut best = NIL;
+                for _ in 0..self.pol.d {
+                    let c = self.dense[self.rng.below(self.dense.len() as u64) as usize];
+                    if best == NIL || self.valid(c) < self.valid(best) {
+                        best = c;
+                    }
+                }
+                best
+            }
+            GcPolicy::WindowedGreedy => {
+                let (mut best, mut c) = (self.head, self.head);
+                for _ in 0..self.pol.window {
+                    if c == NIL {
+                        break;
+                    }
+                    if self.valid(c) < self.valid(best) {
+                        best = c;
+                    }
+                    c = self.next[c as usize];
+                }
+                best
+            }
+            GcPolicy::CostBenefit => {
+                // Compare (ppb - v) * age / (ppb + v) exactly, in integers.
+                let ppb = self.ppb as u128;
+                let score = |s: &Self, c: u32| {
+                    let v = s.valid(c) as u128;
+                    let age = (s.clock - s.sealed_at[c as usize]) as u128;
+                    ((ppb - v) * age, ppb + v)
+                };
+                let (mut best, mut c) = (self.head, self.head);
+                let mut bs = score(self, best);
+                while c != NIL {
+                    let cs = score(self, c);
+                    if cs.0 * bs.1 > bs.0 * cs.1 {
+                        best = c;
+                        bs = cs;
+                    }
+                    c = self.next[c as usize];
+                }
+                best
+            }
+        };
+        Some((Pbn(b), self.valid(b)))
+    }
+
+    /// Removes and returns [`Victims::choose`].
+    pub fn pop(&mut self) -> Option<(Pbn, u32)> {
+        let (b, v) = self.choose()?;
+        self.remove(b);
+        Some((b, v))
+    }
+
+    /// Memory used, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.greedy.bytes()
+            + (self.prev.len() + self.next.len() + self.pos.len() + self.dense.capacity()) as u64
+                * 4
+            + self.sealed_at.len() as u64 * 8
     }
 }
 
