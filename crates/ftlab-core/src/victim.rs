@@ -528,4 +528,114 @@ mod tests {
             assert_eq!(g.min(), brute);
         }
     }
+
+    /// Every policy against a brute-force model of the sealed set (seal order, valid
+    /// counts) under a pseudo-random walk of seals, invalidations and removals.
+    #[test]
+    fn victims_match_brute_force() {
+        const N: usize = 200;
+        const PPB: u32 = 8;
+        for policy in GcPolicy::ALL {
+            let pol = VictimPolicy {
+                policy,
+                d: 3,
+                window: 5,
+            };
+            let mut v = Victims::new(N as u32, PPB, pol);
+            v.seed(42);
+            // (seal tick, valid) per sealed block.
+            let mut model: Vec<Option<(u64, u32)>> = vec![None; N];
+            let mut clock = 0u64;
+            let mut x: u64 = 99;
+            for step in 0..20_000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let b = ((x >> 33) % N as u64) as usize;
+                match (x >> 20) % 4 {
+                    0 if model[b].is_none() => {
+                        let valid = ((x >> 40) % (PPB as u64 + 1)) as u32;
+                        clock += 1;
+                        v.insert(Pbn(b as u32), valid);
+                        model[b] = Some((clock, valid));
+                    }
+                    1 | 2 => {
+                        if let Some((_, valid)) = model[b].as_mut() {
+                            if *valid > 0 {
+                                v.decrement(Pbn(b as u32));
+                                *valid -= 1;
+                            }
+                        }
+                    }
+                    _ => {
+                        v.remove(Pbn(b as u32));
+                        model[b] = None;
+                    }
+                }
+                let mut sealed: Vec<(u64, u32, u32)> = model
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, m)| m.map(|(t, val)| (t, val, i as u32)))
+                    .collect();
+                sealed.sort();
+                for (i, m) in model.iter().enumerate() {
+                    assert_eq!(v.contains(Pbn(i as u32)), m.is_some());
+                }
+                if step % 7 != 0 {
+                    continue;
+                }
+                let got = v.choose();
+                if sealed.is_empty() {
+                    assert_eq!(got, None);
+                    continue;
+                }
+                let (g, gv) = got.unwrap();
+                assert_eq!(model[g.idx()].map(|m| m.1), Some(gv), "{policy:?}");
+                let oldest = |(t, val, i): &(u64, u32, u32)| (*val, *t, *i);
+                let want = match policy {
+                    GcPolicy::Greedy => sealed
+                        .iter()
+                        .map(|&(_, val, i)| (val, i))
+                        .min()
+                        .map(|(_, i)| i),
+                    GcPolicy::Fifo => Some(sealed[0].2),
+                    GcPolicy::WindowedGreedy => {
+                        sealed.iter().take(5).min_by_key(|e| oldest(e)).map(|e| e.2)
+                    }
+                    GcPolicy::CostBenefit => {
+                        let score = |&(t, val, _): &(u64, u32, u32)| {
+                            (PPB - val) as f64 * (clock - t) as f64 / (PPB + val) as f64
+                        };
+                        let best = sealed.iter().map(score).fold(f64::MIN, f64::max);
+                        sealed.iter().find(|e| score(e) == best).map(|e| e.2)
+                    }
+                    // Random draws: any sealed block; d-choices: no worse than a draw.
+                    GcPolicy::Random | GcPolicy::DChoices => Some(g.0),
+                };
+                assert_eq!(Some(g.0), want, "{policy:?} at step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn random_draws_are_seeded_and_spread() {
+        let pol = VictimPolicy {
+            policy: GcPolicy::Random,
+            ..VictimPolicy::default()
+        };
+        let picks = |seed| {
+            let mut v = Victims::new(64, 4, pol);
+            v.seed(seed);
+            for b in 0..64 {
+                v.insert(Pbn(b), 2);
+            }
+            (0..200)
+                .map(|_| v.choose().unwrap().0 .0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(picks(1), picks(1));
+        assert_ne!(picks(1), picks(2));
+        let distinct: std::collections::BTreeSet<u32> = picks(1).into_iter().collect();
+        assert!(distinct.len() > 40, "{}", distinct.len());
+    }
 }
