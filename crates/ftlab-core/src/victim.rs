@@ -21,9 +21,12 @@
 //!   block's age is the ticks since it was sealed (LFS takes the newest modification
 //!   time of the segment's data, which GC copies keep; that would need a time stamp per
 //!   page, and a sequentially written block's newest data is as old as its sealing).
-//!   Ties: the older block. Selection scans the sealed blocks, O(blocks) per
-//!   collection (the score changes with time, so no static order holds it; see
-//!   CHANGELOG for the bucketed O(pages per block * log blocks) alternative not built).
+//!   Ties: the older block. Selection: the score changes with time, so no static order
+//!   holds it, but within one valid count the oldest block scores best; one bitset per
+//!   valid count over seal ranks (ranks renumbered in seal order when `2 * blocks` are
+//!   used up, at most once per `blocks` seals) finds those, so a collection costs
+//!   O(pages per block * log64 blocks) and an invalidation O(log64 blocks), with twice
+//!   the greedy index's memory.
 //! - `d_choices`: `gc_d` sealed blocks drawn uniformly with replacement by the run's
 //!   seeded generator (SplitMix64, seeded from the run's seed), the one with the fewest
 //!   valid pages (ties: the first drawn). O(d) per collection.
@@ -85,6 +88,12 @@ impl Bitset {
                 break;
             }
             i /= 64;
+        }
+    }
+
+    fn clear(&mut self) {
+        for level in &mut self.levels {
+            level.fill(0);
         }
     }
 
@@ -273,6 +282,20 @@ pub struct Victims {
     clock: u64,
     dense: Vec<u32>,
     pos: Vec<u32>,
+    /// `cost_benefit` only: per valid count, the sealed blocks by seal rank (module
+    /// docs), so the oldest block of each count is found in O(log64 blocks).
+    cb: CostBenefitIndex,
+}
+
+/// The seal ranks of `cost_benefit`: ranks grow with sealing, in `0..2 * blocks`; when
+/// they run out, the sealed blocks are ranked again `0..sealed` in seal order (the list)
+/// and the bitsets rebuilt, at most once per `blocks` seals.
+#[derive(Clone, Debug, Default)]
+struct CostBenefitIndex {
+    buckets: Vec<Bitset>,
+    rank: Vec<u32>,
+    at_rank: Vec<u32>,
+    next_rank: u32,
 }
 
 impl Victims {
@@ -298,7 +321,37 @@ impl Victims {
             clock: 0,
             dense: Vec::with_capacity(n),
             pos: vec![NIL; n],
+            cb: if pol.policy == GcPolicy::CostBenefit {
+                let ranks = (2 * blocks).max(64);
+                CostBenefitIndex {
+                    buckets: (0..=pages_per_block).map(|_| Bitset::new(ranks)).collect(),
+                    rank: vec![NIL; blocks as usize],
+                    at_rank: vec![NIL; ranks as usize],
+                    next_rank: 0,
+                }
+            } else {
+                CostBenefitIndex::default()
+            },
         }
+    }
+
+    /// Ranks the sealed blocks `0..sealed` again in seal order and rebuilds the
+    /// cost-benefit bitsets (when the ranks run out).
+    fn rerank(&mut self) {
+        for b in &mut self.cb.buckets {
+            b.clear();
+        }
+        self.cb.at_rank.fill(NIL);
+        let (mut c, mut r) = (self.head, 0u32);
+        while c != NIL {
+            self.cb.rank[c as usize] = r;
+            self.cb.at_rank[r as usize] = c;
+            let v = self.valid(c) as usize;
+            self.cb.buckets[v].insert(r);
+            r += 1;
+            c = self.next[c as usize];
+        }
+        self.cb.next_rank = r;
     }
 
     /// Seeds the generator of `d_choices` and `random` (from the run's seed).
@@ -330,6 +383,18 @@ impl Victims {
         self.tail = b;
         self.pos[b as usize] = self.dense.len() as u32;
         self.dense.push(b);
+        if !self.cb.buckets.is_empty() {
+            if self.cb.next_rank as usize == self.cb.at_rank.len() {
+                // `b` is already last in the list: it gets the last rank.
+                self.rerank();
+            } else {
+                let r = self.cb.next_rank;
+                self.cb.next_rank += 1;
+                self.cb.rank[b as usize] = r;
+                self.cb.at_rank[r as usize] = b;
+                self.cb.buckets[valid as usize].insert(r);
+            }
+        }
     }
 
     /// Removes a block if sealed.
@@ -337,11 +402,18 @@ impl Victims {
         if !self.greedy.contains(pbn) {
             return;
         }
+        let b = pbn.0 as usize;
+        if !self.cb.buckets.is_empty() {
+            let r = self.cb.rank[b];
+            let v = self.valid(pbn.0) as usize;
+            self.cb.buckets[v].remove(r);
+            self.cb.at_rank[r as usize] = NIL;
+            self.cb.rank[b] = NIL;
+        }
         self.greedy.remove(pbn);
         if !self.ordered {
             return;
         }
-        let b = pbn.0 as usize;
         let (p, n) = (self.prev[b], self.next[b]);
         if p == NIL {
             self.head = n;
@@ -375,6 +447,13 @@ impl Victims {
     /// One of the block's pages became invalid; no-op if the block is not sealed.
     #[inline]
     pub fn decrement(&mut self, pbn: Pbn) {
+        if !self.cb.buckets.is_empty() && self.greedy.contains(pbn) {
+            let (v, r) = (self.valid(pbn.0) as usize, self.cb.rank[pbn.idx()]);
+            if v > 0 {
+                self.cb.buckets[v].remove(r);
+                self.cb.buckets[v - 1].insert(r);
+            }
+        }
         self.greedy.decrement(pbn);
     }
 
@@ -430,24 +509,28 @@ impl Victims {
                 best
             }
             GcPolicy::CostBenefit => {
-                // Compare (ppb - v) * age / (ppb + v) exactly, in integers.
+                // The oldest block of each valid count is the best of its count (same
+                // u, the greatest age); compare those, (ppb - v) * age / (ppb + v)
+                // exactly in integers, ties to the older.
                 let ppb = self.ppb as u128;
-                let score = |s: &Self, c: u32| {
-                    let v = s.valid(c) as u128;
-                    let age = (s.clock - s.sealed_at[c as usize]) as u128;
-                    ((ppb - v) * age, ppb + v)
-                };
-                let (mut best, mut c) = (self.head, self.head);
-                let mut bs = score(self, best);
-                while c != NIL {
-                    let cs = score(self, c);
-                    if cs.0 * bs.1 > bs.0 * cs.1 {
-                        best = c;
-                        bs = cs;
+                let mut best: Option<(u128, u128, u64, u32)> = None;
+                for (v, bucket) in self.cb.buckets.iter().enumerate() {
+                    let Some(r) = bucket.first() else {
+                        continue;
+                    };
+                    let c = self.cb.at_rank[r as usize];
+                    let sealed = self.sealed_at[c as usize];
+                    let num = (ppb - v as u128) * (self.clock - sealed) as u128;
+                    let den = ppb + v as u128;
+                    let better = best.is_none_or(|(bn, bd, bs, _)| {
+                        let (l, rr) = (num * bd, bn * den);
+                        l > rr || (l == rr && sealed < bs)
+                    });
+                    if better {
+                        best = Some((num, den, sealed, c));
                     }
-                    c = self.next[c as usize];
                 }
-                best
+                best.expect("a sealed block is in a bucket").3
             }
         };
         Some((Pbn(b), self.valid(b)))
@@ -466,6 +549,13 @@ impl Victims {
             + (self.prev.len() + self.next.len() + self.pos.len() + self.dense.capacity()) as u64
                 * 4
             + self.sealed_at.len() as u64 * 8
+            + (self.cb.rank.len() + self.cb.at_rank.len()) as u64 * 4
+            + self
+                .cb
+                .buckets
+                .iter()
+                .map(|b| b.levels.iter().map(Vec::len).sum::<usize>() as u64 * 8)
+                .sum::<u64>()
     }
 }
 
