@@ -14,7 +14,7 @@
 //!   ([`GreedyIndex`]). O(pages per block + log64 blocks) per collection.
 //! - `cost_benefit`: the sealed block with the highest benefit/cost
 //!   `(1 - u) * age / (1 + u)` (Rosenblum and Ousterhout, "The design and
-//!   implementation of a log-structured file system", ACM TOCS 10(1), 1992, §3.6; the
+//!   implementation of a log-structured file system", ACM TOCS 10(1), 1992; the
 //!   same age-weighted rule Kawaguchi et al., USENIX 1995, use for flash with cost
 //!   `2u`). `u` is the block's valid fraction. Open in the paper: the clock and the age.
 //!   Here time counts sealed blocks (one tick per block sealed, host or GC), and a
