@@ -24,8 +24,11 @@
 //!   `min(r+1, K-1)`; a GC copy from region `r` to `max(r-1, 0)`.
 //! - The region of a page is the region of the block that holds it, so no per-page
 //!   region table is needed (one byte per block).
-//! - Victim: fewest valid pages over all regions, ties by the lowest block number
-//!   ([`GreedyIndex`]); the active blocks are never victims.
+//! - Victim: `gc_policy` over the sealed blocks of all regions (default `greedy`: fewest
+//!   valid pages, ties by the lowest block number; the policies are in
+//!   [`ftlab_core::victim`]); the active blocks are never victims. A policy other than
+//!   greedy may take a fully valid block: its copies open at most one block, as a
+//!   greedy victim's do, so `gc_threshold` 2 stays safe.
 //! - Free blocks are reused first-in first-out; GC is checked when a host write opens a
 //!   new active block, the moment the free pool shrinks.
 //! - Power-loss recovery (not in the paper): DAC keeps no checkpoint, so start-up reads
@@ -45,7 +48,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
-use ftlab_core::victim::GreedyIndex;
+use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -65,6 +68,16 @@ pub struct DacOptions {
     /// host, one for a GC victim's copies).
     #[schemars(range(min = 2))]
     pub gc_threshold: u32,
+    /// GC victim policy (ftlab_core::victim): greedy (fewest valid pages), cost_benefit
+    /// ((1-u)*age/(1+u)), d_choices (best of gc_d random blocks), fifo (oldest sealed),
+    /// random, windowed_greedy (greedy among the gc_window oldest).
+    pub gc_policy: GcPolicy,
+    /// Blocks drawn by gc_policy = d_choices.
+    #[schemars(range(min = 1))]
+    pub gc_d: u32,
+    /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
+    #[schemars(range(min = 1))]
+    pub gc_window: u32,
 }
 
 impl Default for DacOptions {
@@ -72,6 +85,9 @@ impl Default for DacOptions {
         DacOptions {
             regions: AutoOr::Auto,
             gc_threshold: 2,
+            gc_policy: GcPolicy::Greedy,
+            gc_d: victim::DEFAULT_D,
+            gc_window: victim::DEFAULT_WINDOW,
         }
     }
 }
@@ -88,7 +104,7 @@ pub struct DacFtl {
     /// Active block of each region (`NO_BLOCK` until the region is first written).
     active: Vec<u32>,
     free: VecDeque<Pbn>,
-    index: GreedyIndex,
+    index: Victims,
     gc_threshold: u32,
     stats: FtlStats,
     /// Pages written in GC victims when they were chosen (for `u_avg`).
@@ -140,11 +156,25 @@ impl DacFtl {
             region: vec![0; geo.blocks as usize],
             active: vec![NO_BLOCK; regions as usize],
             free: (0..geo.blocks).map(Pbn).collect(),
-            index: GreedyIndex::new(geo.blocks, geo.pages_per_block),
+            index: Victims::new(
+                geo.blocks,
+                geo.pages_per_block,
+                VictimPolicy {
+                    policy: opts.gc_policy,
+                    d: opts.gc_d,
+                    window: opts.gc_window,
+                },
+            ),
             gc_threshold,
             stats: FtlStats::default(),
             victim_pages_written: 0,
         })
+    }
+
+    /// Seeds the generator of the random victim policies (from the run's seed).
+    pub fn with_gc_seed(mut self, seed: u64) -> Self {
+        self.index.seed(seed);
+        self
     }
 
     /// Number of regions in use.
@@ -182,17 +212,15 @@ impl DacFtl {
         }
     }
 
-    /// Greedy GC while free blocks are fewer than the threshold. Each victim's valid
+    /// GC while free blocks are fewer than the threshold. Each victim's valid
     /// pages are demoted one region down.
     fn collect(&mut self, flash: &mut Flash) {
         while (self.free.len() as u32) < self.gc_threshold {
-            let (victim, valid) = self
-                .index
-                .pop_min()
-                .expect("dac: no sealed block to collect");
+            let (victim, valid) = self.index.pop().expect("dac: no sealed block to collect");
             assert!(
-                valid < self.geo.pages_per_block,
-                "dac: GC victim {victim:?} is fully valid; no progress possible"
+                valid < self.geo.pages_per_block || !self.index.stuck(),
+                "dac: GC victim {victim:?} and every sealed block are fully valid; no \
+                 progress possible"
             );
             self.reclaim(flash, victim);
         }
@@ -438,7 +466,7 @@ mod tests {
         assert_eq!(d.region_of(Lpn(3)), Some(1));
         // Two greedy victims: A (0 valid), then C (1 valid: LPN 3).
         for _ in 0..2 {
-            let (victim, _) = d.index.pop_min().unwrap();
+            let (victim, _) = d.index.pop().unwrap();
             d.reclaim(&mut f, victim);
         }
         let s = d.stats();

@@ -28,8 +28,11 @@
 //!   are physical minus logical pages, and names the `--op` that would do. Then,
 //!   whenever GC runs, the open data blocks, the active translation block and the pool
 //!   cannot hold all the non-valid pages, so some sealed block has an invalid page.
-//! - Victims: the sealed block (data or translation) with the fewest valid pages, ties
-//!   by the lowest number ([`GreedyIndex`]). Blocks are sealed the moment their last page
+//! - Victims: among the sealed blocks (data or translation), the one option `gc_policy`
+//!   picks (default `greedy`: the fewest valid pages, ties by the lowest number; the
+//!   policies are in [`ftlab_core::victim`]). A policy other than greedy may pick a
+//!   fully valid block while the pool holds 2 or more blocks (its round fits, see
+//!   [`Space::pick_victim`]); GC then goes on to the next round. Blocks are sealed the moment their last page
 //!   is programmed; open blocks are never victims. One GC round may take a block for its
 //!   copies and, after erasing the victim, another for its translation writes, so a
 //!   round can shrink the pool by one. When the pool is down to 0 or 1 blocks, a scan
@@ -115,7 +118,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
-use ftlab_core::victim::GreedyIndex;
+use ftlab_core::victim::{VictimPolicy, Victims};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -519,7 +522,7 @@ pub(crate) struct Space {
     pub gc_threshold: u32,
     pub free: VecDeque<Pbn>,
     pub kind: Vec<Kind>,
-    pub index: GreedyIndex,
+    pub index: Victims,
     pub trans_active: Option<Pbn>,
     /// GTD: translation page -> PPN of its newest copy, or NONE if never written.
     pub gtd: Vec<u32>,
@@ -541,6 +544,7 @@ impl Space {
         geo: &Geometry,
         lay: Layout,
         gc_threshold: u32,
+        policy: VictimPolicy,
         scheme: &'static str,
     ) -> Space {
         Space {
@@ -549,7 +553,7 @@ impl Space {
             gc_threshold,
             free: (0..geo.blocks).map(Pbn).collect(),
             kind: vec![Kind::Free; geo.blocks as usize],
-            index: GreedyIndex::new(geo.blocks, geo.pages_per_block),
+            index: Victims::new(geo.blocks, geo.pages_per_block, policy),
             trans_active: None,
             gtd: vec![NONE; lay.tpages as usize],
             tp_version: vec![0; lay.tpages as usize],
@@ -735,7 +739,8 @@ impl Space {
     /// Picks and unindexes the next GC victim. With two or more blocks in the pool any
     /// round fits (it takes at most one block for its copies before the erase gives the
     /// victim back, and at most one for its translation writes after), so the victim is
-    /// the sealed block with the fewest valid pages. With 0 or 1 blocks left, see
+    /// the one the `gc_policy` picks (greedy: the fewest valid pages), even a fully
+    /// valid one. With 0 or 1 blocks left, whatever the policy, see
     /// [`Space::low_pool_victim`]; `cached` says whether an LPN's mapping is in the CMT
     /// (a GC move of it then writes no translation page).
     pub(crate) fn pick_victim(
@@ -744,18 +749,14 @@ impl Space {
         data_room: impl Fn(Pbn) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Pbn {
-        let ppb = self.geo.pages_per_block;
-        let (greedy, valid) = self
-            .index
-            .min()
-            .unwrap_or_else(|| panic!("{}: GC found no sealed block", self.scheme));
         assert!(
-            valid < ppb,
-            "{}: GC victim {greedy:?} is fully valid; no progress possible",
+            !self.index.stuck(),
+            "{}: every sealed block is fully valid (or none is sealed); no progress possible",
             self.scheme
         );
         let victim = if self.free.len() >= 2 {
-            greedy
+            let (b, _) = self.index.choose().expect("not stuck: a block is sealed");
+            b
         } else {
             self.low_pool_victim(flash, data_room, cached)
         };

@@ -61,6 +61,7 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
+use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +83,16 @@ pub struct DftlOptions {
     /// free pool dry).
     #[schemars(range(min = demand::MIN_GC_THRESHOLD))]
     pub gc_threshold: AutoOr<u32>,
+    /// GC victim policy (ftlab_core::victim): greedy (fewest valid pages), cost_benefit
+    /// ((1-u)*age/(1+u)), d_choices (best of gc_d random blocks), fifo (oldest sealed),
+    /// random, windowed_greedy (greedy among the gc_window oldest).
+    pub gc_policy: GcPolicy,
+    /// Blocks drawn by gc_policy = d_choices.
+    #[schemars(range(min = 1))]
+    pub gc_d: u32,
+    /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
+    #[schemars(range(min = 1))]
+    pub gc_window: u32,
 }
 
 impl Default for DftlOptions {
@@ -90,6 +101,9 @@ impl Default for DftlOptions {
             cmt_bytes: ByteSize(512 << 10),
             entries_per_page: AutoOr::Auto,
             gc_threshold: AutoOr::Auto,
+            gc_policy: GcPolicy::Greedy,
+            gc_d: victim::DEFAULT_D,
+            gc_window: victim::DEFAULT_WINDOW,
         }
     }
 }
@@ -112,6 +126,12 @@ pub struct Dftl {
 }
 
 impl Dftl {
+    /// Seeds the generator of the random victim policies (from the run's seed).
+    pub fn with_gc_seed(mut self, seed: u64) -> Self {
+        self.s.index.seed(seed);
+        self
+    }
+
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &DftlOptions) -> Result<Dftl, SchemeError> {
         let lay = demand::layout(geo, ID, opts.entries_per_page)?;
@@ -127,7 +147,17 @@ impl Dftl {
         let slots = (bytes / ENTRY_BYTES).min(geo.logical_pages as u64) as u32;
         let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, 1)?;
         Ok(Dftl {
-            s: Space::new(geo, lay, theta, ID),
+            s: Space::new(
+                geo,
+                lay,
+                theta,
+                VictimPolicy {
+                    policy: opts.gc_policy,
+                    d: opts.gc_d,
+                    window: opts.gc_window,
+                },
+                ID,
+            ),
             active: None,
             lru: Lru::new(slots),
             slot_lpn: vec![NONE; slots as usize],

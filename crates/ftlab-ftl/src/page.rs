@@ -7,7 +7,10 @@
 //! Choices the papers leave open, as options or documented defaults:
 //! - `gc_threshold` (default 3): GC runs while fewer than this many blocks are free;
 //!   "The minimum number of free blocks: 3" (tpm.txt Table I).
-//! - Victim: fewest valid pages, ties by the lowest block number ([`GreedyIndex`]).
+//! - Victim: `gc_policy` (default `greedy`: fewest valid pages, ties by the lowest block
+//!   number); the policies and what they leave open are in [`ftlab_core::victim`]. A
+//!   policy other than greedy may take a fully valid block: the round frees as much as
+//!   it takes, and GC goes on.
 //! - GC copies go to the same write frontier as host writes (no hot/cold separation).
 //! - Free blocks are reused first-in first-out (erased blocks go to the back), which
 //!   spreads wear without a wear-leveling policy.
@@ -27,7 +30,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
-use ftlab_core::victim::GreedyIndex;
+use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -42,11 +45,37 @@ pub struct PageOptions {
     /// GC runs while fewer than this many blocks are free (tpm.txt Table I: 3).
     #[schemars(range(min = 1))]
     pub gc_threshold: u32,
+    /// GC victim policy (ftlab_core::victim): greedy (fewest valid pages), cost_benefit
+    /// ((1-u)*age/(1+u)), d_choices (best of gc_d random blocks), fifo (oldest sealed),
+    /// random, windowed_greedy (greedy among the gc_window oldest).
+    pub gc_policy: GcPolicy,
+    /// Blocks drawn by gc_policy = d_choices.
+    #[schemars(range(min = 1))]
+    pub gc_d: u32,
+    /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
+    #[schemars(range(min = 1))]
+    pub gc_window: u32,
 }
 
 impl Default for PageOptions {
     fn default() -> Self {
-        PageOptions { gc_threshold: 3 }
+        PageOptions {
+            gc_threshold: 3,
+            gc_policy: GcPolicy::Greedy,
+            gc_d: victim::DEFAULT_D,
+            gc_window: victim::DEFAULT_WINDOW,
+        }
+    }
+}
+
+impl PageOptions {
+    /// The victim policy these options select.
+    pub fn victim_policy(&self) -> VictimPolicy {
+        VictimPolicy {
+            policy: self.gc_policy,
+            d: self.gc_d,
+            window: self.gc_window,
+        }
     }
 }
 
@@ -56,7 +85,7 @@ pub struct PageFtl {
     l2p: Vec<u32>,
     free: VecDeque<Pbn>,
     active: Pbn,
-    index: GreedyIndex,
+    index: Victims,
     gc_threshold: u32,
     stats: FtlStats,
 }
@@ -83,10 +112,16 @@ impl PageFtl {
             l2p: vec![UNMAPPED; geo.logical_pages as usize],
             free,
             active,
-            index: GreedyIndex::new(geo.blocks, geo.pages_per_block),
+            index: Victims::new(geo.blocks, geo.pages_per_block, opts.victim_policy()),
             gc_threshold,
             stats: FtlStats::default(),
         })
+    }
+
+    /// Seeds the generator of the random victim policies (from the run's seed).
+    pub fn with_gc_seed(mut self, seed: u64) -> Self {
+        self.index.seed(seed);
+        self
     }
 
     /// The next free page of the write frontier, opening a new active block (and, for
@@ -106,16 +141,17 @@ impl PageFtl {
         self.geo.ppn(self.active, flash.write_ptr(self.active))
     }
 
-    /// Greedy GC while free blocks are fewer than the threshold.
+    /// GC while free blocks are fewer than the threshold.
     fn collect(&mut self, flash: &mut Flash) {
         while (self.free.len() as u32) < self.gc_threshold {
             let (victim, valid) = self
                 .index
-                .pop_min()
+                .pop()
                 .expect("page FTL: no sealed block to collect");
             assert!(
-                valid < self.geo.pages_per_block,
-                "page FTL: GC victim {victim:?} is fully valid; no progress possible"
+                valid < self.geo.pages_per_block || !self.index.stuck(),
+                "page FTL: GC victim {victim:?} and every sealed block are fully valid; \
+                 no progress possible"
             );
             for off in 0..flash.write_ptr(victim) {
                 let src = self.geo.ppn(victim, off);

@@ -27,7 +27,7 @@
 
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::RecoverError;
-use ftlab_core::victim::GreedyIndex;
+use ftlab_core::victim::Victims;
 use ftlab_core::{PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -125,7 +125,7 @@ pub(crate) fn erased(flash: &Flash) -> impl Iterator<Item = Pbn> + '_ {
 pub(crate) fn sort_blocks(
     flash: &Flash,
     free: &mut VecDeque<Pbn>,
-    index: &mut GreedyIndex,
+    index: &mut Victims,
     mut reopen: impl FnMut(Pbn) -> Result<bool, RecoverError>,
 ) -> Result<(), RecoverError> {
     free.clear();
@@ -189,7 +189,7 @@ pub(crate) fn check_l2p(flash: &Flash, l2p: &[u32]) -> Result<(), String> {
 pub(crate) fn check_blocks(
     flash: &Flash,
     free: &VecDeque<Pbn>,
-    index: &GreedyIndex,
+    index: &Victims,
     open: &[Pbn],
 ) -> Result<(), String> {
     if let Some(b) = open.iter().find(|&&b| index.contains(b)) {

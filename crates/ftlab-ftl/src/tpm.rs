@@ -66,6 +66,7 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
+use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +92,16 @@ pub struct TpmOptions {
     /// over-provisioning holds that many open blocks, else as many as it holds.
     #[schemars(range(min = 1))]
     pub write_pointers: AutoOr<u32>,
+    /// GC victim policy (ftlab_core::victim): greedy (fewest valid pages), cost_benefit
+    /// ((1-u)*age/(1+u)), d_choices (best of gc_d random blocks), fifo (oldest sealed),
+    /// random, windowed_greedy (greedy among the gc_window oldest).
+    pub gc_policy: GcPolicy,
+    /// Blocks drawn by gc_policy = d_choices.
+    #[schemars(range(min = 1))]
+    pub gc_d: u32,
+    /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
+    #[schemars(range(min = 1))]
+    pub gc_window: u32,
 }
 
 impl Default for TpmOptions {
@@ -100,6 +111,9 @@ impl Default for TpmOptions {
             entries_per_page: AutoOr::Auto,
             gc_threshold: AutoOr::Auto,
             write_pointers: AutoOr::Auto,
+            gc_policy: GcPolicy::Greedy,
+            gc_d: victim::DEFAULT_D,
+            gc_window: victim::DEFAULT_WINDOW,
         }
     }
 }
@@ -127,6 +141,12 @@ pub struct Tpm {
 }
 
 impl Tpm {
+    /// Seeds the generator of the random victim policies (from the run's seed).
+    pub fn with_gc_seed(mut self, seed: u64) -> Self {
+        self.s.index.seed(seed);
+        self
+    }
+
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &TpmOptions) -> Result<Tpm, SchemeError> {
         let lay = demand::layout(geo, ID, opts.entries_per_page)?;
@@ -169,7 +189,17 @@ impl Tpm {
         let per_wp = lay.tpages.div_ceil(wps);
         let groups = lay.tpages.div_ceil(per_wp);
         Ok(Tpm {
-            s: Space::new(geo, lay, theta, ID),
+            s: Space::new(
+                geo,
+                lay,
+                theta,
+                VictimPolicy {
+                    policy: opts.gc_policy,
+                    d: opts.gc_d,
+                    window: opts.gc_window,
+                },
+                ID,
+            ),
             lru: Lru::new(slots),
             slot_tpage: vec![NONE; slots as usize],
             slot_updates: vec![0; slots as usize],

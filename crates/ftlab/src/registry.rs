@@ -160,7 +160,9 @@ macro_rules! ftls {
         source: "baseline of all papers; tpm.txt §II",
         caps: PAGE_MAPPED,
         options: OptionsDef::of::<f::page::PageOptions>(),
-        build: |c, o| Ok(Box::new(f::page::PageFtl::new(c.geo, &resolve(f::page::ID, o)?)?)),
+        build: |c, o| Ok(Box::new(
+            f::page::PageFtl::new(c.geo, &resolve(f::page::ID, o)?)?.with_gc_seed(c.seed),
+        )),
     },
     FtlEntry {
         id: f::block::ID,
@@ -202,7 +204,9 @@ macro_rules! ftls {
         source: "tpm.txt §II; Gupta et al. ASPLOS'09",
         caps: DEMAND_PAGED,
         options: OptionsDef::of::<f::dftl::DftlOptions>(),
-        build: |c, o| Ok(Box::new(f::dftl::Dftl::new(c.geo, &resolve(f::dftl::ID, o)?)?)),
+        build: |c, o| Ok(Box::new(
+            f::dftl::Dftl::new(c.geo, &resolve(f::dftl::ID, o)?)?.with_gc_seed(c.seed),
+        )),
     },
     FtlEntry {
         id: f::tpm::ID,
@@ -210,7 +214,9 @@ macro_rules! ftls {
         source: "tpm.txt §III",
         caps: DEMAND_PAGED,
         options: OptionsDef::of::<f::tpm::TpmOptions>(),
-        build: |c, o| Ok(Box::new(f::tpm::Tpm::new(c.geo, &resolve(f::tpm::ID, o)?)?)),
+        build: |c, o| Ok(Box::new(
+            f::tpm::Tpm::new(c.geo, &resolve(f::tpm::ID, o)?)?.with_gc_seed(c.seed),
+        )),
     },
     FtlEntry {
         id: f::dac::ID,
@@ -218,7 +224,9 @@ macro_rules! ftls {
         source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",
         caps: PAGE_MAPPED,
         options: OptionsDef::of::<f::dac::DacOptions>(),
-        build: |c, o| Ok(Box::new(f::dac::DacFtl::new(c.geo, &resolve(f::dac::ID, o)?)?)),
+        build: |c, o| Ok(Box::new(
+            f::dac::DacFtl::new(c.geo, &resolve(f::dac::ID, o)?)?.with_gc_seed(c.seed),
+        )),
     },
     FtlEntry {
         id: f::superblock::ID,

@@ -146,6 +146,7 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         partial_pct: d.pick(&[0, 5, 30]),
         gap_max_us: d.pick(&[0, 100, 5000]),
     });
+    draw_gc_policy(&mut d, &mut cfg);
     // One run in four at the least over-provisioning the scheme accepts on this device
     // (issue 25: the swarm stayed at 10% or more), where that is below the drawn one.
     if d.below(4) == 0 {
@@ -156,6 +157,29 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         }
     }
     cfg
+}
+
+/// Draws the GC victim policy (issue 23) of a scheme that declares `gc_policy`: one of
+/// its values read off the options schema (so a new policy is drawn with no change
+/// here), and `gc_d` / `gc_window` from small values that make the policies differ
+/// from greedy on small devices. Drawn last, so the rest of a case is as before.
+fn draw_gc_policy(d: &mut Draw, cfg: &mut Config) {
+    let Some(entry) = FTLS.iter().find(|e| e.id == cfg.ftl) else {
+        return;
+    };
+    let fields = entry.options.fields();
+    let Some(policy) = fields.iter().find(|f| f.name == "gc_policy") else {
+        return;
+    };
+    let values: Vec<&str> = policy.kind.split(" | ").collect();
+    let v = d.pick(&values);
+    cfg.ftl_options.insert("gc_policy".into(), v.into());
+    for (name, choices) in [("gc_d", [1u32, 2, 8]), ("gc_window", [1u32, 4, 16])] {
+        let n = d.pick(&choices);
+        if fields.iter().any(|f| f.name == name) {
+            cfg.ftl_options.insert(name.into(), n.into());
+        }
+    }
 }
 
 /// The exact `ftlab run` command for `cfg`: one `--set` per setting that differs from
@@ -460,6 +484,32 @@ mod tests {
             .unwrap_err()
             .contains("not an ftlab fuzz ledger"));
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn every_gc_policy_is_drawn() {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..2000 {
+            let c = draw(case_seed(11, i), 3000);
+            if let Some(p) = c.ftl_options.get("gc_policy") {
+                seen.insert(p.as_str().unwrap().to_string());
+            }
+        }
+        let all: Vec<String> = ftlab_core::victim::GcPolicy::ALL
+            .iter()
+            .map(|p| {
+                serde_json::to_value(p)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>().len(),
+            all.len(),
+            "{all:?}"
+        );
     }
 
     #[test]

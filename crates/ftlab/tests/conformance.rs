@@ -6,16 +6,29 @@
 //! One named test case per FTL x buffer x device x seed (`page/bplru/tiny/seed1`), run in
 //! parallel by libtest-mimic, so a failure names its case and `cargo test --test
 //! conformance -- dftl/` runs one FTL's. The cases come from the registry: a new scheme
-//! is covered with no new test code.
+//! is covered with no new test code. A scheme that declares `gc_policy` also runs each
+//! of its other victim policies (`-- gc_policy=fifo` runs those of FIFO).
 
 use ftlab::registry::{BUFFERS, FTLS};
 use ftlab::testkit::{config, engine, exercise, PROFILES};
 use ftlab_core::flash::FlashStats;
 use libtest_mimic::{Arguments, Failed, Trial};
 
-fn case(ftl: &'static str, buf: &'static str, p: usize, seed: u64) -> Result<(), Failed> {
+fn case(
+    ftl: &'static str,
+    buf: &'static str,
+    p: usize,
+    seed: u64,
+    policy: Option<&'static str>,
+) -> Result<(), Failed> {
     let p = &PROFILES[p];
-    let cfg = config(ftl, buf, p, seed);
+    let mut cfg = config(ftl, buf, p, seed);
+    if let Some(v) = policy {
+        cfg.ftl_options.insert("gc_policy".into(), v.into());
+        // Small d and window, so the policies differ from greedy on small devices.
+        cfg.ftl_options.insert("gc_d".into(), 2.into());
+        cfg.ftl_options.insert("gc_window".into(), 4.into());
+    }
     let mut e = engine(&cfg).map_err(|err| format!("cannot build: {err}"))?;
     exercise(&mut e, seed, p.requests, p.max_pages).map_err(|err| err.to_string())?;
     let erases = FlashStats::total(&e.flash().stats().erases);
@@ -34,7 +47,29 @@ fn main() {
                 for seed in [1u64, 2] {
                     let (f, b) = (ftl.id, buf.id);
                     let name = format!("{f}/{b}/{}/seed{seed}", p.name);
-                    trials.push(Trial::test(name, move || case(f, b, pi, seed)));
+                    trials.push(Trial::test(name, move || case(f, b, pi, seed, None)));
+                }
+            }
+        }
+        // Every GC victim policy of a scheme that declares `gc_policy` (issue 23), read
+        // off its options: the default already ran above; the others without a buffer
+        // and with one that pads (`bplru`), on every device, seed 1.
+        let fields = ftl.options.fields();
+        let Some(field) = fields.iter().find(|f| f.name == "gc_policy") else {
+            continue;
+        };
+        let policies: Vec<&'static str> = field
+            .kind
+            .split(" | ")
+            .filter(|v| *v != field.default)
+            .map(|v| &*v.to_string().leak())
+            .collect();
+        for policy in policies {
+            for b in ["none", "bplru"] {
+                for (pi, p) in PROFILES.iter().enumerate() {
+                    let f = ftl.id;
+                    let name = format!("{f}/{b}/{}/seed1/gc_policy={policy}", p.name);
+                    trials.push(Trial::test(name, move || case(f, b, pi, 1, Some(policy))));
                 }
             }
         }

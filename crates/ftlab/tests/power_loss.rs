@@ -182,3 +182,33 @@ fn extra_counters_add_up_across_power_losses() {
         );
     }
 }
+
+/// Every GC victim policy of every FTL that declares `gc_policy` (issue 23), read off
+/// its options: recovery at many points, on the tiny and small devices. After a power
+/// loss the seal order restarts in block-number order (`ftlab_core::victim`).
+#[test]
+fn every_gc_policy_recovers() {
+    for f in FTLS {
+        let fields = f.options.fields();
+        let Some(field) = fields.iter().find(|o| o.name == "gc_policy") else {
+            continue;
+        };
+        for policy in field.kind.split(" | ") {
+            for profile in 0..2 {
+                let mut cfg = with_power_losses(f.id, profile, 3);
+                cfg.ftl_options.insert("gc_policy".into(), policy.into());
+                cfg.ftl_options.insert("gc_d".into(), 2.into());
+                cfg.ftl_options.insert("gc_window".into(), 4.into());
+                let out = run(&cfg, &mut NoObserver).unwrap();
+                assert!(
+                    out.failure.is_none(),
+                    "{} {policy} profile {profile}: {:?}",
+                    f.id,
+                    out.failure
+                );
+                assert_eq!(out.report.power_loss.events, 13, "{} {policy}", f.id);
+                assert!(out.report.ftl.gc.invocations > 0, "{} {policy}", f.id);
+            }
+        }
+    }
+}
