@@ -348,7 +348,7 @@ pub(crate) fn gc_threshold(
                  entries_per_page",
                 need(theta) + 1,
                 geo.logical_pages,
-                headroom_pages(geo, tpages) + 1,
+                (headroom_pages(geo, tpages) + 1).max(0),
                 op_for_pages(geo, pages)
             ),
         )
@@ -407,6 +407,14 @@ pub(crate) trait Demand {
     fn collect(&mut self, flash: &mut Flash) {
         let mut rounds = 0u64;
         while self.space().below_threshold() {
+            // The escape hatch of a policy that is not greedy: after a device's worth of
+            // rounds in one invocation without restoring the pool (random or FIFO
+            // victims near the least over-provisioning free almost nothing per round,
+            // and DFTL's translation writes eat that), the rest of the invocation takes
+            // greedy victims, as a firmware's emergency GC would. Steady-state runs at
+            // usual over-provisioning never get here (gc_models measures them).
+            let space = self.space();
+            space.greedy_now = rounds >= space.geo.blocks as u64;
             let victim = self.pick_victim(flash);
             if self.space().kind[victim.idx()] == Kind::Trans {
                 self.space().collect_trans_block(flash, victim);
@@ -416,6 +424,7 @@ pub(crate) trait Demand {
             rounds += 1;
             self.space().gc_round_done(rounds);
         }
+        self.space().greedy_now = false;
     }
 
     /// Moves a data block's valid pages ([`Demand::gc_dest`]), erases it, then updates
@@ -523,6 +532,9 @@ pub(crate) struct Space {
     pub free: VecDeque<Pbn>,
     pub kind: Vec<Kind>,
     pub index: Victims,
+    /// This GC invocation takes greedy victims whatever the policy (see
+    /// [`Demand::collect`]).
+    pub greedy_now: bool,
     pub trans_active: Option<Pbn>,
     /// GTD: translation page -> PPN of its newest copy, or NONE if never written.
     pub gtd: Vec<u32>,
@@ -554,6 +566,7 @@ impl Space {
             free: (0..geo.blocks).map(Pbn).collect(),
             kind: vec![Kind::Free; geo.blocks as usize],
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
+            greedy_now: false,
             trans_active: None,
             gtd: vec![NONE; lay.tpages as usize],
             tp_version: vec![0; lay.tpages as usize],
@@ -755,7 +768,12 @@ impl Space {
             self.scheme
         );
         let victim = if self.free.len() >= 2 {
-            let (b, _) = self.index.choose().expect("not stuck: a block is sealed");
+            let pick = if self.greedy_now {
+                self.index.min()
+            } else {
+                self.index.choose()
+            };
+            let (b, _) = pick.expect("not stuck: a block is sealed");
             b
         } else {
             self.low_pool_victim(flash, data_room, cached)

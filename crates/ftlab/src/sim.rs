@@ -422,7 +422,12 @@ pub fn least_op(cfg: &Config) -> Result<f64, RunError> {
             lo = c.op;
         }
     }
-    // Two decimals, rounded up so that the printed value works.
+    // Two decimals: the hundredth at or below `hi` if it works (the threshold may lie
+    // just below it), else the one above, which does (more spare blocks never hurt).
+    c.op = (hi * 100.0).floor() / 100.0;
+    if c.op >= cfg.op && builds(&c).is_ok() {
+        return Ok(c.op);
+    }
     c.op = (hi * 100.0).ceil() / 100.0;
     Ok(if builds(&c).is_ok() { c.op } else { hi })
 }

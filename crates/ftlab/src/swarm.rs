@@ -148,8 +148,14 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     });
     draw_gc_policy(&mut d, &mut cfg);
     // One run in four at the least over-provisioning the scheme accepts on this device
-    // (issue 25: the swarm stayed at 10% or more), where that is below the drawn one.
-    if d.below(4) == 0 {
+    // (issue 25: the swarm stayed at 10% or more), where that is below the drawn one;
+    // with greedy victims only: random or FIFO victims there reach write amplifications
+    // of 10^4 (each round frees almost nothing), a run of minutes that tells nothing new.
+    let greedy = cfg
+        .ftl_options
+        .get("gc_policy")
+        .is_none_or(|p| p == "greedy");
+    if greedy && d.below(4) == 0 {
         let mut least = cfg.clone();
         least.op = 0.0;
         if let Ok(op) = crate::sim::least_op(&least) {

@@ -227,3 +227,29 @@ fn an_op_refusal_names_the_least_op_that_works() {
         );
     }
 }
+
+/// Regression (issue 23's policies under issue 25's least-OP draws): FIFO victims on DFTL
+/// at the least over-provisioning freed too little per round and GC hit its endless-loop
+/// watchdog ("GC ran 4136 rounds without restoring the free pool"); a GC invocation now
+/// takes greedy victims after a device's worth of rounds.
+#[test]
+fn a_non_greedy_gc_policy_at_the_least_op_finishes() {
+    for policy in ["fifo", "random"] {
+        let mut c = small();
+        c.ftl = "dftl".into();
+        c.nand = "agrawal-4k".into();
+        c.nand_params.pages_per_block = Some(4);
+        c.capacity = "16MiB".parse().unwrap();
+        c.op = 0.5;
+        c.precondition = ftlab::config::Precondition::Fill;
+        c.synthetic.count = 2000;
+        c.synthetic.read_ratio = 0.0;
+        c.ftl_options.insert("gc_policy".into(), policy.into());
+        c.ftl_options.insert("cmt_bytes".into(), 4096.into());
+        let out = Simulation::new(c)
+            .unwrap()
+            .run(Workload::Configured, &mut NoObserver)
+            .unwrap();
+        assert!(out.failure.is_none(), "{policy}: {:?}", out.failure);
+    }
+}
