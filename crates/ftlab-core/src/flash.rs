@@ -347,15 +347,32 @@ impl Flash {
     /// beside the tag. Every call must pass the same number of words; the store is sized
     /// (pages x words) on the first call.
     pub fn program_with_spare(&mut self, ppn: Ppn, tag: PageTag, words: &[u32], cause: Cause) {
+        self.program_with_spare_parts(ppn, tag, words, &[], cause);
+    }
+
+    /// [`Flash::program_with_spare`] of the words `head` followed by `tail`, so a caller
+    /// whose spare words live in two places stores them without assembling them in a
+    /// buffer first.
+    pub fn program_with_spare_parts(
+        &mut self,
+        ppn: Ppn,
+        tag: PageTag,
+        head: &[u32],
+        tail: &[u32],
+        cause: Cause,
+    ) {
+        let len = head.len() + tail.len();
         if self.spare_words_per_page == 0 {
-            assert!(!words.is_empty(), "program_with_spare without words");
-            self.spare_words_per_page = words.len();
-            self.spare_words = vec![0; self.geo.physical_pages() as usize * words.len()];
+            assert!(len > 0, "program_with_spare without words");
+            self.spare_words_per_page = len;
+            self.spare_words = vec![0; self.geo.physical_pages() as usize * len];
         }
         let n = self.spare_words_per_page;
-        assert_eq!(words.len(), n, "spare words per page are fixed at {n}");
+        assert_eq!(len, n, "spare words per page are fixed at {n}");
         self.program(ppn, tag, cause);
-        self.spare_words[ppn.idx() * n..(ppn.idx() + 1) * n].copy_from_slice(words);
+        let at = ppn.idx() * n;
+        self.spare_words[at..at + head.len()].copy_from_slice(head);
+        self.spare_words[at + head.len()..at + n].copy_from_slice(tail);
     }
 
     /// The extra spare words of a page programmed with [`Flash::program_with_spare`]

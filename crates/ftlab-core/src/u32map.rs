@@ -83,6 +83,15 @@ impl U32Map {
         }
     }
 
+    /// Sets the value of a `key` already present and returns the old one; `None` (and no
+    /// change) if it is absent. One probe and none of [`U32Map::insert`]'s capacity
+    /// checks, for hot paths that move an entry (GC copies).
+    #[inline]
+    pub fn replace(&mut self, key: u32, val: u32) -> Option<u32> {
+        let i = self.slot(key).ok()?;
+        Some(std::mem::replace(&mut self.vals[i], val))
+    }
+
     /// Removes `key`; returns its value.
     #[inline]
     pub fn remove(&mut self, key: u32) -> Option<u32> {
@@ -191,6 +200,15 @@ mod tests {
             assert_eq!(m.get(k), (k % 2 == 1).then_some(k + 1));
         }
         assert!(m.bytes() <= 8 * 86);
+    }
+
+    #[test]
+    fn replace_changes_only_present_keys() {
+        let mut m = U32Map::with_max_len(4);
+        m.insert(5, 50);
+        assert_eq!(m.replace(5, 51), Some(50));
+        assert_eq!(m.replace(6, 60), None);
+        assert_eq!((m.get(5), m.get(6), m.len()), (Some(51), None, 1));
     }
 
     #[test]

@@ -469,7 +469,9 @@ impl CachFtl {
             let ppn = self.bmr_ppn(lpn);
             flash.invalidate(ppn);
             self.set_bmr(lpn, false);
-        } else {
+        } else if self.pmr.count(self.geo.lbn_of(lpn)) > 0 {
+            // The group count spares a page-table probe for a block with no PMR page
+            // (most blocks, and every page of a BMR update after its PMR pages went).
             self.pmr.remove(flash, lpn);
         }
     }

@@ -301,7 +301,7 @@ impl Fast {
             rw_lpn: vec![NONE; (rw_logs * ppb) as usize],
             rw_ring: VecDeque::with_capacity(rw_logs as usize),
             rw_free: (0..rw_logs).rev().collect(),
-            index: LpnIndex::new((rw_logs * ppb) as usize),
+            index: LpnIndex::new((rw_logs * ppb) as usize, geo.logical_blocks() * ppb),
             sw: vec![free_sw; sw_logs as usize],
             clock: 0,
             rw_threshold,

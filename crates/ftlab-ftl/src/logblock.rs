@@ -501,24 +501,39 @@ impl MergeCounters {
 /// backward-shift deletion): FAST's lookup of the latest copy of a page among its
 /// shared log blocks. Sized once for every log page; never iterated, so its order
 /// cannot reach a decision.
+///
+/// Beside the table, one bit per key says whether the key is present. Most lookups are
+/// of absent keys (a full merge asks for each of a block's pages, a host write for the
+/// page it overwrites, and few of them are in a log block); the bit answers those
+/// without probing the table, whose probes miss the CPU cache on a large device. The
+/// bits are a lookup filter, not part of the scheme's map, so [`LpnIndex::bytes`]
+/// leaves them out (1 bit per logical page).
 #[derive(Clone, Debug)]
 pub(crate) struct LpnIndex {
     keys: Vec<u32>,
     vals: Vec<u32>,
     mask: usize,
     len: usize,
+    present: Vec<u64>,
 }
 
 impl LpnIndex {
-    /// A map for at most `entries` entries (load factor at most 1/2).
-    pub(crate) fn new(entries: usize) -> LpnIndex {
+    /// A map for at most `entries` entries (load factor at most 1/2) of keys below
+    /// `key_limit`.
+    pub(crate) fn new(entries: usize, key_limit: u32) -> LpnIndex {
         let cap = (entries.max(1) * 2).next_power_of_two();
         LpnIndex {
             keys: vec![NONE; cap],
             vals: vec![NONE; cap],
             mask: cap - 1,
             len: 0,
+            present: vec![0; (key_limit as usize).div_ceil(64)],
         }
+    }
+
+    #[inline]
+    fn has(&self, key: u32) -> bool {
+        self.present[key as usize / 64] & (1 << (key % 64)) != 0
     }
 
     #[inline]
@@ -542,6 +557,9 @@ impl LpnIndex {
     /// The slot of `key`.
     #[inline]
     pub(crate) fn get(&self, key: u32) -> Option<u32> {
+        if !self.has(key) {
+            return None;
+        }
         self.find(key).ok().map(|i| self.vals[i])
     }
 
@@ -556,6 +574,7 @@ impl LpnIndex {
                 self.keys[i] = key;
                 self.vals[i] = val;
                 self.len += 1;
+                self.present[key as usize / 64] |= 1 << (key % 64);
             }
         }
     }
@@ -563,9 +582,13 @@ impl LpnIndex {
     /// Removes `key` and returns its slot.
     #[inline]
     pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
+        if !self.has(key) {
+            return None;
+        }
         let mut hole = self.find(key).ok()?;
         let val = self.vals[hole];
         self.len -= 1;
+        self.present[key as usize / 64] &= !(1 << (key % 64));
         // Backward-shift: move later entries of the probe run into the hole.
         let mut i = hole;
         loop {
@@ -773,7 +796,7 @@ pub(crate) mod tests {
 
     #[test]
     fn lpn_index_matches_a_btreemap() {
-        let mut idx = LpnIndex::new(64);
+        let mut idx = LpnIndex::new(64, 200);
         let mut reference = std::collections::BTreeMap::new();
         let mut x: u64 = 7;
         for step in 0..50_000u32 {

@@ -163,8 +163,6 @@ pub struct SuperblockFtl {
     free: VecDeque<Pbn>,
     reserved: Vec<Pbn>,
     lru: Lru,
-    // The PMD and PT of the page being programmed, as spare words.
-    sbuf: Vec<u32>,
     // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
     mappages: Option<mappage::MapPageCache>,
     map_pgd: Vec<u32>,
@@ -400,7 +398,6 @@ impl SuperblockFtl {
             free,
             reserved,
             lru: Lru::new(superblocks),
-            sbuf: vec![NONE; split.pmd_len() + split.pt_len()],
             snap,
             frontier_wp: vec![0; superblocks as usize],
             recovery: None,
@@ -702,10 +699,8 @@ impl SuperblockFtl {
         self.cache
             .set_pmd_entry(sp.lbn, sp.pmd_index as usize, dst.0);
         self.pgd[sp.lbn as usize] = dst.0;
-        let pl = self.split.pmd_len();
-        self.sbuf[..pl].copy_from_slice(self.cache.pmd(s));
-        self.sbuf[pl..].copy_from_slice(self.cache.pt(s));
-        flash.program_with_spare(dst, tag, &self.sbuf, cause);
+        // The PMD and the PT go straight into the page's spare (no staging copy).
+        flash.program_with_spare_parts(dst, tag, self.cache.pmd(s), self.cache.pt(s), cause);
     }
 
     /// Index of a page's entry in its superblock's map page.

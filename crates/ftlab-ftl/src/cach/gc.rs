@@ -23,10 +23,11 @@ impl CachFtl {
         match phase {
             0 => (self.pmr.count(lbn) as u64, 0, 0),
             1 => {
+                // A page live in the BMR is never in the PMR too (`check_maps`), so the
+                // validity bit alone decides; no page-table probe.
                 let n = self
                     .lpns(lbn)
-                    .filter(|l| missing(l) && self.pmr.map.get(*l).is_none())
-                    .filter(|&l| self.in_bmr(Lpn(l)))
+                    .filter(|l| missing(l) && self.in_bmr(Lpn(*l)))
                     .count();
                 (n as u64, 0, 0)
             }
@@ -61,7 +62,13 @@ impl CachFtl {
         let first = lbn.0 * self.ppb;
         match phase {
             0 | 1 => {
+                // Phase 0 stops probing the page table once it has found as many PMR
+                // pages as the block has there (the offsets above hold none).
+                let mut in_pmr = self.pmr.count(lbn);
                 for l in self.lpns(lbn) {
+                    if phase == 0 && in_pmr == 0 {
+                        break;
+                    }
                     let off = l - first;
                     if img.kind[off as usize] != NO_PAGE {
                         continue;
@@ -71,6 +78,7 @@ impl CachFtl {
                         _ => self.in_bmr(Lpn(l)).then(|| self.bmr_ppn(Lpn(l))),
                     };
                     if let Some(src) = src {
+                        in_pmr = in_pmr.saturating_sub(1);
                         img.set(off, flash.read(src, Cause::Merge), MOVED);
                         img.from_bmr[off as usize] = phase == 1;
                     }
@@ -188,10 +196,14 @@ impl CachFtl {
         match phase {
             0 => (flash.valid_count(victim) as u64, 0, 0),
             1 => {
+                // A held page is still live iff its old copy is still valid: every
+                // change of a PMR page's mapping (overwrite, trim, BMR-GC) invalidates
+                // the old copy, and a valid PMR page outside a job's copies is mapped.
+                // The validity bit is one load, the page table a hash probe.
                 let live = self
                     .held
                     .iter()
-                    .filter(|(t, old)| self.pmr.map.get(t.lpn.0) == Some(old.0))
+                    .filter(|&&(_, old)| flash.is_valid(old))
                     .count();
                 (0, live as u64, 0)
             }
@@ -217,7 +229,8 @@ impl CachFtl {
                 self.copies.clear();
                 for i in 0..self.held.len() {
                     let (tag, old) = self.held[i];
-                    let copy = if self.pmr.map.get(tag.lpn.0) == Some(old.0) {
+                    // Live iff still valid (see `pmr_cost`).
+                    let copy = if flash.is_valid(old) {
                         self.pmr.program(flash, tag, Cause::Gc)
                     } else {
                         NO_COPY
@@ -231,8 +244,11 @@ impl CachFtl {
                     if copy == NO_COPY {
                         continue;
                     }
-                    if self.pmr.map.get(tag.lpn.0) == Some(old.0) {
-                        self.pmr.map.insert(tag.lpn.0, copy.0);
+                    // Still mapped at `old` iff `old` is still valid (see `pmr_cost`):
+                    // one probe of the page table instead of two.
+                    if flash.is_valid(old) {
+                        let was = self.pmr.map.replace(tag.lpn.0, copy.0);
+                        debug_assert_eq!(was, Some(old.0), "{:?} moved under PMR-GC", tag.lpn);
                         flash.invalidate(old);
                         self.stats.gc_pages_copied += 1;
                     } else {

@@ -149,9 +149,8 @@ impl SuperblockFtl {
         }
         self.ws.pmd[k * pl + i] = dst.0;
         self.pgd[sp.lbn as usize] = dst.0;
-        self.sbuf[..pl].copy_from_slice(self.ws.pmd(k));
-        self.sbuf[pl..].copy_from_slice(self.ws.pt(k, i));
-        flash.program_with_spare(dst, tag, &self.sbuf, Cause::Merge);
+        // The PMD and the PT go straight into the page's spare (no staging copy).
+        flash.program_with_spare_parts(dst, tag, self.ws.pmd(k), self.ws.pt(k, i), Cause::Merge);
         self.note(Event::Write {
             lpn: tag.lpn.0,
             ppn: dst.0,
