@@ -1,23 +1,9 @@
 //! The command line as a user meets it: listings, help, reports, and bad input that must
 //! produce a clear message and a non-zero exit, never a panic.
 
-use std::process::{Command, Output};
-
-fn ftlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ftlab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("ftlab runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::Output;
+mod common;
+use common::{ftlab, stderr, stdout};
 
 fn assert_clean_error(o: &Output, needles: &[&str]) {
     let err = stderr(o);

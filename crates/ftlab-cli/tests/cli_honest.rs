@@ -3,23 +3,9 @@
 //! that do not fit in memory, and the parallel organisation flags. Every refusal is a
 //! clear message with exit 2, never a panic or an allocation abort.
 
-use std::process::{Command, Output};
-
-fn ftlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ftlab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("ftlab runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::Output;
+mod common;
+use common::{ftlab, stderr, stdout};
 
 fn refused(o: &Output, needles: &[&str]) {
     let err = stderr(o);

@@ -3,19 +3,9 @@
 //! reruns, and bad input that gives a clear message and a non-zero exit, never a panic.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn ftlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ftlab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("ftlab runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
+mod common;
+use common::{ftlab, stderr};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ftlab-cli-tl-{}-{name}", std::process::id()));

@@ -2,19 +2,8 @@
 //! them.
 
 use std::path::PathBuf;
-use std::process::Command;
-
-fn ftlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ftlab"))
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::run as ftlab;
 
 fn data(name: &str) -> String {
     PathBuf::from(concat!(
