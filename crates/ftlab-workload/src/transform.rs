@@ -208,28 +208,28 @@ pub fn per_pass(
     counters: &Rc<Counters>,
     first_pass: bool,
 ) -> RecordStream {
+    // With no transform between the two counting steps (generated workloads, a trace
+    // read as it is), they are one layer: a boxed layer per request less.
+    let direct = spec.devices.is_empty()
+        && spec.sort_window <= 1
+        && spec.window == (None, None)
+        && !spec.rebase
+        && spec.max_gap.is_none()
+        && spec.time_scale == 1.0
+        && layout.is_none()
+        && spec.shift_sectors == 0
+        && spec.limit.is_none()
+        && !spec.skip_bad;
+    if first_pass && direct {
+        let s: RecordStream = Box::new(PassTally::new(
+            ReadTally::new(stream, counters.clone()),
+            counters.clone(),
+        ));
+        return with_flushes(s, spec);
+    }
     let mut s = stream;
     if first_pass {
-        let c = counters.clone();
-        let mut prev = None;
-        s = Box::new(s.inspect(move |r| {
-            if let Err(e) = r {
-                if e.is_record_error() {
-                    c.errors_read.set(c.errors_read.get() + 1);
-                }
-            }
-            if let Ok(r) = r {
-                let t = r.req.arrival.0;
-                c.records_read.set(c.records_read.get() + 1);
-                if prev.is_some_and(|p| t < p) {
-                    c.out_of_order.set(c.out_of_order.get() + 1);
-                }
-                prev = Some(t);
-                if c.first_stamp_ns.get().is_none() {
-                    c.first_stamp_ns.set(Some(t));
-                }
-            }
-        }));
+        s = Box::new(ReadTally::new(s, counters.clone()));
     }
     if spec.rebase {
         s = Box::new(Rebase::new(s));
@@ -271,30 +271,171 @@ pub fn per_pass(
         s = Box::new(SkipBad::new(s, first_pass.then(|| counters.clone())));
     }
     if first_pass {
-        let c = counters.clone();
-        s = Box::new(s.inspect(move |r| {
-            if let Ok(r) = r {
-                c.records_first_pass.set(c.records_first_pass.get() + 1);
+        s = Box::new(PassTally::new(s, counters.clone()));
+    }
+    with_flushes(s, spec)
+}
+
+/// The last step of a pass: the flushes it inserts are not records of the workload.
+fn with_flushes(s: RecordStream, spec: &TransformSpec) -> RecordStream {
+    match spec.flush_every {
+        Some(n) => Box::new(FlushEvery::new(s, n)),
+        None => s,
+    }
+}
+
+/// The count step: what the reader delivered in the first pass, before any transform
+/// (good and bad records, records out of time order, the first stamp). Counts in plain
+/// fields and adds them to the shared [`Counters`] when the stream ends or is dropped,
+/// so the hot path touches no `Cell` or map per record.
+struct ReadTally<I: Iterator<Item = Result<Record, TraceError>>> {
+    inner: I,
+    counters: Rc<Counters>,
+    read: u64,
+    errors: u64,
+    out_of_order: u64,
+    prev: Option<u64>,
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> ReadTally<I> {
+    fn new(inner: I, counters: Rc<Counters>) -> Self {
+        ReadTally {
+            inner,
+            counters,
+            read: 0,
+            errors: 0,
+            out_of_order: 0,
+            prev: None,
+        }
+    }
+
+    /// Adds what was counted since the last flush to the shared counters.
+    fn flush(&mut self) {
+        let c = &self.counters;
+        c.records_read
+            .set(c.records_read.get() + std::mem::take(&mut self.read));
+        c.errors_read
+            .set(c.errors_read.get() + std::mem::take(&mut self.errors));
+        c.out_of_order
+            .set(c.out_of_order.get() + std::mem::take(&mut self.out_of_order));
+    }
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for ReadTally<I> {
+    type Item = Result<Record, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        match &item {
+            Some(Ok(r)) => {
                 let t = r.req.arrival.0;
-                c.span_ns.set(Some(match c.span_ns.get() {
-                    None => (t, t),
-                    Some((a, b)) => (a.min(t), b.max(t)),
-                }));
-                let mut d = c.devices.borrow_mut();
-                match d.get_mut(&r.device) {
-                    Some(n) => *n += 1,
+                self.read += 1;
+                match self.prev {
+                    Some(p) => self.out_of_order += u64::from(t < p),
                     None => {
-                        d.insert(r.device, 1);
+                        if self.counters.first_stamp_ns.get().is_none() {
+                            self.counters.first_stamp_ns.set(Some(t));
+                        }
                     }
                 }
+                self.prev = Some(t);
             }
-        }));
+            Some(Err(e)) => self.errors += u64::from(e.is_record_error()),
+            None => self.flush(),
+        }
+        item
     }
-    // Last: the flushes it inserts are not records of the workload.
-    if let Some(n) = spec.flush_every {
-        s = Box::new(FlushEvery::new(s, n));
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> Drop for ReadTally<I> {
+    fn drop(&mut self) {
+        self.flush();
     }
-    s
+}
+
+/// The first pass as the engine gets it, after every transform: records, their time
+/// span, records per device. Counts in plain fields (the device of a run of records
+/// from one device is counted once per run) and adds them to the shared [`Counters`]
+/// when the stream ends or is dropped.
+struct PassTally<I: Iterator<Item = Result<Record, TraceError>>> {
+    inner: I,
+    counters: Rc<Counters>,
+    records: u64,
+    span: Option<(u64, u64)>,
+    /// The device of the current run of records and the run's length.
+    device: u32,
+    run: u64,
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> PassTally<I> {
+    fn new(inner: I, counters: Rc<Counters>) -> Self {
+        PassTally {
+            inner,
+            counters,
+            records: 0,
+            span: None,
+            device: 0,
+            run: 0,
+        }
+    }
+
+    /// Adds the current run of one device to the shared map.
+    fn end_run(&mut self) {
+        if self.run > 0 {
+            *self
+                .counters
+                .devices
+                .borrow_mut()
+                .entry(self.device)
+                .or_insert(0) += std::mem::take(&mut self.run);
+        }
+    }
+
+    /// Adds what was counted since the last flush to the shared counters.
+    fn flush(&mut self) {
+        self.end_run();
+        let c = &self.counters;
+        c.records_first_pass
+            .set(c.records_first_pass.get() + std::mem::take(&mut self.records));
+        if let Some((a, b)) = self.span.take() {
+            c.span_ns.set(Some(match c.span_ns.get() {
+                None => (a, b),
+                Some((x, y)) => (x.min(a), y.max(b)),
+            }));
+        }
+    }
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for PassTally<I> {
+    type Item = Result<Record, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        match &item {
+            Some(Ok(r)) => {
+                self.records += 1;
+                let t = r.req.arrival.0;
+                self.span = Some(match self.span {
+                    None => (t, t),
+                    Some((a, b)) => (a.min(t), b.max(t)),
+                });
+                if r.device != self.device {
+                    self.end_run();
+                    self.device = r.device;
+                }
+                self.run += 1;
+            }
+            Some(Err(_)) => {}
+            None => self.flush(),
+        }
+        item
+    }
+}
+
+impl<I: Iterator<Item = Result<Record, TraceError>>> Drop for PassTally<I> {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 /// Makes arrivals relative to the first record's (a record stamped earlier arrives at
@@ -1339,6 +1480,55 @@ mod tests {
         assert!(res[1].is_ok());
         let e = res[2].clone().unwrap_err();
         assert_eq!((e.field, e.line), ("offset", 3));
+    }
+
+    /// The counting steps keep their counts in plain fields and hand them over when the
+    /// stream ends or is dropped: a pass left half-read (a downstream `take`, a run that
+    /// stopped on a failure) still reports what it read, and the one-layer form (no
+    /// transform between the steps) counts as the two-layer one does.
+    #[test]
+    fn first_pass_counts_survive_a_half_read_pass() {
+        let v = vec![
+            rec(50, 1, 0, 512),
+            rec(10, 1, 0, 512),
+            rec(20, 2, 512, 512),
+            rec(30, 1, 1024, 512),
+        ];
+        for rebase in [false, true] {
+            let spec = TransformSpec {
+                rebase,
+                ..Default::default()
+            };
+            let c = Rc::new(Counters::default());
+            let c2 = Rc::new(Counters::default());
+            assert_eq!(
+                ok(per_pass(stream(v.clone()), &spec, None, &c2, true)).len(),
+                4
+            );
+            // Dropped after three: three read, one out of order, devices 1 and 2.
+            let s = per_pass(stream(v.clone()), &spec, None, &c, true).take(3);
+            drop(s.collect::<Vec<_>>());
+            assert_eq!(c.records_read.get(), 3, "rebase {rebase}");
+            assert_eq!(c.records_first_pass.get(), 3);
+            assert_eq!(c.out_of_order.get(), 1);
+            assert_eq!(c.first_stamp_ns.get(), Some(50));
+            let d: Vec<(u32, u64)> = c.devices.borrow().iter().map(|(&k, &n)| (k, n)).collect();
+            assert_eq!(d, vec![(1, 2), (2, 1)]);
+            // Read to the end: everything, once.
+            assert_eq!(
+                (
+                    c2.records_read.get(),
+                    c2.records_first_pass.get(),
+                    c2.out_of_order.get()
+                ),
+                (4, 4, 1)
+            );
+            let d2: Vec<(u32, u64)> = c2.devices.borrow().iter().map(|(&k, &n)| (k, n)).collect();
+            assert_eq!(d2, vec![(1, 3), (2, 1)]);
+            // Rebased, the records stamped before the first one arrive at 0.
+            let span = if rebase { (0, 0) } else { (10, 50) };
+            assert_eq!(c2.span_ns.get(), Some(span));
+        }
     }
 
     #[test]
