@@ -221,15 +221,12 @@ pub fn per_pass(
         && spec.limit.is_none()
         && !spec.skip_bad;
     if first_pass && direct {
-        let s: RecordStream = Box::new(PassTally::new(
-            ReadTally::new(stream, counters.clone()),
-            counters.clone(),
-        ));
+        let s: RecordStream = Box::new(Tally::new(stream, counters.clone(), true, true));
         return with_flushes(s, spec);
     }
     let mut s = stream;
     if first_pass {
-        s = Box::new(ReadTally::new(s, counters.clone()));
+        s = Box::new(Tally::new(s, counters.clone(), true, false));
     }
     if spec.rebase {
         s = Box::new(Rebase::new(s));
@@ -271,7 +268,7 @@ pub fn per_pass(
         s = Box::new(SkipBad::new(s, first_pass.then(|| counters.clone())));
     }
     if first_pass {
-        s = Box::new(PassTally::new(s, counters.clone()));
+        s = Box::new(Tally::new(s, counters.clone(), false, true));
     }
     with_flushes(s, spec)
 }
@@ -284,95 +281,45 @@ fn with_flushes(s: RecordStream, spec: &TransformSpec) -> RecordStream {
     }
 }
 
-/// The count step: what the reader delivered in the first pass, before any transform
-/// (good and bad records, records out of time order, the first stamp). Counts in plain
-/// fields and adds them to the shared [`Counters`] when the stream ends or is dropped,
-/// so the hot path touches no `Cell` or map per record.
-struct ReadTally<I: Iterator<Item = Result<Record, TraceError>>> {
+/// The counting steps of the first pass, in one adapter that counts in plain fields and
+/// adds them to the shared [`Counters`] when the stream ends or is dropped, so the hot
+/// path touches no `Cell` or map per record.
+///
+/// - As the reader's count (`reader`): what the reader delivered, before any transform
+///   (good and bad records, records out of time order, the first stamp).
+/// - As the pass's count (`pass`): the first pass as the engine gets it, after every
+///   transform (records, their time span, records per device; the device of a run of
+///   records from one device is counted once per run).
+///
+/// With no transform between the two (generated workloads, a trace read as it is), one
+/// adapter is both: one layer per request instead of two.
+struct Tally<I: Iterator<Item = Result<Record, TraceError>>> {
     inner: I,
     counters: Rc<Counters>,
-    read: u64,
+    reader: bool,
+    pass: bool,
+    /// Good records since the last flush.
+    records: u64,
     errors: u64,
     out_of_order: u64,
     prev: Option<u64>,
-}
-
-impl<I: Iterator<Item = Result<Record, TraceError>>> ReadTally<I> {
-    fn new(inner: I, counters: Rc<Counters>) -> Self {
-        ReadTally {
-            inner,
-            counters,
-            read: 0,
-            errors: 0,
-            out_of_order: 0,
-            prev: None,
-        }
-    }
-
-    /// Adds what was counted since the last flush to the shared counters.
-    fn flush(&mut self) {
-        let c = &self.counters;
-        c.records_read
-            .set(c.records_read.get() + std::mem::take(&mut self.read));
-        c.errors_read
-            .set(c.errors_read.get() + std::mem::take(&mut self.errors));
-        c.out_of_order
-            .set(c.out_of_order.get() + std::mem::take(&mut self.out_of_order));
-    }
-}
-
-impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for ReadTally<I> {
-    type Item = Result<Record, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let item = self.inner.next();
-        match &item {
-            Some(Ok(r)) => {
-                let t = r.req.arrival.0;
-                self.read += 1;
-                match self.prev {
-                    Some(p) => self.out_of_order += u64::from(t < p),
-                    None => {
-                        if self.counters.first_stamp_ns.get().is_none() {
-                            self.counters.first_stamp_ns.set(Some(t));
-                        }
-                    }
-                }
-                self.prev = Some(t);
-            }
-            Some(Err(e)) => self.errors += u64::from(e.is_record_error()),
-            None => self.flush(),
-        }
-        item
-    }
-}
-
-impl<I: Iterator<Item = Result<Record, TraceError>>> Drop for ReadTally<I> {
-    fn drop(&mut self) {
-        self.flush();
-    }
-}
-
-/// The first pass as the engine gets it, after every transform: records, their time
-/// span, records per device. Counts in plain fields (the device of a run of records
-/// from one device is counted once per run) and adds them to the shared [`Counters`]
-/// when the stream ends or is dropped.
-struct PassTally<I: Iterator<Item = Result<Record, TraceError>>> {
-    inner: I,
-    counters: Rc<Counters>,
-    records: u64,
     span: Option<(u64, u64)>,
     /// The device of the current run of records and the run's length.
     device: u32,
     run: u64,
 }
 
-impl<I: Iterator<Item = Result<Record, TraceError>>> PassTally<I> {
-    fn new(inner: I, counters: Rc<Counters>) -> Self {
-        PassTally {
+impl<I: Iterator<Item = Result<Record, TraceError>>> Tally<I> {
+    fn new(inner: I, counters: Rc<Counters>, reader: bool, pass: bool) -> Self {
+        Tally {
             inner,
             counters,
+            reader,
+            pass,
             records: 0,
+            errors: 0,
+            out_of_order: 0,
+            prev: None,
             span: None,
             device: 0,
             run: 0,
@@ -394,45 +341,68 @@ impl<I: Iterator<Item = Result<Record, TraceError>>> PassTally<I> {
     /// Adds what was counted since the last flush to the shared counters.
     fn flush(&mut self) {
         self.end_run();
+        let records = std::mem::take(&mut self.records);
         let c = &self.counters;
-        c.records_first_pass
-            .set(c.records_first_pass.get() + std::mem::take(&mut self.records));
-        if let Some((a, b)) = self.span.take() {
-            c.span_ns.set(Some(match c.span_ns.get() {
-                None => (a, b),
-                Some((x, y)) => (x.min(a), y.max(b)),
-            }));
+        if self.reader {
+            c.records_read.set(c.records_read.get() + records);
+            c.errors_read
+                .set(c.errors_read.get() + std::mem::take(&mut self.errors));
+            c.out_of_order
+                .set(c.out_of_order.get() + std::mem::take(&mut self.out_of_order));
+        }
+        if self.pass {
+            c.records_first_pass
+                .set(c.records_first_pass.get() + records);
+            if let Some((a, b)) = self.span.take() {
+                c.span_ns.set(Some(match c.span_ns.get() {
+                    None => (a, b),
+                    Some((x, y)) => (x.min(a), y.max(b)),
+                }));
+            }
         }
     }
 }
 
-impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for PassTally<I> {
+impl<I: Iterator<Item = Result<Record, TraceError>>> Iterator for Tally<I> {
     type Item = Result<Record, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.inner.next();
         match &item {
             Some(Ok(r)) => {
-                self.records += 1;
                 let t = r.req.arrival.0;
-                self.span = Some(match self.span {
-                    None => (t, t),
-                    Some((a, b)) => (a.min(t), b.max(t)),
-                });
-                if r.device != self.device {
-                    self.end_run();
-                    self.device = r.device;
+                self.records += 1;
+                if self.reader {
+                    match self.prev {
+                        Some(p) => self.out_of_order += u64::from(t < p),
+                        None => {
+                            if self.counters.first_stamp_ns.get().is_none() {
+                                self.counters.first_stamp_ns.set(Some(t));
+                            }
+                        }
+                    }
+                    self.prev = Some(t);
                 }
-                self.run += 1;
+                if self.pass {
+                    self.span = Some(match self.span {
+                        None => (t, t),
+                        Some((a, b)) => (a.min(t), b.max(t)),
+                    });
+                    if r.device != self.device {
+                        self.end_run();
+                        self.device = r.device;
+                    }
+                    self.run += 1;
+                }
             }
-            Some(Err(_)) => {}
+            Some(Err(e)) => self.errors += u64::from(self.reader && e.is_record_error()),
             None => self.flush(),
         }
         item
     }
 }
 
-impl<I: Iterator<Item = Result<Record, TraceError>>> Drop for PassTally<I> {
+impl<I: Iterator<Item = Result<Record, TraceError>>> Drop for Tally<I> {
     fn drop(&mut self) {
         self.flush();
     }

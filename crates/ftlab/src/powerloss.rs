@@ -20,7 +20,9 @@ use std::rc::Rc;
 /// The resolved power-loss points of a run.
 #[derive(Debug, Default)]
 pub struct PowerLossPlan {
-    requests: BTreeSet<u64>,
+    /// Request numbers, ascending, without repeats; those before `next_request` struck.
+    requests: Vec<u64>,
+    next_request: usize,
     times: Vec<Nanos>,
     next_time: usize,
 }
@@ -29,6 +31,7 @@ impl PowerLossPlan {
     /// Parses the config's `power_loss` entries.
     pub fn new(cfg: &Config, geo: &Geometry) -> Result<PowerLossPlan, RunError> {
         let mut plan = PowerLossPlan::default();
+        let mut requests = BTreeSet::new();
         for spec in cfg.power_loss.iter().flat_map(|s| s.split(',')) {
             let spec = spec.trim();
             let bad = |why: &str| setting("power_loss", format!("`{spec}`: {why}"));
@@ -49,7 +52,7 @@ impl PowerLossPlan {
                 while (drawn.len() as u64) < k {
                     drawn.insert(1 + rng.below(total));
                 }
-                plan.requests.extend(drawn);
+                requests.extend(drawn);
             } else {
                 let n: u64 = spec
                     .parse()
@@ -57,16 +60,25 @@ impl PowerLossPlan {
                 if n == 0 {
                     return Err(bad("request numbers start at 1"));
                 }
-                plan.requests.insert(n);
+                requests.insert(n);
             }
         }
+        plan.requests = requests.into_iter().collect();
         plan.times.sort_unstable();
         Ok(plan)
     }
 
     /// Whether a power loss strikes before request `request_no` arriving at `arrival`.
+    /// Called for every request in order (a planned number passed over would strike at
+    /// the next call); two comparisons per request when nothing is due.
     pub fn due(&mut self, request_no: u64, arrival: Nanos) -> bool {
-        let mut due = self.requests.remove(&request_no);
+        let mut due = false;
+        while self.next_request < self.requests.len()
+            && self.requests[self.next_request] <= request_no
+        {
+            self.next_request += 1;
+            due = true;
+        }
         while self.next_time < self.times.len() && self.times[self.next_time] <= arrival {
             self.next_time += 1;
             due = true;
@@ -76,7 +88,7 @@ impl PowerLossPlan {
 
     /// Whether any power loss is planned.
     pub fn is_empty(&self) -> bool {
-        self.requests.is_empty() && self.times.len() == self.next_time
+        self.requests.len() == self.next_request && self.times.len() == self.next_time
     }
 }
 
