@@ -9,7 +9,8 @@ fn ftlab() -> Command {
 
 #[test]
 fn bench_compares_with_the_previous_run_and_saves_the_new_one() {
-    let dir = std::env::temp_dir().join(format!("ftlab-bench-test-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ftlab-bench-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let base = dir.join("baseline.json");
     let run = |extra: &[&str]| {

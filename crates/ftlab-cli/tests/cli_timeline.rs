@@ -8,7 +8,8 @@ mod common;
 use common::{ftlab, stderr};
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ftlab-cli-tl-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ftlab-cli-tl-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -16,7 +16,8 @@ fn data(name: &str) -> String {
 }
 
 fn tmp(name: &str) -> String {
-    let d = std::env::temp_dir().join(format!("ftlab-cli-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ftlab-cli-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name).display().to_string()
 }

@@ -207,6 +207,7 @@ mod tests {
             .read_to_string(&mut back)
             .unwrap();
         assert_eq!(back, text);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -239,5 +240,6 @@ mod tests {
         std::fs::write(&zip, b"PK\x03\x04rest").unwrap();
         let e = open_input(&zip).err().unwrap().to_string();
         assert!(e.contains("compressed with zip"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

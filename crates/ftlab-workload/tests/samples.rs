@@ -202,7 +202,8 @@ fn generic_reader_reads_msr_like_the_msr_reader() {
 #[test]
 fn zstd_input_is_decompressed() {
     let plain = std::fs::read(data("financial1-first10k.spc")).unwrap();
-    let dir = std::env::temp_dir().join(format!("ftlab-samples-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ftlab-samples-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("f1.spc.zst");
     std::fs::write(&path, zstd::encode_all(&plain[..], 3).unwrap()).unwrap();
@@ -231,7 +232,8 @@ fn missing_file_and_unknown_format_are_clear() {
 }
 
 fn tmp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ftlab-samples-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ftlab-samples-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

@@ -597,6 +597,7 @@ mod tests {
         assert_eq!(c.seed, 9);
         assert_eq!(c.synthetic.count, 7);
         assert_eq!(c.ftl_options["gc_threshold"], 5);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
