@@ -28,6 +28,29 @@ fn pct(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
 
+/// `implied_osm`: the settings [`crate::sim::imply`] filled in.
+pub fn implied(cfg: &Config, keys: &[&str]) -> Vec<Notice> {
+    keys.iter()
+        .filter(|&&k| k == "ftl_options.osm")
+        .map(|_| {
+            Notice::new(
+                "implied_osm",
+                format!(
+                    "buffer coop turned on Optimized Switch Merge in the {} FTL \
+                     (ftl_options.osm = true): CO-OP is the buffer and OSM together \
+                     (co-op-buffer-ftl.txt §3)",
+                    cfg.ftl
+                ),
+                Some(
+                    "set ftl_options.osm = false (--set ftl_options.osm=false) to run the \
+                     buffer alone"
+                        .into(),
+                ),
+            )
+        })
+        .collect()
+}
+
 /// The notices about the end of the run, unmapped reads and load, from the report's
 /// own figures.
 pub fn end_of_run(r: &Report, cfg: &Config) -> Vec<Notice> {

@@ -467,14 +467,44 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 pub struct Simulation {
     cfg: Config,
     prepared: Prepared,
+    /// Settings [`imply`] filled in, for the report's notice.
+    implied: Vec<&'static str>,
+}
+
+/// Fills in settings that another choice implies when the user left them unset, and
+/// returns the keys it set (in `key` form, e.g. `ftl_options.osm`).
+///
+/// - `buffer = "coop"` above `bast` or `fast` turns on `ftl_options.osm`: CO-OP is the
+///   buffer *and* the FTL's Optimized Switch Merge ("the proposed scheme consists of a
+///   buffer management ... and a modified FTL", co-op-buffer-ftl.txt §3, §5.1.2,
+///   §5.2.2); without it the buffer's padded complete-block flushes go through the
+///   FTL's ordinary merges. `ftl_options.osm = false` runs the buffer alone.
+pub fn imply(cfg: &mut Config) -> Vec<&'static str> {
+    let mut set = Vec::new();
+    if cfg.buffer == "coop"
+        && matches!(cfg.ftl.as_str(), "bast" | "fast")
+        && !cfg.ftl_options.contains_key("osm")
+    {
+        cfg.ftl_options
+            .insert("osm".into(), serde_json::Value::Bool(true));
+        set.push("ftl_options.osm");
+    }
+    set
 }
 
 impl Simulation {
     /// Resolves `cfg`: geometry, preset, schemes and their options, timing, checks and
     /// the workload settings. Every error names the key it is about.
-    pub fn new(cfg: Config) -> Result<Simulation, RunError> {
+    /// Settings that another choice implies are filled in first ([`imply`]); the
+    /// report says which.
+    pub fn new(mut cfg: Config) -> Result<Simulation, RunError> {
+        let implied = imply(&mut cfg);
         let prepared = prepare(&cfg)?;
-        Ok(Simulation { cfg, prepared })
+        Ok(Simulation {
+            cfg,
+            prepared,
+            implied,
+        })
     }
 
     /// The configuration.
@@ -501,7 +531,11 @@ impl Simulation {
         workload: Workload,
         observer: &mut dyn Observer,
     ) -> Result<RunOutput, RunError> {
-        let Simulation { cfg, prepared } = self;
+        let Simulation {
+            cfg,
+            prepared,
+            implied,
+        } = self;
         let Prepared {
             geo,
             latencies,
@@ -662,6 +696,9 @@ impl Simulation {
                 report.timeline = Some(timeline);
                 report.distributions = Some(distributions);
             }
+            report
+                .notices
+                .extend(crate::notices::implied(&cfg, &implied));
             report
                 .notices
                 .extend(crate::notices::end_of_run(&report, &cfg));

@@ -114,3 +114,57 @@ fn coop_ftl_options_keep_every_write_under_every_buffer() {
         }
     }
 }
+
+/// `--buffer coop` above BAST or FAST turns OSM on unless the user set it
+/// (co-op-buffer-ftl.txt §3: CO-OP is the buffer and OSM together), echoes it in the
+/// config and says so in a notice; an explicit `osm = false` runs the buffer alone.
+#[test]
+fn coop_buffer_turns_osm_on_unless_set() {
+    for ftl in ["bast", "fast"] {
+        let run = |extra: &[&str]| {
+            let mut sets: Vec<String> = [
+                format!("ftl={ftl}"),
+                "buffer=coop".into(),
+                "capacity=\"8MiB\"".into(),
+                "synthetic.count=6000".into(),
+                "synthetic.read_ratio=0".into(),
+                "synthetic.p_sequential=0.8".into(),
+                "synthetic.request_bytes=65536".into(),
+                "buffer_options.size=262144".into(),
+            ]
+            .into();
+            sets.extend(extra.iter().map(|s| s.to_string()));
+            let cfg = ftlab::config::load(None, &sets, &[]).unwrap();
+            let out = ftlab::sim::run(&cfg, &mut ftlab::NoObserver).unwrap();
+            assert!(out.failure.is_none(), "{ftl}: {:?}", out.failure);
+            serde_json::to_value(&out.report).unwrap()
+        };
+        let implied = run(&[]);
+        assert_eq!(implied["config"]["ftl_options"]["osm"], true, "{ftl}");
+        let codes: Vec<&str> = implied["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["code"].as_str().unwrap())
+            .collect();
+        assert!(codes.contains(&"implied_osm"), "{ftl}: {codes:?}");
+        assert!(
+            implied["ftl"]["merges"]["osm"].as_u64().unwrap() > 0,
+            "{ftl}: no OSM with osm implied"
+        );
+        let alone = run(&["ftl_options.osm=false"]);
+        assert_eq!(alone["config"]["ftl_options"]["osm"], false, "{ftl}");
+        assert_eq!(alone["ftl"]["merges"]["osm"], 0, "{ftl}");
+        assert!(
+            !alone["notices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["code"] == "implied_osm"),
+            "{ftl}: an explicit setting is not a notice"
+        );
+        // Other buffers are left alone.
+        let blru = run(&["buffer=blru"]);
+        assert_eq!(blru["config"]["ftl_options"]["osm"], false, "{ftl}");
+    }
+}
