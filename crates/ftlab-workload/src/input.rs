@@ -10,7 +10,7 @@
 //! `bzip2` on `libbz2-rs-sys`, and `lzma-rust2`), so no system library is needed.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -69,8 +69,12 @@ pub fn unsupported_compression(head: &[u8]) -> Option<&'static str> {
 /// transparently; a file compressed in another format is an `InvalidData` error that
 /// names it.
 pub fn open_input(path: &Path) -> io::Result<Box<dyn BufRead>> {
-    let file = File::open(path)?;
-    let mut raw = BufReader::with_capacity(BUF_BYTES, file);
+    decompressing(File::open(path)?)
+}
+
+/// [`open_input`] over any byte source: buffered, decompressed by its first bytes.
+pub fn decompressing<R: Read + 'static>(source: R) -> io::Result<Box<dyn BufRead>> {
+    let mut raw = BufReader::with_capacity(BUF_BYTES, source);
     let head = raw.fill_buf()?;
     if let Some(name) = unsupported_compression(head) {
         return Err(io::Error::new(

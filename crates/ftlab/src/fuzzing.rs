@@ -26,6 +26,26 @@ pub fn config_bytes(data: &[u8]) -> bool {
     prepare(&cfg).is_ok()
 }
 
+/// Applies each line of `data` (at most 16) as a `--set KEY=VALUE` over the defaults,
+/// as the CLI and the Python package do; if the result loads, names no trace and is
+/// small, resolves it into an engine. Returns whether it was valid.
+pub fn set_bytes(data: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return false;
+    };
+    let sets: Vec<String> = text.lines().take(16).map(String::from).collect();
+    let Ok(cfg) = crate::config::load(None, &sets, &[]) else {
+        return false;
+    };
+    let Ok(geo) = device_geometry(&cfg) else {
+        return false;
+    };
+    if geo.physical_pages() as u64 > MAX_PAGES || cfg.trace.is_some() {
+        return false;
+    }
+    prepare(&cfg).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +67,27 @@ mod tests {
         let valid = inputs.iter().filter(|t| config_bytes(t.as_bytes())).count();
         assert!(valid < inputs.len());
         assert!(config_bytes(b"capacity = \"1MiB\"\nop = 50\n"));
+    }
+
+    #[test]
+    fn odd_sets_do_not_panic() {
+        let inputs: &[&str] = &[
+            "",
+            "=",
+            "capacity",
+            "capacity=",
+            "capacity=\"1MiB\"\nop=50",
+            "capacity=\"1MiB\"\nop=-5",
+            "capacity=\"1MiB\"\nop=50\nftl=\"nope\"",
+            "capacity=\"1MiB\"\nop=50\nsynthetic.count=\"x\"",
+            "capacity=\"1MiB\"\nop=50\nftl_options.gc_threshold=99999999999",
+            "capacity=\"1MiB\"\nop=50\nbuffer=\"coop\"\nftl=\"fast\"",
+            "capacity=\"1MiB\"\nop=50\nnand_params.pages_per_block=3",
+            "a.b.c.d=1",
+            "seed=\"18446744073709551615\"",
+        ];
+        let valid = inputs.iter().filter(|t| set_bytes(t.as_bytes())).count();
+        assert!(valid > 0 && valid < inputs.len(), "{valid} valid");
+        assert!(set_bytes(b"capacity=\"1MiB\"\nop=50"));
     }
 }

@@ -41,3 +41,37 @@ fn config_corpus_does_not_panic() {
         .count();
     assert!(valid > 0, "the seeds should hold valid configs");
 }
+
+#[test]
+fn decompress_corpus_does_not_panic() {
+    let mut read = 0;
+    for (name, data) in corpus("decompress") {
+        let got = ftlab_workload::fuzzing::decompress_and_read(&data);
+        if name.ends_with("zip-refused") {
+            assert_eq!(got, None, "{name}: zip is refused by name");
+        }
+        if let Some((ok, _)) = got {
+            read += ok;
+        }
+    }
+    // plain, gzip, zstd, bzip2, xz: 30 records each, and two gzip members: 60.
+    assert_eq!(read, 5 * 30 + 60, "every seed format reads back");
+}
+
+#[test]
+fn transforms_corpus_does_not_panic() {
+    let ran = corpus("transforms")
+        .iter()
+        .filter_map(|(_, data)| ftlab_workload::fuzzing::transforms(data))
+        .count();
+    assert!(ran > 0, "the seeds should hold valid settings");
+}
+
+#[test]
+fn set_corpus_does_not_panic() {
+    let valid = corpus("set")
+        .iter()
+        .filter(|(_, data)| ftlab::fuzzing::set_bytes(data))
+        .count();
+    assert!(valid > 0, "the seeds should hold valid settings");
+}
