@@ -3,8 +3,9 @@
 //! round trips, the recorded trace replayed by `ftlab run`, robustness, serialised
 //! clients, power loss on SIGUSR1 and `--delay real`.
 //!
-//! A test whose client is not installed says so on stderr and passes without running
-//! (`.ci/run` installs them, so CI always runs them).
+//! A test whose client is not installed says so on stderr and passes without running,
+//! unless FTLAB_REQUIRE_NBD_CLIENTS is set: `.ci/run` installs the clients
+//! (tests/nbd/install.sh) and sets it, so CI always runs them.
 
 mod common;
 
@@ -23,6 +24,9 @@ fn have(tool: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok();
+    if !found && std::env::var_os("FTLAB_REQUIRE_NBD_CLIENTS").is_some() {
+        panic!("`{tool}` is not installed and FTLAB_REQUIRE_NBD_CLIENTS is set (.ci/run)");
+    }
     if !found {
         eprintln!("SKIPPED: `{tool}` is not installed (apt-get install qemu-utils libnbd-bin)");
     }
@@ -55,7 +59,11 @@ impl Server {
             .arg(dir.join("report.json"))
             .arg("--record")
             .arg(dir.join("requests.trace"))
-            .args(["--stats-every", "0"])
+            .args(if extra.contains(&"--stats-every") {
+                &[][..]
+            } else {
+                &["--stats-every", "0"][..]
+            })
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -371,4 +379,187 @@ fn bad_options_are_refused_with_a_clear_error() {
     let (code, _, err) = run(&["serve", "--listen", "not an address"]);
     assert_eq!(code, 2);
     assert!(err.contains("--listen"), "{err}");
+}
+
+/// Deterministic pseudo-random bytes.
+fn random_bytes(n: usize, mut x: u64) -> Vec<u8> {
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn qemu_img_converts_a_random_file_onto_the_export_and_back_byte_identical() {
+    if !have("qemu-img") {
+        return;
+    }
+    let dir = scratch("qemu-img");
+    let data = random_bytes(8 << 20, 7);
+    let src = dir.join("src.img");
+    let back = dir.join("back.img");
+    std::fs::write(&src, &data).unwrap();
+    let device = ["--capacity", "8MiB", "--op", "25", "--buffer", "bplru"];
+    let srv = Server::start(&dir, &device);
+    let uri = srv.uri();
+    let (s, b) = (src.to_str().unwrap(), back.to_str().unwrap());
+    client(
+        "qemu-img",
+        &["convert", "-n", "-f", "raw", "-O", "raw", s, &uri],
+    );
+    client("qemu-img", &["convert", "-f", "raw", "-O", "raw", &uri, b]);
+    assert!(std::fs::read(&back).unwrap() == data, "byte-identical");
+    let (code, err) = srv.finish(true);
+    assert_eq!(code, 0, "{err}");
+    let r = report(&dir);
+    assert_eq!(r["verify"]["violations"], 0);
+    assert!(r["host"]["write_requests"].as_u64().unwrap() > 0);
+    replay_matches(&dir, &r, &device);
+}
+
+#[test]
+fn nbdcopy_round_trip_and_nbdinfo_sees_the_block_sizes() {
+    if !have("nbdcopy") || !have("nbdinfo") {
+        return;
+    }
+    let dir = scratch("nbdcopy");
+    let data = random_bytes(4 << 20, 11);
+    let src = dir.join("src.img");
+    let back = dir.join("back.img");
+    std::fs::write(&src, &data).unwrap();
+    let store = dir.join("store.img");
+    let srv = Server::start(
+        &dir,
+        &[
+            "--capacity",
+            "4MiB",
+            "--op",
+            "25",
+            "--store",
+            store.to_str().unwrap(),
+        ],
+    );
+    let uri = srv.uri();
+    let info = Command::new("nbdinfo")
+        .args(["--json", &uri])
+        .output()
+        .unwrap();
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).expect("nbdinfo JSON");
+    let export = &info["exports"][0];
+    assert_eq!(export["export-size"], 4 << 20, "{info}");
+    assert_eq!(export["block_size_minimum"], 512, "{info}");
+    assert_eq!(export["can_flush"], true, "{info}");
+    assert_eq!(export["can_trim"], true, "{info}");
+    client("nbdcopy", &[src.to_str().unwrap(), &uri]);
+    client("nbdcopy", &[&uri, back.to_str().unwrap()]);
+    assert!(std::fs::read(&back).unwrap() == data, "byte-identical");
+    let (code, err) = srv.finish(true);
+    assert_eq!(code, 0, "{err}");
+    // The backing file holds the data too.
+    assert!(std::fs::read(&store).unwrap() == data);
+    assert_eq!(report(&dir)["verify"]["violations"], 0);
+}
+
+#[test]
+fn sigusr1_strikes_a_power_loss_the_ftl_recovers_from_while_clients_come_and_go() {
+    if !have("qemu-io") {
+        return;
+    }
+    let dir = scratch("power-loss");
+    let srv = Server::start(
+        &dir,
+        &[
+            "--capacity",
+            "4MiB",
+            "--op",
+            "25",
+            "--ftl",
+            "page",
+            "--buffer",
+            "lru",
+        ],
+    );
+    let uri = srv.uri();
+    let writes: Vec<String> = (0..16)
+        .map(|i| format!("write -P {} {}k 16k", 0x30 + i, i * 64))
+        .collect();
+    let mut args = vec!["-f", "raw"];
+    for w in &writes {
+        args.extend(["-c", w.as_str()]);
+    }
+    args.push(&uri);
+    client("qemu-io", &args);
+    srv.signal("-USR1");
+    std::thread::sleep(Duration::from_millis(300));
+    let reads: Vec<String> = (0..16)
+        .map(|i| format!("read -P {} {}k 16k", 0x30 + i, i * 64))
+        .collect();
+    let mut args = vec!["-f", "raw"];
+    for r in &reads {
+        args.extend(["-c", r.as_str()]);
+    }
+    args.push(&uri);
+    client("qemu-io", &args);
+    let (code, err) = srv.finish(true);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("power loss requested"), "{err}");
+    assert!(err.contains("power loss after request"), "{err}");
+    let r = report(&dir);
+    assert_eq!(r["power_loss"]["events"], 1, "{}", r["power_loss"]);
+    assert_eq!(r["verify"]["violations"], 0);
+}
+
+#[test]
+fn delay_real_makes_the_client_wait_the_simulated_response_time() {
+    if !have("qemu-io") {
+        return;
+    }
+    let dir = scratch("delay");
+    let scale = 4.0;
+    let srv = Server::start(
+        &dir,
+        &[
+            "--capacity",
+            "4MiB",
+            "--op",
+            "25",
+            "--delay",
+            "real",
+            "--time-scale",
+            "4",
+            "--once",
+            "--stats-every",
+            "0.2",
+        ],
+    );
+    let uri = srv.uri();
+    let writes: Vec<String> = (0..8).map(|i| format!("write {}k 128k", i * 128)).collect();
+    let mut args = vec!["-f", "raw"];
+    for w in &writes {
+        args.extend(["-c", w.as_str()]);
+    }
+    args.push(&uri);
+    let t = Instant::now();
+    client("qemu-io", &args);
+    let wall = t.elapsed().as_secs_f64();
+    let (code, err) = srv.finish(false);
+    assert_eq!(code, 0, "{err}");
+    let h = &report(&dir)["host"];
+    let simulated =
+        h["response_ns"]["mean"].as_f64().unwrap() * h["requests"].as_f64().unwrap() / 1e9;
+    assert!(simulated > 0.05, "the writes took simulated time: {h}");
+    eprintln!("waited {wall:.3} s for {simulated:.3} s simulated x {scale}");
+    // The live statistics came while the client waited.
+    let line = err.lines().find(|l| l.contains("requests/s")).expect(&err);
+    for part in ["WAF", "GC", "free blocks", "p99"] {
+        assert!(line.contains(part), "{line}");
+    }
+    assert!(
+        wall >= scale * simulated * 0.95,
+        "waited {wall:.3} s for {simulated:.3} s simulated x {scale}"
+    );
 }
