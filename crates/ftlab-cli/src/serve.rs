@@ -106,6 +106,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME", default_value = "ftlab")]
     #[serde(skip)]
     export: String,
+    /// Minimum block size advertised: requests must be multiples of it (EINVAL
+    /// otherwise). 1 accepts any byte range, for clients that do not align (nbdfuse); the
+    /// simulation then sees the 512-byte sectors a request touches
+    #[arg(long, value_name = "BYTES", default_value_t = ftlab_nbd::MIN_BLOCK)]
+    #[serde(skip)]
+    min_block: u32,
     /// Keep the data in FILE (created, sized to the capacity) instead of memory
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
@@ -341,8 +347,23 @@ fn store_errno(e: StoreError) -> u32 {
     }
 }
 
+/// Bytes per sector of the simulated device (and of the recorded trace).
+const SECTOR: u64 = 512;
+
 impl SimDevice {
+    /// Simulates `op` on the sectors the bytes `offset .. offset + len` cover (a trim:
+    /// those it covers whole, since the rest was not discarded).
     fn sim(&mut self, op: Op, offset: u64, len: u64) -> Result<(), u32> {
+        let end = offset + len;
+        let (offset, end) = if op == Op::Trim {
+            (offset.div_ceil(SECTOR) * SECTOR, end / SECTOR * SECTOR)
+        } else {
+            (offset / SECTOR * SECTOR, end.div_ceil(SECTOR) * SECTOR)
+        };
+        if end <= offset && op != Op::Flush {
+            return Ok(());
+        }
+        let len = end.saturating_sub(offset);
         let (done, rx) = channel();
         self.to_sim
             .send(Msg::Req {
@@ -432,7 +453,7 @@ fn network(listener: Listener, export: Export, mut dev: SimDevice, once: bool) {
         eprintln!("client {n} ({who}) connected");
         let ended = match ftlab_nbd::handshake(&mut stream, &export) {
             Ok(ftlab_nbd::Negotiated::Transmission) => {
-                ftlab_nbd::serve(&mut stream, export.size, &mut dev).map(|e| format!("{e:?}"))
+                ftlab_nbd::serve(&mut stream, &export, &mut dev).map(|e| format!("{e:?}"))
             }
             Ok(ftlab_nbd::Negotiated::Closed) => Ok("closed in the handshake".into()),
             Err(e) => Err(e),
@@ -499,10 +520,16 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let simulation = Simulation::new(cfg.clone())?;
     let geo = simulation.geometry();
     let size = geo.logical_pages as u64 * geo.page_size as u64;
-    let size = size - size % ftlab_nbd::MIN_BLOCK as u64;
-    let preferred = geo.page_size.max(ftlab_nbd::MIN_BLOCK);
+    let size = size - size % SECTOR;
+    let preferred = geo.page_size.max(SECTOR as u32);
     if !preferred.is_power_of_two() {
         bail!("the page size {preferred} is not a power of two; NBD block sizes must be");
+    }
+    if !args.min_block.is_power_of_two() || args.min_block as u64 > SECTOR {
+        bail!(
+            "--min-block {}: must be a power of two up to {SECTOR} (1 accepts any request)",
+            args.min_block
+        );
     }
     let store = match &args.store {
         Some(p) => Store::file(p, size).with_context(|| format!("--store {}", p.display()))?,
@@ -530,6 +557,7 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             cfg.ftl, cfg.buffer, cfg.nand, size
         ),
         size,
+        min_block: args.min_block,
         preferred_block: preferred,
     };
     let (tx, rx) = channel();

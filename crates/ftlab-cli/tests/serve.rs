@@ -563,3 +563,108 @@ fn delay_real_makes_the_client_wait_the_simulated_response_time() {
         "waited {wall:.3} s for {simulated:.3} s simulated x {scale}"
     );
 }
+
+/// Whether `path` exists; says so on stderr when it does not.
+fn have_path(path: &str, what: &str) -> bool {
+    let found = Path::new(path).exists();
+    if !found {
+        eprintln!("SKIPPED: {path} is missing ({what})");
+    }
+    found
+}
+
+#[test]
+fn an_ext4_file_system_on_the_export_through_nbdfuse_checks_clean() {
+    if !have("nbdfuse")
+        || !have_path("/dev/fuse", "FUSE")
+        || !have_path("/usr/sbin/mkfs.ext4", "e2fsprogs")
+        || !have_path("/usr/sbin/debugfs", "e2fsprogs")
+    {
+        return;
+    }
+    let dir = scratch("ext4");
+    // nbdfuse passes the file system's byte ranges through unaligned: --min-block 1.
+    let device = ["--capacity", "64MiB", "--ftl", "dftl", "--buffer", "bplru"];
+    let mut extra = vec!["--min-block", "1"];
+    extra.extend(device);
+    let srv = Server::start(&dir, &extra);
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mut fuse = Command::new("nbdfuse")
+        .arg(&mnt)
+        .arg(srv.uri())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let disk = mnt.join("nbd");
+    let t = Instant::now();
+    while !disk.exists() {
+        if let Some(st) = fuse.try_wait().unwrap() {
+            let mut e = String::new();
+            let _ = fuse.stderr.take().unwrap().read_to_string(&mut e);
+            eprintln!("SKIPPED: nbdfuse cannot mount here ({st}): {e}");
+            srv.finish(true);
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "nbdfuse never mounted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let d = disk.to_str().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let file = std::fs::read_dir(&sample)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .max_by_key(|p| p.metadata().unwrap().len())
+        .expect("a sample file");
+    let unmount = |fuse: &mut Child| {
+        let ok = Command::new("fusermount3")
+            .arg("-u")
+            .arg(&mnt)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg(&mnt).status();
+        }
+        let _ = fuse.wait();
+    };
+    let steps: Vec<Vec<String>> = vec![
+        vec!["mkfs.ext4".into(), "-q".into(), "-F".into(), d.into()],
+        vec![
+            "debugfs".into(),
+            "-w".into(),
+            "-R".into(),
+            format!("write {} sample", file.display()),
+            d.into(),
+        ],
+        vec!["e2fsck".into(), "-fn".into(), d.into()],
+    ];
+    for step in &steps {
+        let out = Command::new(&step[0]).args(&step[1..]).output().unwrap();
+        if !out.status.success() {
+            unmount(&mut fuse);
+            panic!(
+                "{step:?} failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let cat = Command::new("debugfs")
+        .args(["-R", "cat sample", d])
+        .output()
+        .unwrap();
+    unmount(&mut fuse);
+    assert!(
+        cat.stdout == std::fs::read(&file).unwrap(),
+        "the file read back from the file system differs"
+    );
+    let (code, err) = srv.finish(true);
+    assert_eq!(code, 0, "{err}");
+    let r = report(&dir);
+    assert_eq!(r["verify"]["violations"], 0);
+    replay_matches(&dir, &r, &device);
+}

@@ -13,7 +13,7 @@
 //! (lengths that do not add up) gets `NBD_REP_ERR_INVALID` and the handshake goes on.
 
 use crate::{read_u16, REPLY_MAGIC};
-use crate::{read_u32, read_u64, ProtoError, IHAVEOPT, MAX_PAYLOAD, MIN_BLOCK, NBDMAGIC};
+use crate::{read_u32, read_u64, ProtoError, IHAVEOPT, MAX_PAYLOAD, NBDMAGIC};
 use std::io::{Read, Write};
 
 const FLAG_FIXED_NEWSTYLE: u16 = 1;
@@ -54,9 +54,12 @@ pub struct Export {
     pub name: String,
     /// A line for humans (`NBD_OPT_LIST`, `NBD_INFO_DESCRIPTION`).
     pub description: String,
-    /// Size in bytes (a multiple of [`MIN_BLOCK`]).
+    /// Size in bytes (a multiple of `min_block`).
     pub size: u64,
-    /// Preferred block size (a power of two, at least [`MIN_BLOCK`]).
+    /// Minimum block size: every request's offset and length are multiples of it (a
+    /// power of two, at most 65536; 1 accepts any request).
+    pub min_block: u32,
+    /// Preferred block size (a power of two, at least `min_block` and 512).
     pub preferred_block: u32,
 }
 
@@ -198,7 +201,7 @@ fn info(s: &mut impl Write, opt: u32, data: &[u8], export: &Export) -> std::io::
     e.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
     reply(s, opt, REP_INFO, &e)?;
     let mut b = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-    b.extend_from_slice(&MIN_BLOCK.to_be_bytes());
+    b.extend_from_slice(&export.min_block.to_be_bytes());
     b.extend_from_slice(&export.preferred_block.to_be_bytes());
     b.extend_from_slice(&MAX_PAYLOAD.to_be_bytes());
     reply(s, opt, REP_INFO, &b)?;
@@ -264,6 +267,7 @@ mod tests {
             name: "disk".into(),
             description: "a test export".into(),
             size: 1 << 20,
+            min_block: 512,
             preferred_block: 4096,
         }
     }

@@ -18,7 +18,8 @@
 //!   `NBD_REP_ERR_POLICY`), which every client handles by falling back.
 //! - One export. Its name is the server's choice; the empty name selects it too (the
 //!   default export).
-//! - Size constraints: minimum block 512 bytes, preferred block the caller's (the
+//! - Size constraints: minimum block the caller's ([`MIN_BLOCK`], 512, unless it
+//!   chooses otherwise; 1 accepts any alignment), preferred block the caller's (the
 //!   flash page size), maximum payload 32 MiB (2^25, the size no client may treat as an
 //!   attack). They are sent in every `NBD_OPT_INFO`/`NBD_OPT_GO` reply, asked for or
 //!   not, and enforced on every request with `NBD_EINVAL` (misaligned, past the end,
@@ -56,7 +57,8 @@ pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 /// The magic of a simple reply.
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
 
-/// The smallest block (and alignment) requests must respect.
+/// The minimum block size `ftlab serve` advertises unless told otherwise: the sector
+/// size of a disk.
 pub const MIN_BLOCK: u32 = 512;
 /// The largest payload of a read or a write.
 pub const MAX_PAYLOAD: u32 = 1 << 25;

@@ -5,7 +5,7 @@
 //!
 //! Checks before the device sees a request (the device never gets a bad one):
 //! - length 0: success, nothing done (the protocol leaves it unspecified);
-//! - `offset` or `length` not a multiple of [`MIN_BLOCK`]: `NBD_EINVAL`;
+//! - `offset` or `length` not a multiple of the export's minimum block: `NBD_EINVAL`;
 //! - past the end of the export: `NBD_ENOSPC` for a write or write-zeroes, `NBD_EINVAL`
 //!   for a read or a trim;
 //! - a read longer than [`MAX_PAYLOAD`]: `NBD_EINVAL`; a write longer: the connection is
@@ -16,7 +16,7 @@
 //! A write's payload is read in full before the device sees it, so a client that leaves
 //! in the middle of a request leaves the store as it was.
 
-use crate::{errno, read_u16, read_u32, read_u64, ProtoError, MAX_PAYLOAD, MIN_BLOCK};
+use crate::{errno, read_u16, read_u32, read_u64, Export, ProtoError, MAX_PAYLOAD};
 use crate::{REQUEST_MAGIC, SIMPLE_REPLY_MAGIC};
 use std::io::{Read, Write};
 
@@ -96,13 +96,14 @@ fn simple_reply(s: &mut impl Write, error: u32, cookie: u64, data: &[u8]) -> std
     s.flush()
 }
 
-/// Serves requests on `s` for an export of `size` bytes until the client disconnects.
+/// Serves requests on `s` for `export` until the client disconnects.
 /// `Err`: the client broke the protocol or vanished mid-request; close the connection.
 pub fn serve<S: Read + Write, D: Device + ?Sized>(
     s: &mut S,
-    size: u64,
+    export: &Export,
     dev: &mut D,
 ) -> Result<End, ProtoError> {
+    let (size, block) = (export.size, export.min_block.max(1));
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let mut magic = [0u8; 4];
@@ -133,7 +134,7 @@ pub fn serve<S: Read + Write, D: Device + ?Sized>(
             s.read_exact(&mut buf)?;
         }
         let end = offset.checked_add(len as u64);
-        let aligned = offset % MIN_BLOCK as u64 == 0 && len % MIN_BLOCK == 0;
+        let aligned = offset % block as u64 == 0 && len % block == 0;
         let inside = end.is_some_and(|e| e <= size);
         let check = |past_end: u32| -> Result<(), u32> {
             if !aligned {
@@ -257,7 +258,14 @@ mod tests {
                 store: Store::memory(SIZE, 4 * crate::store::CHUNK),
                 seen: Vec::new(),
             };
-            let r = serve(&mut a, SIZE, &mut dev).map_err(|e| e.to_string());
+            let export = Export {
+                name: String::new(),
+                description: String::new(),
+                size: SIZE,
+                min_block: 512,
+                preferred_block: 4096,
+            };
+            let r = serve(&mut a, &export, &mut dev).map_err(|e| e.to_string());
             (r, dev)
         });
         client(&mut b);

@@ -32,11 +32,12 @@ impl Write for Wire {
 
 const SIZE: u64 = 256 * 1024;
 
-fn export() -> Export {
+fn export(min_block: u32) -> Export {
     Export {
         name: "x".into(),
         description: String::new(),
         size: SIZE,
+        min_block,
         preferred_block: 4096,
     }
 }
@@ -63,7 +64,7 @@ fn req() -> impl Strategy<Value = (u16, u16, u64, u32, u8)> {
     (
         0u16..4,
         prop_oneof![0u16..7, any::<u16>()],
-        prop_oneof![(0u64..600).prop_map(|b| b * 512), any::<u64>()],
+        prop_oneof![(0u64..600).prop_map(|b| b * 512), 0u64..SIZE, any::<u64>()],
         prop_oneof![(0u32..40).prop_map(|b| b * 512), 0u32..70_000],
         any::<u8>(),
     )
@@ -81,7 +82,7 @@ proptest! {
         if prefix >= 3 { input.extend(option(6, &go_data("x"))); }
         input.extend(bytes);
         let mut w = Wire { input: Cursor::new(input), output: Vec::new() };
-        let _ = handshake(&mut w, &export());
+        let _ = handshake(&mut w, &export(512));
     }
 
     #[test]
@@ -91,17 +92,21 @@ proptest! {
         input.extend(bytes);
         let mut w = Wire { input: Cursor::new(input), output: Vec::new() };
         let mut dev = Dev(Store::memory(SIZE, SIZE));
-        let _ = serve(&mut w, SIZE, &mut dev);
+        let _ = serve(&mut w, &export(512), &mut dev);
     }
 
     #[test]
-    fn random_requests_keep_the_store_a_byte_array(reqs in proptest::collection::vec(req(), 1..40), cut in any::<bool>()) {
+    fn random_requests_keep_the_store_a_byte_array(
+        reqs in proptest::collection::vec(req(), 1..40),
+        cut in any::<bool>(),
+        block in prop_oneof![Just(1u32), Just(512), Just(4096)],
+    ) {
         let mut input = Vec::new();
         let mut model = vec![0u8; SIZE as usize];
         let n = reqs.len();
         for (i, &(flags, kind, offset, len, fill)) in reqs.iter().enumerate() {
             input.extend(request(flags, kind, i as u64, offset, len));
-            let ok = offset % 512 == 0 && len % 512 == 0
+            let ok = offset % block as u64 == 0 && len % block == 0
                 && offset.checked_add(len as u64).is_some_and(|e| e <= SIZE);
             if kind == 2 {
                 break; // NBD_CMD_DISC: nothing after it is served
@@ -123,7 +128,7 @@ proptest! {
         }
         let mut w = Wire { input: Cursor::new(input), output: Vec::new() };
         let mut dev = Dev(Store::memory(SIZE, SIZE));
-        let _ = serve(&mut w, SIZE, &mut dev);
+        let _ = serve(&mut w, &export(block), &mut dev);
         let mut back = vec![0u8; SIZE as usize];
         dev.0.read(0, &mut back).unwrap();
         prop_assert!(back == model);
