@@ -69,6 +69,11 @@ enum Command {
     /// nbdcopy, fio or the kernel's nbd-client: every request drives the FTL and buffer as
     /// a replay does; the report and the recorded requests are written on exit.
     /// docs/serve.md.
+    ///
+    /// Signals: SIGINT (Ctrl-C) or SIGTERM ends the run, writing the report and the
+    /// recorded requests; SIGUSR1 strikes a power loss before the next request (the FTL
+    /// recovers while clients stay connected). Clients are served one at a time, in the
+    /// order they connect. Device flags are those of `ftlab run`.
     #[command(after_help = EXIT_CODES)]
     Serve(Box<ftlab_cli::serve::ServeArgs>),
 }

@@ -10,7 +10,9 @@
 //! Choices:
 //! - Clients are served one at a time, in the order they connect: the next one's
 //!   greeting is sent when the previous one leaves (the protocol's "not
-//!   `NBD_FLAG_CAN_MULTI_CONN`"). No request of two clients interleaves.
+//!   `NBD_FLAG_CAN_MULTI_CONN`"). No request of two clients interleaves. A client that
+//!   stalls in the handshake (30 s) or stops reading its replies (60 s) is dropped so
+//!   that it cannot hold the device; an idle client in transmission is not.
 //! - A request's arrival time is the wall-clock time since the first request divided
 //!   by `--time-scale`; with `--delay real` the reply waits for the simulated response
 //!   time times `--time-scale`, otherwise it is sent at once.
@@ -430,7 +432,7 @@ enum Listener {
 fn network(listener: Listener, export: Export, mut dev: SimDevice, once: bool) {
     let mut n = 0u64;
     loop {
-        let (mut stream, who): (Box<dyn ReadWrite>, String) = match &listener {
+        let (mut stream, who): (Box<dyn Conn>, String) = match &listener {
             Listener::Tcp(l) => match l.accept() {
                 Ok((s, a)) => {
                     let _ = s.set_nodelay(true);
@@ -451,8 +453,10 @@ fn network(listener: Listener, export: Export, mut dev: SimDevice, once: bool) {
         };
         n += 1;
         eprintln!("client {n} ({who}) connected");
+        let _ = stream.timeouts(Some(HANDSHAKE_TIMEOUT), Some(WRITE_TIMEOUT));
         let ended = match ftlab_nbd::handshake(&mut stream, &export) {
             Ok(ftlab_nbd::Negotiated::Transmission) => {
+                let _ = stream.timeouts(None, Some(WRITE_TIMEOUT));
                 ftlab_nbd::serve(&mut stream, &export, &mut dev).map(|e| format!("{e:?}"))
             }
             Ok(ftlab_nbd::Negotiated::Closed) => Ok("closed in the handshake".into()),
@@ -469,8 +473,30 @@ fn network(listener: Listener, export: Export, mut dev: SimDevice, once: bool) {
     }
 }
 
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
+/// A client's connection, TCP or Unix.
+trait Conn: Read + Write {
+    fn timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> std::io::Result<()>;
+}
+
+impl Conn for std::net::TcpStream {
+    fn timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> std::io::Result<()> {
+        self.set_read_timeout(read)?;
+        self.set_write_timeout(write)
+    }
+}
+
+impl Conn for std::os::unix::net::UnixStream {
+    fn timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> std::io::Result<()> {
+        self.set_read_timeout(read)?;
+        self.set_write_timeout(write)
+    }
+}
+
+/// A client that does not finish the handshake in this time is dropped (the next one
+/// waits for it); one that does may then stay idle as long as it likes.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A client that does not read its replies for this long is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn listen(args: &ServeArgs) -> anyhow::Result<(Listener, String)> {
     if let Some(path) = &args.socket {
