@@ -129,9 +129,15 @@ impl Server {
     }
 }
 
-/// The JSON report a server wrote into `dir` on exit.
+/// The JSON report a server wrote into `dir` on exit (`report.json` as `Server` asks,
+/// or the default `ftlab-serve.json`).
 fn report(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("report.json")).expect("report written");
+    let path = if dir.join("report.json").exists() {
+        dir.join("report.json")
+    } else {
+        dir.join("ftlab-serve.json")
+    };
+    let text = std::fs::read_to_string(path).expect("report written");
     serde_json::from_str(&text).unwrap()
 }
 
@@ -667,4 +673,55 @@ fn an_ext4_file_system_on_the_export_through_nbdfuse_checks_clean() {
     let r = report(&dir);
     assert_eq!(r["verify"]["violations"], 0);
     replay_matches(&dir, &r, &device);
+}
+
+#[test]
+fn tcp_on_localhost_with_a_port_the_system_picks() {
+    if !have("qemu-io") {
+        return;
+    }
+    use std::io::BufRead;
+    let dir = scratch("tcp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ftlab"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--once",
+            "--export",
+            "disk",
+        ])
+        .args(["--capacity", "8MiB", "--op", "25", "--stats-every", "0"])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let uri = first
+        .split_whitespace()
+        .find(|w| w.starts_with("nbd://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URI in: {first}"))
+        .to_string();
+    assert!(uri.ends_with("/disk"), "{uri}");
+    client(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            "-c",
+            "write -P 0x77 3M 256k",
+            "-c",
+            "read -P 0x77 3M 256k",
+            &uri,
+        ],
+    );
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{rest:?}");
+    // The defaults: report and recording in the working directory.
+    assert_eq!(report(&dir)["host"]["write_requests"], 1);
+    let trace = std::fs::read_to_string(dir.join("ftlab-serve.trace")).unwrap();
+    assert!(trace.contains(" W 6144 + 512 "), "{trace}");
 }
