@@ -476,19 +476,17 @@ fn sigusr1_strikes_a_power_loss_the_ftl_recovers_from_while_clients_come_and_go(
         return;
     }
     let dir = scratch("power-loss");
-    let srv = Server::start(
-        &dir,
-        &[
-            "--capacity",
-            "4MiB",
-            "--op",
-            "25",
-            "--ftl",
-            "page",
-            "--buffer",
-            "lru",
-        ],
-    );
+    let device = [
+        "--capacity",
+        "4MiB",
+        "--op",
+        "25",
+        "--ftl",
+        "page",
+        "--buffer",
+        "lru",
+    ];
+    let srv = Server::start(&dir, &device);
     let uri = srv.uri();
     let writes: Vec<String> = (0..16)
         .map(|i| format!("write -P {} {}k 16k", 0x30 + i, i * 64))
@@ -517,6 +515,18 @@ fn sigusr1_strikes_a_power_loss_the_ftl_recovers_from_while_clients_come_and_go(
     let r = report(&dir);
     assert_eq!(r["power_loss"]["events"], 1, "{}", r["power_loss"]);
     assert_eq!(r["verify"]["violations"], 0);
+    // The replay strikes it at the same point with --power-loss-at.
+    let at = r["power_loss"]["per_event"][0]["after_request"]
+        .as_u64()
+        .unwrap()
+        + 1;
+    let at = at.to_string();
+    let mut replay = device.to_vec();
+    replay.extend(["--power-loss-at", &at]);
+    replay_matches(&dir, &r, &replay);
+    let replayed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("replay.json")).unwrap()).unwrap();
+    assert_eq!(r["power_loss"], replayed["power_loss"]);
 }
 
 #[test]
