@@ -13,9 +13,14 @@
 //!   `NBD_FLAG_CAN_MULTI_CONN`"). No request of two clients interleaves. A client that
 //!   stalls in the handshake (30 s) or stops reading its replies (60 s) is dropped so
 //!   that it cannot hold the device; an idle client in transmission is not.
-//! - A request's arrival time is the wall-clock time since the first request divided
-//!   by `--time-scale`; with `--delay real` the reply waits for the simulated response
-//!   time times `--time-scale`, otherwise it is sent at once.
+//! - A request's arrival time is the wall-clock time since the first request (taken
+//!   when the network thread has it) divided by `--time-scale`. With `--delay real` the
+//!   reply waits for the simulated response time times `--time-scale`; otherwise it is
+//!   sent at once, without waiting for the simulation (the bytes come from the store),
+//!   which follows up to 4096 requests behind, in order. The simulation still sees
+//!   every request; on SIGINT/SIGTERM it finishes the queued ones first. A violation
+//!   found by the oracle ends the run (exit 1) and refuses the requests after it
+//!   (`ESHUTDOWN`).
 //! - A FUA write is the write followed by a flush-cache request; write-zeroes is a
 //!   write of those bytes (a device writes the zero pages); trim is a trim.
 //! - The data goes to the store before the simulation sees the request; a read takes
@@ -48,7 +53,7 @@ use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::time::{Duration, Instant};
 
 /// Every device flag sets the config key of the same name (as in `ftlab run`); the
@@ -163,12 +168,10 @@ impl ServeArgs {
 
 /// What the network and signal threads tell the simulation.
 enum Msg {
-    /// One request; its response time (or the end of the run) goes back on `done`.
+    /// One request; with `done`, its simulated response time goes back there.
     Req {
-        op: Op,
-        offset: u64,
-        len: u64,
-        done: Sender<Nanos>,
+        req: Request,
+        done: Option<Sender<Nanos>>,
     },
     /// A power loss before the next request.
     PowerLoss,
@@ -191,9 +194,6 @@ struct Feed {
     rx: Receiver<Msg>,
     shared: Rc<Shared>,
     recovers: bool,
-    first: Option<Instant>,
-    scale: f64,
-    last: u64,
     writer: TraceWriter,
     out: BufWriter<std::fs::File>,
     record_error: Rc<RefCell<Option<String>>>,
@@ -220,27 +220,9 @@ impl Iterator for Feed {
                     eprintln!("power loss requested: it strikes before the next request");
                     self.shared.power_loss.set(true);
                 }
-                Ok(Msg::Req {
-                    op,
-                    offset,
-                    len,
-                    done,
-                }) => {
-                    // The first request arrives at 0, so a replay's rebasing is a no-op.
-                    if let Some(first) = self.first {
-                        let wall = first.elapsed().as_nanos() as f64 / self.scale;
-                        self.last = self.last.max(wall as u64);
-                    } else {
-                        self.first = Some(Instant::now());
-                    }
-                    let req = Request {
-                        arrival: Nanos(self.last),
-                        op,
-                        offset,
-                        len,
-                    };
+                Ok(Msg::Req { req, done }) => {
                     self.record(&req);
-                    *self.shared.pending.borrow_mut() = Some(done);
+                    *self.shared.pending.borrow_mut() = done;
                     return Some(req);
                 }
             }
@@ -338,8 +320,15 @@ impl Observer for Live {
 /// everything else.
 struct SimDevice {
     store: Store,
-    to_sim: Sender<Msg>,
+    to_sim: SyncSender<Msg>,
+    /// `--delay real`: wait this many times each simulated response time.
     delay: Option<f64>,
+    /// `--time-scale`.
+    scale: f64,
+    /// When the first request came.
+    first: Option<Instant>,
+    /// Arrival of the last request, in simulated ns.
+    last: u64,
 }
 
 fn store_errno(e: StoreError) -> u32 {
@@ -348,6 +337,9 @@ fn store_errno(e: StoreError) -> u32 {
         StoreError::Io(_) => errno::EIO,
     }
 }
+
+/// Requests the network thread may be ahead of the simulation (then it waits).
+const QUEUE: usize = 4096;
 
 /// Bytes per sector of the simulated device (and of the recorded trace).
 const SECTOR: u64 = 512;
@@ -366,20 +358,33 @@ impl SimDevice {
             return Ok(());
         }
         let len = end.saturating_sub(offset);
+        // The first request arrives at 0, so a replay's rebasing is a no-op.
+        if let Some(first) = self.first {
+            let wall = first.elapsed().as_nanos() as f64 / self.scale;
+            self.last = self.last.max(wall as u64);
+        } else {
+            self.first = Some(Instant::now());
+        }
+        let req = Request {
+            arrival: Nanos(self.last),
+            op,
+            offset,
+            len,
+        };
+        let Some(scale) = self.delay else {
+            // The reply does not depend on the simulation: it goes out at once.
+            let msg = Msg::Req { req, done: None };
+            return self.to_sim.send(msg).map_err(|_| errno::ESHUTDOWN);
+        };
         let (done, rx) = channel();
-        self.to_sim
-            .send(Msg::Req {
-                op,
-                offset,
-                len,
-                done,
-            })
-            .map_err(|_| errno::ESHUTDOWN)?;
+        let msg = Msg::Req {
+            req,
+            done: Some(done),
+        };
+        self.to_sim.send(msg).map_err(|_| errno::ESHUTDOWN)?;
         // No answer: the run ended (a signal, or the oracle found a violation).
         let response = rx.recv().map_err(|_| errno::ESHUTDOWN)?;
-        if let Some(scale) = self.delay {
-            std::thread::sleep(Duration::from_nanos((response.0 as f64 * scale) as u64));
-        }
+        std::thread::sleep(Duration::from_nanos((response.0 as f64 * scale) as u64));
         Ok(())
     }
 
@@ -586,7 +591,7 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         min_block: args.min_block,
         preferred_block: preferred,
     };
-    let (tx, rx) = channel();
+    let (tx, rx) = sync_channel(QUEUE);
     let signals = {
         use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
         let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGUSR1])
@@ -609,6 +614,9 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         store,
         to_sim: tx,
         delay: (args.delay == "real").then_some(args.time_scale),
+        scale: args.time_scale,
+        first: None,
+        last: 0,
     };
     let once = args.once;
     let net_export = export.clone();
@@ -628,9 +636,6 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         rx,
         shared: shared.clone(),
         recovers,
-        first: None,
-        scale: args.time_scale,
-        last: 0,
         writer,
         out,
         record_error: record_error.clone(),
