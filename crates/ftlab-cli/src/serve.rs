@@ -567,14 +567,28 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         None => Store::memory(size, args.store_limit.0),
     };
     let (listener, uri) = listen(args)?;
-    let mut writer =
-        TraceWriter::new("blkparse", &Default::default()).map_err(anyhow::Error::msg)?;
-    let file = std::fs::File::create(&args.record).map_err(|e| {
+    let unlisten = |e: anyhow::Error| {
         if let Listener::Unix(_, p) = &listener {
             let _ = std::fs::remove_file(p);
         }
-        anyhow::anyhow!("--record {}: {e}", args.record.display())
-    })?;
+        e
+    };
+    // The report is written at the end of a session: find out now if it cannot be.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&args.json)
+        .map_err(|e| {
+            let why = format!(
+                "--json {}: cannot write the report there: {e}",
+                args.json.display()
+            );
+            unlisten(anyhow::anyhow!(why))
+        })?;
+    let mut writer =
+        TraceWriter::new("blkparse", &Default::default()).map_err(anyhow::Error::msg)?;
+    let file = std::fs::File::create(&args.record)
+        .map_err(|e| unlisten(anyhow::anyhow!("--record {}: {e}", args.record.display())))?;
     let mut out = BufWriter::new(file);
     writer.begin(&mut out)?;
     let socket_path = match &listener {

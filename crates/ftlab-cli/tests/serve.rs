@@ -382,6 +382,20 @@ fn bad_options_are_refused_with_a_clear_error() {
     let (code, _, err) = run(&["serve", "--socket", "x.sock", "--ftl", "nope"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown FTL"), "{err}");
+    let json = dir.join("no-such-dir/report.json");
+    let (code, _, err) = run(&[
+        "serve",
+        "--socket",
+        "x.sock",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--json") && err.contains("cannot write"),
+        "{err}"
+    );
+    assert!(!Path::new("x.sock").exists());
     let (code, _, err) = run(&["serve", "--listen", "not an address"]);
     assert_eq!(code, 2);
     assert!(err.contains("--listen"), "{err}");
