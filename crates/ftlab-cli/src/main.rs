@@ -65,6 +65,17 @@ enum Command {
     /// Put the JSON reports of several runs side by side: a table of key figures, and
     /// with --html one self-contained page with the same charts, one series per run.
     Compare(CompareArgs),
+    /// Serve a simulated SSD as a Network Block Device (NBD), for qemu-img, qemu-nbd,
+    /// nbdcopy, fio or the kernel's nbd-client: every request drives the FTL and buffer as
+    /// a replay does; the report and the recorded requests are written on exit.
+    /// docs/serve.md.
+    ///
+    /// Signals: SIGINT (Ctrl-C) or SIGTERM ends the run, writing the report and the
+    /// recorded requests; SIGUSR1 strikes a power loss before the next request (the FTL
+    /// recovers while clients stay connected). Clients are served one at a time, in the
+    /// order they connect. Device flags are those of `ftlab run`.
+    #[command(after_help = EXIT_CODES)]
+    Serve(Box<ftlab_cli::serve::ServeArgs>),
 }
 
 /// Reports written by `ftlab run --json FILE` (with --timeline for the timeline charts).
@@ -939,6 +950,7 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
         Command::Bench(args) => ftlab_cli::bench::command(args),
+        Command::Serve(args) => ftlab_cli::serve::command(args),
         Command::Compare(args) => visual::compare(&args.reports, args.html.as_deref()).map(|t| {
             print!("{t}");
             ExitCode::SUCCESS

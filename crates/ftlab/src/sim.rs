@@ -117,6 +117,13 @@ pub trait Observer {
     /// failed to: see the run's failure).
     fn power_loss(&mut self, _p: &Progress, _recovered: bool) {}
 
+    /// Asked before every request: `true` strikes a power loss there, as a planned one
+    /// (`power_loss`) does: RAM state is dropped and the FTL recovers from flash (a
+    /// live server's `kill -USR1`). The default never asks for one.
+    fn power_loss_now(&mut self) -> bool {
+        false
+    }
+
     /// Asked after every [`Observer::progress`] call during the run: `true` stops the
     /// run there with [`RunError::Cancelled`] (Ctrl-C, a callback that failed, a live
     /// client that left). The default never stops.
@@ -797,7 +804,8 @@ fn drive(
         if let Some(t) = &mut st.timeline {
             t.before_request(engine, rec.req.arrival);
         }
-        if plan.due(st.done + 1, rec.req.arrival) {
+        // Both asked (no short circuit): the plan advances its time points.
+        if plan.due(st.done + 1, rec.req.arrival) | observer.power_loss_now() {
             let s = build_schemes(cfg, geo, latencies)?;
             if let Err(why) = engine.power_loss(s.ftl, s.buffer) {
                 st.failure = Some(Failure::Recovery {
