@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod fuzzing;
 pub mod handshake;
 pub mod store;
 pub mod transmission;

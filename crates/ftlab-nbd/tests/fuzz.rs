@@ -2,33 +2,12 @@
 //! phase never panic, and whatever random requests do, the store ends as a plain byte
 //! array given the requests the server accepted would.
 
+use ftlab_nbd::fuzzing::{StoreDevice as Dev, Wire};
 use ftlab_nbd::handshake::{go_data, option};
 use ftlab_nbd::transmission::request;
-use ftlab_nbd::{handshake, serve, Command, Device, Export, Store};
+use ftlab_nbd::{handshake, serve, Export, Store};
 use proptest::prelude::*;
-use std::io::{self, Cursor, Read, Write};
-
-/// A connection whose client side sent `input` and then closed.
-struct Wire {
-    input: Cursor<Vec<u8>>,
-    output: Vec<u8>,
-}
-
-impl Read for Wire {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.input.read(buf)
-    }
-}
-
-impl Write for Wire {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.output.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+use std::io::Cursor;
 
 const SIZE: u64 = 256 * 1024;
 
@@ -39,22 +18,6 @@ fn export(min_block: u32) -> Export {
         size: SIZE,
         min_block,
         preferred_block: 4096,
-    }
-}
-
-struct Dev(Store);
-
-impl Device for Dev {
-    fn handle(&mut self, cmd: Command<'_>) -> Result<(), u32> {
-        let r = match cmd {
-            Command::Read { offset, buf } => self.0.read(offset, buf),
-            Command::Write { offset, data, .. } => self.0.write(offset, data),
-            Command::Trim { offset, len, .. } | Command::WriteZeroes { offset, len, .. } => {
-                self.0.zero(offset, len)
-            }
-            Command::Flush => self.0.sync(),
-        };
-        r.map_err(|_| ftlab_nbd::errno::ENOSPC)
     }
 }
 
@@ -133,4 +96,21 @@ proptest! {
         dev.0.read(0, &mut back).unwrap();
         prop_assert!(back == model);
     }
+}
+
+/// The kept corpus of the cargo-fuzz target `nbd` (`fuzz/corpus/nbd/`: seeds, and any
+/// input a fuzzer once crashed on), replayed through the same entry point.
+#[test]
+fn nbd_corpus_does_not_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/nbd");
+    let (mut n, mut served) = (0, 0);
+    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        served += ftlab_nbd::fuzzing::session(&std::fs::read(e.unwrap().path()).unwrap()) as u32;
+        n += 1;
+    }
+    assert!(n > 0, "{}: empty corpus", dir.display());
+    assert!(
+        served >= 3,
+        "only {served} seeds reach the transmission phase"
+    );
 }
