@@ -72,8 +72,11 @@ pub fn open_input(path: &Path) -> io::Result<Box<dyn BufRead>> {
     decompressing(File::open(path)?)
 }
 
-/// [`open_input`] over any byte source: buffered, decompressed by its first bytes.
-pub fn decompressing<R: Read + 'static>(source: R) -> io::Result<Box<dyn BufRead>> {
+/// [`open_input`] over any byte source: buffered, decompressed by its first bytes. A
+/// compressed source is decompressed on a thread of its own, [`PREFETCH_CHUNKS`] chunks
+/// of [`CHUNK_BYTES`] ahead of the reader, so decompression overlaps parsing and
+/// simulation instead of adding to them.
+pub fn decompressing<R: Read + Send + 'static>(source: R) -> io::Result<Box<dyn BufRead>> {
     let mut raw = BufReader::with_capacity(BUF_BYTES, source);
     let head = raw.fill_buf()?;
     if let Some(name) = unsupported_compression(head) {
@@ -88,23 +91,100 @@ pub fn decompressing<R: Read + 'static>(source: R) -> io::Result<Box<dyn BufRead
     let kind = sniff(head);
     Ok(match kind {
         Compression::None => Box::new(raw),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            flate2::bufread::MultiGzDecoder::new(raw),
-        )),
-        Compression::Zstd => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            zstd::stream::read::Decoder::with_buffer(raw)?,
-        )),
-        Compression::Bzip2 => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            bzip2::bufread::MultiBzDecoder::new(raw),
-        )),
-        Compression::Xz => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            lzma_rust2::XzReader::new(raw, true),
-        )),
+        Compression::Gzip => prefetched(flate2::bufread::MultiGzDecoder::new(raw)),
+        Compression::Zstd => prefetched(zstd::stream::read::Decoder::with_buffer(raw)?),
+        Compression::Bzip2 => prefetched(bzip2::bufread::MultiBzDecoder::new(raw)),
+        Compression::Xz => prefetched(lzma_rust2::XzReader::new(raw, true)),
     })
+}
+
+/// Bytes the decompressing thread hands over at a time.
+pub const CHUNK_BYTES: usize = 1 << 20;
+/// Chunks it may run ahead of the reader (so at most this many MiB wait in memory).
+pub const PREFETCH_CHUNKS: usize = 4;
+
+/// Reads `inner` to its end on a thread of its own, in chunks sent through a bounded
+/// channel. The thread stops at the end, at the first error (which the reader then
+/// gets, after the bytes before it), or when the reader is dropped.
+fn prefetched<D: Read + Send + 'static>(mut inner: D) -> Box<dyn BufRead> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(PREFETCH_CHUNKS);
+    std::thread::spawn(move || loop {
+        let mut chunk = vec![0u8; CHUNK_BYTES];
+        let mut filled = 0;
+        let result = loop {
+            match inner.read(&mut chunk[filled..]) {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    filled += n;
+                    if filled == chunk.len() {
+                        break Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        chunk.truncate(filled);
+        let last = filled < CHUNK_BYTES || result.is_err();
+        if filled > 0 && tx.send(Ok(chunk)).is_err() {
+            return; // the reader is gone
+        }
+        if let Err(e) = result {
+            let _ = tx.send(Err(e));
+            return;
+        }
+        if last {
+            return;
+        }
+    });
+    Box::new(Prefetched {
+        rx,
+        chunk: Vec::new(),
+        pos: 0,
+        done: false,
+    })
+}
+
+/// The reading end of [`prefetched`].
+struct Prefetched {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Read for Prefetched {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(buf.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Prefetched {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos == self.chunk.len() && !self.done {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                // The thread finished: everything was delivered.
+                Err(_) => self.done = true,
+            }
+        }
+        Ok(&self.chunk[self.pos..])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos = (self.pos + amt).min(self.chunk.len());
+    }
 }
 
 /// The compression an output file gets from its extension (`.gz`, `.zst`, `.bz2`, else
@@ -245,5 +325,37 @@ mod tests {
         let e = open_input(&zip).err().unwrap().to_string();
         assert!(e.contains("compressed with zip"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Many chunks through the decompressing thread come back whole and in order; a
+    /// reader dropped half-way stops the thread (the test would hang otherwise); a
+    /// stream cut short gives its bytes, then the decoder's error.
+    #[test]
+    fn prefetched_streams_read_back_in_order_and_stop_cleanly() {
+        let text: Vec<u8> = (0..(3 * CHUNK_BYTES as u64 + 12345))
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let mut gz = Vec::new();
+        let mut out = Output::new(&mut gz, Compression::Gzip).unwrap();
+        out.write_all(&text).unwrap();
+        out.finish().unwrap();
+        let mut back = Vec::new();
+        decompressing(std::io::Cursor::new(gz.clone()))
+            .unwrap()
+            .read_to_end(&mut back)
+            .unwrap();
+        assert!(back == text, "read back {} of {} bytes", back.len(), text.len());
+        for _ in 0..20 {
+            let mut r = decompressing(std::io::Cursor::new(gz.clone())).unwrap();
+            let mut some = vec![0u8; 1000];
+            r.read_exact(&mut some).unwrap();
+            assert_eq!(some, text[..1000]);
+        }
+        let cut = gz[..gz.len() / 2].to_vec();
+        let mut part = Vec::new();
+        let err = decompressing(std::io::Cursor::new(cut))
+            .unwrap()
+            .read_to_end(&mut part);
+        assert!(err.is_err(), "a cut stream must end in an error");
     }
 }
