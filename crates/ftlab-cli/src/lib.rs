@@ -1,5 +1,6 @@
 //! The parts of the `ftlab` command line that tests reach directly: `reproduce`, which
-//! reruns the papers' evaluations from experiment files, `bench`, which measures
+//! reruns the papers' evaluations from experiment files, `sweep`, which runs a
+//! parameter study and writes its table, `bench`, which measures
 //! simulation speed, and `visual`: the progress bar, timeline CSV, HTML report and
 //! `compare`. Everything it simulates goes
 //! through the `ftlab` library.
@@ -8,4 +9,5 @@
 
 pub mod bench;
 pub mod reproduce;
+pub mod sweep;
 pub mod visual;

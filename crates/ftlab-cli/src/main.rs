@@ -56,6 +56,11 @@ enum Command {
     /// Rerun the papers' evaluations from experiments/<paper>/*.toml: CSV, SVG and PNG
     /// per figure and a markdown summary per paper.
     Reproduce(ReproduceArgs),
+    /// Run a parameter study (a base config and axes) on every core: one tidy table
+    /// (CSV and Parquet) with a row per point, each point's report kept by content hash
+    /// so a rerun resumes.
+    #[command(long_about = ftlab_cli::sweep::ABOUT)]
+    Sweep(ftlab_cli::sweep::SweepArgs),
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -936,6 +941,7 @@ fn main() -> ExitCode {
         Command::Config(cmd) => config_cmd(cmd),
         Command::Fuzz(args) => Ok(fuzz_cmd(args)),
         Command::Reproduce(args) => reproduce_cmd(args),
+        Command::Sweep(args) => ftlab_cli::sweep::command(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
         Command::Bench(args) => ftlab_cli::bench::command(args),

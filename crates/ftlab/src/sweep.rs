@@ -306,7 +306,9 @@ impl Study {
                 if let Some(trace) = &cfg.trace {
                     let p = Path::new(trace);
                     if p.is_relative() {
-                        cfg.trace = Some(self.root.join(p).display().to_string());
+                        let joined = self.root.join(p);
+                        let joined = joined.canonicalize().unwrap_or(joined);
+                        cfg.trace = Some(joined.display().to_string());
                     }
                 }
                 Ok(cfg)
