@@ -8,6 +8,10 @@
 //! optional (a failed point has no metrics); CSV writes a null as an empty field and a
 //! float in its shortest form that reads back to the same number.
 
+// The doc comments of the flag struct are clap's help text, written for a terminal
+// (`[base]`, `<name>`), not markdown for rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 use anyhow::Context;
 use ftlab::sweep::{self, Cell, ColumnType, Outcome, RunOptions, Study, Table, Tally};
 use parquet::basic::{LogicalType, Repetition, Type as Physical};
