@@ -634,12 +634,8 @@ fn point_outcome(p: &Point, dir: Option<&Path>, force: bool) -> Outcome {
     let Some(dir) = dir else {
         return run_point(p);
     };
-    let path = dir.join(format!("{}.json", p.hash));
-    if !force && p.config.is_ok() {
-        if let Some(report) = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Json>(&t).ok())
-        {
+    if !force {
+        if let Some(report) = stored_report(dir, p) {
             return Outcome::Report {
                 report,
                 cached: true,
@@ -648,14 +644,32 @@ fn point_outcome(p: &Point, dir: Option<&Path>, force: bool) -> Outcome {
     }
     let o = run_point(p);
     if let Outcome::Report { report, .. } = &o {
-        let tmp = dir.join(format!(".{}.json.tmp", p.hash));
-        let text = serde_json::to_string_pretty(report).expect("a report serialises");
-        let stored = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = stored {
-            return Outcome::Failed(format!("cannot store the report {}: {e}", path.display()));
+        if let Err(why) = store_report(dir, p, report) {
+            return Outcome::Failed(why);
         }
     }
     o
+}
+
+/// The report of point `p` stored in `dir` (the `points` folder of a results folder)
+/// by an earlier run, if there is one that reads as JSON.
+pub fn stored_report(dir: &Path, p: &Point) -> Option<Json> {
+    if p.config.is_err() {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.join(format!("{}.json", p.hash))).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Stores the report of point `p` in `dir` as `<hash>.json`: written to a temporary
+/// name and renamed, so a crash never leaves half a report.
+pub fn store_report(dir: &Path, p: &Point, report: &Json) -> Result<(), String> {
+    let path = dir.join(format!("{}.json", p.hash));
+    let tmp = dir.join(format!(".{}.json.tmp", p.hash));
+    let text = serde_json::to_string_pretty(report).expect("a report serialises");
+    std::fs::write(&tmp, text + "\n")
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("cannot store the report {}: {e}", path.display()))
 }
 
 /// A cell of the table.
