@@ -53,9 +53,11 @@ impl Study {
         self.points
             .iter()
             .map(|p| {
-                let cfg = p.config.as_ref().ok().map(|c| {
-                    serde_json::to_string(c).expect("a config serialises")
-                });
+                let cfg = p
+                    .config
+                    .as_ref()
+                    .ok()
+                    .map(|c| serde_json::to_string(c).expect("a config serialises"));
                 (p.hash.clone(), cfg)
             })
             .collect()
