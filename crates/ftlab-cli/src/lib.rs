@@ -1,6 +1,6 @@
 //! The parts of the `ftlab` command line that tests reach directly: `reproduce`, which
 //! reruns the papers' evaluations from experiment files, `sweep`, which runs a
-//! parameter study and writes its table, `bench`, which measures
+//! parameter study and writes its table, `plot`, which charts that table, `bench`, which measures
 //! simulation speed, and `visual`: the progress bar, timeline CSV, HTML report and
 //! `compare`. Everything it simulates goes
 //! through the `ftlab` library.
@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod plot;
 pub mod reproduce;
 pub mod sweep;
 pub mod visual;

@@ -61,6 +61,10 @@ enum Command {
     /// so a rerun resumes.
     #[command(long_about = ftlab_cli::sweep::ABOUT)]
     Sweep(ftlab_cli::sweep::SweepArgs),
+    /// Chart a sweep table (results.parquet or .csv): --x op --y waf --color ftl, as SVG
+    /// or PNG.
+    #[command(long_about = ftlab_cli::plot::ABOUT)]
+    Plot(ftlab_cli::plot::PlotArgs),
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -942,6 +946,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => Ok(fuzz_cmd(args)),
         Command::Reproduce(args) => reproduce_cmd(args),
         Command::Sweep(args) => ftlab_cli::sweep::command(args),
+        Command::Plot(args) => ftlab_cli::plot::command(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
         Command::Bench(args) => ftlab_cli::bench::command(args),

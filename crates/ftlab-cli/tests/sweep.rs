@@ -275,3 +275,66 @@ fn the_example_study_runs() {
     assert!(rows.iter().all(|r| r[col(&h, "status")] == "ok"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ftlab plot` charts a sweep table: the same figure from the Parquet and the CSV
+/// table, a chart per facet, PNG or SVG by the file name, and clear errors.
+#[test]
+fn plot_charts_the_table() {
+    let dir = scratch("plot");
+    let study = write_study(&dir, GRID);
+    let out = dir.join("out");
+    let o = ftlab(&["sweep", &study, "-o", out.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let pq = out.join("results.parquet").display().to_string();
+    let csv = out.join("results.csv").display().to_string();
+    let img = |name: &str| dir.join(name).display().to_string();
+    let plot_y = |table: &str, y: &str, extra: &[&str], to: &str| {
+        let args = [
+            &["plot", table, "--x", "op", "--y", y][..],
+            extra,
+            &["-o", to],
+        ]
+        .concat();
+        ftlab(&args)
+    };
+    let plot = |table: &str, extra: &[&str], to: &str| plot_y(table, "waf", extra, to);
+    let a = plot(&pq, &["--color", "ftl"], &img("a.svg"));
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    let b = plot(&csv, &["--color", "ftl"], &img("b.svg"));
+    assert_eq!(b.status.code(), Some(0), "{}", stderr(&b));
+    let svg = std::fs::read_to_string(img("a.svg")).unwrap();
+    assert_eq!(svg, std::fs::read_to_string(img("b.svg")).unwrap());
+    assert!(svg.contains(">page<") && svg.contains(">dftl<") && svg.contains(">waf by op<"));
+    assert!(svg.contains(">5<") && svg.contains(">15<") && svg.contains(">25<"));
+    let f = plot(
+        &pq,
+        &["--facet", "ftl", "--kind", "grouped-bar"],
+        &img("f.png"),
+    );
+    assert_eq!(f.status.code(), Some(0), "{}", stderr(&f));
+    let png = std::fs::read(img("f.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    let f = plot(&pq, &["--facet", "ftl", "--kind", "bar"], &img("f.svg"));
+    assert_eq!(f.status.code(), Some(0), "{}", stderr(&f));
+    let svg = std::fs::read_to_string(img("f.svg")).unwrap();
+    assert!(svg.contains("waf by op: ftl = page") && svg.contains("waf by op: ftl = dftl"));
+    for (extra, to, needle) in [
+        (
+            &["--color", "flt"][..],
+            "x.svg",
+            "--color flt: no such column",
+        ),
+        (&["--facet", "hash"][..], "x.svg", "--y ftl: not a number"),
+        (&[][..], "x.jpg", "must end in .svg or .png"),
+    ] {
+        let y = if needle.starts_with("--y") {
+            "ftl"
+        } else {
+            "waf"
+        };
+        let o = plot_y(&pq, y, extra, &img(to));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
