@@ -174,6 +174,6 @@ pub fn run_point(py: Python<'_>, config: &str) -> Pair {
     };
     py.detach(|| match sweep::run_config(&cfg) {
         Ok(report) => (true, report.to_string()),
-        Err(why) => (false, why),
+        Err(why) => (false, why.to_string()),
     })
 }

@@ -509,21 +509,33 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Runs one configuration: its report as JSON, or why there is none (a refused
-/// setting, a failure the run found, a panic).
-pub fn run_config(cfg: &Config) -> Result<Json, String> {
-    let out = catch_unwind(AssertUnwindSafe(|| run(cfg, &mut NoObserver)))
-        .map_err(|p| {
-            let msg = p
-                .downcast_ref::<String>()
+/// Why a configuration gave no report.
+#[derive(Debug, Error)]
+pub enum PointError {
+    /// The run refused the configuration or its input (bad value, unreadable trace).
+    #[error(transparent)]
+    Refused(#[from] crate::RunError),
+    /// The run found a failure: data lost, an invariant broken, a failed recovery, or
+    /// an internal error the engine caught.
+    #[error("{0}")]
+    Found(crate::sim::Failure),
+    /// A panic outside the engine's own guard.
+    #[error("internal error (a bug in ftlab, please report it): {0}")]
+    Panicked(String),
+}
+
+/// Runs one configuration: its report as JSON, or why there is none.
+pub fn run_config(cfg: &Config) -> Result<Json, PointError> {
+    let out = catch_unwind(AssertUnwindSafe(|| run(cfg, &mut NoObserver))).map_err(|p| {
+        PointError::Panicked(
+            p.downcast_ref::<String>()
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            format!("internal error (a bug in ftlab, please report it): {msg}")
-        })?
-        .map_err(|e| e.to_string())?;
+                .unwrap_or_default(),
+        )
+    })??;
     match out.failure {
-        Some(f) => Err(f.to_string()),
+        Some(f) => Err(PointError::Found(f)),
         None => Ok(serde_json::to_value(&out.report).expect("a report serialises")),
     }
 }
@@ -537,7 +549,7 @@ pub fn run_point(p: &Point) -> Outcome {
                 report,
                 cached: false,
             },
-            Err(why) => Outcome::Failed(why),
+            Err(why) => Outcome::Failed(why.to_string()),
         },
     }
 }
@@ -593,41 +605,61 @@ pub fn run_points(
         Some(out) => Some(prepare_out(out)?),
         None => None,
     };
-    let threads = if opts.jobs == 0 {
+    let failed = AtomicUsize::new(0);
+    let force = opts.force;
+    run_on_pool(
+        points,
+        opts.jobs,
+        |p| point_outcome(p, dir.as_deref(), force),
+        |o, done| {
+            if matches!(o, Outcome::Failed(_)) {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
+            progress(Tally {
+                done,
+                failed: failed.load(Ordering::Relaxed),
+                total: points.len(),
+            });
+        },
+    )
+}
+
+/// The one way ftlab runs many points (`sweep`, `reproduce`): `work` on each item on a
+/// pool of `jobs` threads (0: one per core), one item per task (runs differ in length
+/// by orders of magnitude, so idle threads take them one at a time), the results in
+/// the order of `items` whatever order they finish in. `finished(result, done)` is
+/// called as each finishes, `done` counting the finished ones.
+pub fn run_on_pool<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(&T) -> R + Sync,
+    finished: impl Fn(&R, usize) + Sync,
+) -> Result<Vec<R>, SweepError> {
+    let threads = if jobs == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
-        opts.jobs
+        jobs
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(|i| format!("ftlab-sweep-{i}"))
+        .thread_name(|i| format!("ftlab-run-{i}"))
         .build()
         .map_err(|e| SweepError::Threads {
             threads,
             why: e.to_string(),
         })?;
-    let total = points.len();
-    let (done, failed) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let outcomes = pool.install(|| {
-        points
+    let done = AtomicUsize::new(0);
+    Ok(pool.install(|| {
+        items
             .par_iter()
             .with_max_len(1)
-            .map(|p| {
-                let o = point_outcome(p, dir.as_deref(), opts.force);
-                if matches!(o, Outcome::Failed(_)) {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                }
-                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress(Tally {
-                    done: d,
-                    failed: failed.load(Ordering::Relaxed),
-                    total,
-                });
-                o
+            .map(|item| {
+                let r = work(item);
+                finished(&r, done.fetch_add(1, Ordering::Relaxed) + 1);
+                r
             })
             .collect()
-    });
-    Ok(outcomes)
+    }))
 }
 
 fn point_outcome(p: &Point, dir: Option<&Path>, force: bool) -> Outcome {
