@@ -127,12 +127,14 @@ impl Study {
             path: path.display().to_string(),
             why: e.to_string(),
         })?;
-        let root = path
+        // `study.toml` has the parent "": the current folder.
+        let parent = path
             .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let root = parent
             .canonicalize()
-            .unwrap_or_default();
+            .unwrap_or_else(|_| parent.to_path_buf());
         Study::parse(&text, &path.display().to_string(), &root)
     }
 
