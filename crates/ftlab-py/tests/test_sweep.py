@@ -124,3 +124,25 @@ def test_dask_stores_reports_and_resumes(tmp_path, dask_client, cli):
     p = cli("sweep", str(study), "-o", str(out))
     assert "0 run, 8 from earlier runs" in p.stderr, p.stderr
     pd.testing.assert_frame_equal(first, pd.read_parquet(out / "results.parquet"), check_dtype=False)
+
+
+def test_a_point_runs_with_the_gil_released():
+    """What a Dask task calls: the main thread keeps running Python meanwhile."""
+    import json
+    import threading
+    import time
+
+    s = ftlab._ftlab.Study('[base]\nftl = "dftl"\nsynthetic.count = 400000\n[axes]\nseed = [1]', "t", ".")
+    config = s.points()[0][1]
+    result = []
+    t = threading.Thread(target=lambda: result.append(ftlab._run_point(config)))
+    ticks = 0
+    start = time.perf_counter()
+    t.start()
+    while t.is_alive():
+        ticks += 1
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - start
+    ok, text = result[0]
+    assert ok and json.loads(text)["host"]["requests"] == 400000
+    assert ticks >= 0.5 * elapsed / 0.01, (ticks, elapsed)
