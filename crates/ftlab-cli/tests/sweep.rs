@@ -264,7 +264,7 @@ fn the_example_study_runs() {
     let out = dir.join("out");
     let o = ftlab(&[
         "sweep",
-        "../../examples/sweep-ftl-op.toml",
+        "../../examples/studies/ftl-op.toml",
         "-o",
         out.to_str().unwrap(),
         "-q",

@@ -18,7 +18,7 @@ Quick start::
     ftlab.run(workload=df, ftl="page")                 # requests from a DataFrame
     ftlab.read_trace("t.spc")                          # a pyarrow Table
     ftlab.schemes()["ftl"]                             # every FTL and its options
-    ftlab.sweep("examples/sweep-ftl-op.toml")          # a parameter study: a DataFrame
+    ftlab.sweep("examples/studies/ftl-op.toml")          # a parameter study: a DataFrame
 
 Configuration: ``config`` is a dict with the keys of a TOML config file (nested dicts
 for tables such as ``synthetic`` or ``ftl_options``), a path to a TOML file, or None
