@@ -2,7 +2,8 @@
 # CI of the Python package, from the repository root on a fresh machine with a Rust
 # toolchain and python3 (>= 3.9, with venv): creates a virtual environment, installs
 # the test dependencies with pip, pip-installs ./crates/ftlab-py (with the test-only
-# `example` FTL, for the DataLossError and InternalError tests), runs pytest and
+# `example` FTL, for the DataLossError and InternalError tests), runs pytest (the sweep
+# tests start a real dask.distributed LocalCluster of two worker processes) and
 # executes the example notebooks. Exits non-zero on any failure, including "no tests
 # collected" (pytest exit code 5).
 #
@@ -19,7 +20,7 @@ rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 PY="$VENV/bin/python"
 "$PY" -m pip install --quiet --upgrade pip
-"$PY" -m pip install --quiet pytest numpy pandas pyarrow polars matplotlib nbclient nbformat ipykernel
+"$PY" -m pip install --quiet pytest numpy pandas pyarrow polars matplotlib nbclient nbformat ipykernel "dask[distributed]"
 
 step "the release CLI (the Python reports are compared with its JSON)"
 cargo build --release --locked --bin ftlab
@@ -28,6 +29,7 @@ export FTLAB_CLI="$PWD/target/release/ftlab"
 step "pip install ./crates/ftlab-py (with the example-scheme feature)"
 MATURIN_PEP517_ARGS="--locked --features example-scheme" "$PY" -m pip install ./crates/ftlab-py
 export FTLAB_REQUIRE_EXAMPLE=1 # the fault-injection tests must run, not skip
+export FTLAB_REQUIRE_DASK=1    # and so must the Dask cluster tests
 
 step "pytest crates/ftlab-py/tests"
 set +e

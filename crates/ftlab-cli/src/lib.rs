@@ -1,5 +1,6 @@
 //! The parts of the `ftlab` command line that tests reach directly: `reproduce`, which
-//! reruns the papers' evaluations from experiment files, `bench`, which measures
+//! reruns the papers' evaluations from experiment files, `sweep`, which runs a
+//! parameter study and writes its table, `plot`, which charts that table, `bench`, which measures
 //! simulation speed, and `visual`: the progress bar, timeline CSV, HTML report and
 //! `compare`; and `serve`, a simulated SSD as a live NBD block device. Everything it simulates goes
 //! through the `ftlab` library.
@@ -7,6 +8,8 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod plot;
 pub mod reproduce;
 pub mod serve;
+pub mod sweep;
 pub mod visual;

@@ -56,6 +56,15 @@ enum Command {
     /// Rerun the papers' evaluations from experiments/<paper>/*.toml: CSV, SVG and PNG
     /// per figure and a markdown summary per paper.
     Reproduce(ReproduceArgs),
+    /// Run a parameter study (a base config and axes) on every core: one tidy table
+    /// (CSV and Parquet) with a row per point, each point's report kept by content hash
+    /// so a rerun resumes.
+    #[command(long_about = ftlab_cli::sweep::ABOUT)]
+    Sweep(ftlab_cli::sweep::SweepArgs),
+    /// Chart a sweep table (results.parquet or .csv): --x op --y waf --color ftl, as SVG
+    /// or PNG.
+    #[command(long_about = ftlab_cli::plot::ABOUT)]
+    Plot(ftlab_cli::plot::PlotArgs),
     /// Inspect a trace, or write a synthetic workload to a trace file.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -947,6 +956,8 @@ fn main() -> ExitCode {
         Command::Config(cmd) => config_cmd(cmd),
         Command::Fuzz(args) => Ok(fuzz_cmd(args)),
         Command::Reproduce(args) => reproduce_cmd(args),
+        Command::Sweep(args) => ftlab_cli::sweep::command(args),
+        Command::Plot(args) => ftlab_cli::plot::command(args),
         Command::Trace(TraceCommand::Stats(args)) => stats_cmd(args),
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
         Command::Bench(args) => ftlab_cli::bench::command(args),

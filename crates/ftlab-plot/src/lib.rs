@@ -279,7 +279,32 @@ fn stack_total(c: &Chart, i: usize, n: usize) -> f64 {
         .sum()
 }
 
-/// Rasterises an SVG made by [`svg`] to PNG bytes.
+/// Charts made by [`svg`] side by side, `columns` to a row (facets of one figure), as
+/// one SVG document: each chart keeps its size and is placed as a nested `<svg>`.
+pub fn grid(charts: &[String], columns: usize) -> String {
+    let columns = columns.clamp(1, charts.len().max(1));
+    let rows = charts.len().div_ceil(columns).max(1);
+    let (w, h) = (W * columns as f64, H * rows as f64);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="DejaVu Sans" font-size="12">"#
+    );
+    let _ = write!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    for (i, c) in charts.iter().enumerate() {
+        let (x, y) = (W * (i % columns) as f64, H * (i / columns) as f64);
+        let inner = c.replacen(
+            r#"<svg xmlns="http://www.w3.org/2000/svg""#,
+            &format!(r#"<svg x="{x}" y="{y}""#),
+            1,
+        );
+        s.push_str(&inner);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Rasterises an SVG made by [`svg`] (or [`grid`]) to PNG bytes.
 pub fn png(svg: &str) -> Result<Vec<u8>, String> {
     let mut db = resvg::usvg::fontdb::Database::new();
     db.load_font_data(FONT.to_vec());
@@ -302,6 +327,25 @@ pub fn png(svg: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grid_places_every_chart_and_rasterises() {
+        let one = svg(&chart(Kind::Line));
+        let g = grid(&[one.clone(), one.clone(), one], 2);
+        assert!(g.starts_with(&format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}""#,
+            2.0 * W,
+            2.0 * H
+        )));
+        assert_eq!(g.matches("<svg").count(), 4);
+        assert!(g.contains(&format!(r#"<svg x="0" y="{H}""#)));
+        let p = png(&g).unwrap();
+        // PNG width, big-endian at bytes 16..20.
+        assert_eq!(
+            u32::from_be_bytes(p[16..20].try_into().unwrap()),
+            2 * W as u32
+        );
+    }
 
     fn chart(kind: Kind) -> Chart {
         Chart {

@@ -18,6 +18,7 @@ mod config;
 mod errors;
 mod info;
 mod run;
+mod sweep;
 mod trace;
 
 create_exception!(
@@ -69,6 +70,8 @@ fn _ftlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info::schemes, m)?)?;
     m.add_function(wrap_pyfunction!(info::config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(info::resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::run_point, m)?)?;
+    m.add_class::<sweep::Study>()?;
     m.add_class::<trace::TraceBatches>()?;
     Ok(())
 }

@@ -25,6 +25,7 @@
 //!   fit;
 //! - [`notices`]: what a finished run warns about (dirty pages, unmapped reads, load);
 //! - [`sim`]: [`Simulation`], the [`Observer`] hook and the report;
+//! - [`sweep`]: parameter studies, a grid of runs on every core and their tidy table;
 //! - [`testkit`], [`swarm`], [`fuzzing`]: the conformance profiles, swarm testing and
 //!   the fuzz entry points, built on the above.
 
@@ -42,6 +43,7 @@ pub mod registry;
 pub mod sim;
 pub mod source;
 pub mod swarm;
+pub mod sweep;
 pub mod testkit;
 pub mod timeline;
 

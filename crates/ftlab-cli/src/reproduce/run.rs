@@ -1,13 +1,12 @@
 //! Running the planned jobs: each distinct configuration once, however many figures or
-//! `best` variants ask for it, on a rayon pool of `jobs` threads, with the reports
-//! gathered in the order of the plan whatever order the runs finish in.
+//! `best` variants ask for it, on the sweep engine's pool (`ftlab::sweep::run_on_pool`,
+//! the one way ftlab runs many points) of `jobs` threads, with the reports gathered in
+//! the order of the plan whatever order the runs finish in.
 
 use super::expand::{Expanded, Job, RunKey};
 use super::ReproError;
-use ftlab::sim::{run, NoObserver};
-use rayon::prelude::*;
+use ftlab::sweep::{run_config, run_on_pool, PointError, SweepError};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The report (or error) of every run.
 pub(super) type Results = BTreeMap<RunKey, Result<serde_json::Value, ReproError>>;
@@ -33,30 +32,19 @@ pub(super) fn run_all(
         .map(|(_, job)| job)
         .collect();
     let total = unique.len();
-    let threads = threads.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("ftlab-reproduce-{i}"))
-        .build()
-        .map_err(|e| ReproError::Threads {
-            threads,
-            why: e.to_string(),
-        })?;
-    let done = AtomicUsize::new(0);
-    // One run per task (`with_max_len(1)`): runs differ in length by orders of
-    // magnitude, so idle threads take them one at a time. `collect` keeps the order of
-    // `unique`.
-    let reports: Vec<_> = pool.install(|| {
-        unique
-            .par_iter()
-            .with_max_len(1)
-            .map(|job| {
-                let r = run_one(&exps[job.key.exp], job);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                r
-            })
-            .collect()
-    });
+    let reports = run_on_pool(
+        &unique,
+        threads.max(1),
+        |job| run_one(&exps[job.key.exp], job),
+        |_, done| progress(done, total),
+    )
+    .map_err(|e| match e {
+        SweepError::Threads { threads, why } => ReproError::Threads { threads, why },
+        other => ReproError::Io {
+            path: String::new(),
+            why: other.to_string(),
+        },
+    })?;
     let mut results: Results = unique.iter().map(|job| job.key).zip(reports).collect();
     for (j, &first) in same.iter().enumerate() {
         if first != j {
@@ -73,26 +61,26 @@ pub(super) fn run_all(
     Ok(results)
 }
 
-/// Runs one job of experiment `e`: its report as JSON, or why there is none.
+/// Runs one job of experiment `e` (`ftlab::sweep::run_config`, as a sweep point runs):
+/// its report as JSON, or why there is none.
 fn run_one(e: &Expanded, job: &Job) -> Result<serde_json::Value, ReproError> {
     let path = || e.path.display().to_string();
     let x = || e.xs[job.key.x].name.clone();
     let series = || e.ss[job.key.series].name.clone();
-    let out = run(&job.cfg, &mut NoObserver).map_err(|err| ReproError::Run {
-        path: path(),
-        x: x(),
-        series: series(),
-        source: Box::new(err),
-    })?;
-    match out.failure {
-        Some(f) => Err(ReproError::Integrity {
+    run_config(&job.cfg).map_err(|err| match err {
+        PointError::Refused(err) => ReproError::Run {
             path: path(),
             x: x(),
             series: series(),
-            why: f.to_string(),
-        }),
-        None => Ok(serde_json::to_value(&out.report).expect("report serialises")),
-    }
+            source: Box::new(err),
+        },
+        found @ (PointError::Found(_) | PointError::Panicked(_)) => ReproError::Integrity {
+            path: path(),
+            x: x(),
+            series: series(),
+            why: found.to_string(),
+        },
+    })
 }
 
 /// For each job, the first job with the same configuration (itself if none before):

@@ -18,6 +18,7 @@ Quick start::
     ftlab.run(workload=df, ftl="page")                 # requests from a DataFrame
     ftlab.read_trace("t.spc")                          # a pyarrow Table
     ftlab.schemes()["ftl"]                             # every FTL and its options
+    ftlab.sweep("examples/studies/ftl-op.toml")          # a parameter study: a DataFrame
 
 Configuration: ``config`` is a dict with the keys of a TOML config file (nested dicts
 for tables such as ``synthetic`` or ``ftl_options``), a path to a TOML file, or None
@@ -66,6 +67,7 @@ __all__ = [
     "resolve",
     "to_pandas",
     "to_polars",
+    "sweep",
     "OPS",
     "ConfigError",
     "TraceError",
@@ -738,3 +740,127 @@ def resolve(config: ConfigLike = None, **overrides: Any) -> Dict[str, Any]:
     key, scheme option defaults filled in, plus ``device``: geometry and latencies),
     as a report's ``config`` echoes it. Raises ``ConfigError`` as ``run`` would."""
     return json.loads(_ftlab.resolve(_config_arg(config), _overrides(overrides)))
+
+
+def _run_point(config: str) -> Tuple[bool, str]:
+    """One point of a sweep, as a Dask task runs it: the Rust engine with the GIL
+    released; ``(True, report JSON)`` or ``(False, error)``, never an exception for a
+    failing point. A module-level function so a task pickles it by name."""
+    return _ftlab.run_point(config)
+
+
+def _study(study: Union[str, "os.PathLike[str]"]) -> "_ftlab.Study":
+    path = os.fspath(study)
+    if "\n" not in path and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        root = os.path.dirname(os.path.abspath(path))
+        return _ftlab.Study(text, path, root)
+    return _ftlab.Study(path, "study", os.getcwd())
+
+
+def _frame(names: List[str], kinds: List[str], cols: List[List[Any]]) -> Any:
+    """The table as a pandas DataFrame. With pyarrow installed, through an Arrow table
+    of the column types ``ftlab sweep`` writes to Parquet, so the frame is the one
+    ``pandas.read_parquet`` gives for the CLI's ``results.parquet``; without it, from
+    the lists (integers with a missing value become floats, as there)."""
+    import pandas as pd
+
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+    if pa is not None:
+        types = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+        arrays = [pa.array(col, type=types[kind]) for kind, col in zip(kinds, cols)]
+        return pa.Table.from_arrays(arrays, names=names).to_pandas()
+    data = {}
+    for name, kind, col in zip(names, kinds, cols):
+        dtype = None
+        if kind in ("int", "float"):
+            has_null = any(v is None for v in col)
+            dtype = "float64" if kind == "float" or has_null else "int64"
+            col = [np.nan if v is None else v for v in col]
+        data[name] = pd.Series(col, dtype=dtype, name=name)
+    return pd.DataFrame(data, columns=names)
+
+
+def sweep(
+    study: Union[str, "os.PathLike[str]"],
+    backend: str = "local",
+    client: Any = None,
+    *,
+    out: Union[None, str, "os.PathLike[str]"] = None,
+    force: bool = False,
+    jobs: int = 0,
+) -> Any:
+    """Runs a parameter study and returns its table as a pandas DataFrame: the table
+    ``ftlab sweep`` writes (``results.parquet``), one row per point with every axis value
+    and every metric. See docs/sweep.md for the study file and the columns.
+
+    ``study`` is the path of a study file (relative trace paths are taken from its
+    folder) or the study's TOML text (relative paths from the current folder). A bad
+    study raises ``ConfigError`` before any point runs; a failing point is a row with
+    ``status == "failed"``, its ``error`` and ``command``, and the others go on.
+
+    ``backend="local"`` runs the points on this machine's cores (``jobs`` threads, 0:
+    one per core) with the GIL released. ``backend="dask"`` submits one task per point
+    to a Dask ``distributed`` cluster (``client``, else the current default client):
+    each task runs the Rust engine on a worker, so every worker needs this package
+    installed and must see the trace files at the same paths (a shared file system).
+    The table is the same whichever backend ran it.
+
+    ``out`` is a results folder as ``ftlab sweep --out`` makes it: points whose report
+    is stored there are taken from it instead of run (unless ``force``), and new reports
+    are stored there, so an interrupted study resumes. The driver reads and writes the
+    folder; the workers never do."""
+    s = _study(study)
+    points = s.points()
+    if out is not None:
+        points_dir: Optional[str] = s.prepare_out(os.fspath(out))
+    else:
+        points_dir = None
+    if backend == "local":
+        outcomes = s.run_local(None if out is None else os.fspath(out), force, jobs)
+    elif backend == "dask":
+        outcomes = _sweep_dask(s, points, points_dir, force, client)
+    else:
+        raise ValueError(f'backend={backend!r}: must be "local" or "dask"')
+    return _frame(*s.table(outcomes))
+
+
+def _sweep_dask(
+    s: "_ftlab.Study",
+    points: List[Tuple[str, Optional[str]]],
+    points_dir: Optional[str],
+    force: bool,
+    client: Any,
+) -> List[Tuple[bool, str]]:
+    if client is None:
+        from distributed import get_client
+
+        client = get_client()
+    outcomes: List[Optional[Tuple[bool, str]]] = [None] * len(points)
+    todo = []
+    for i, (hash_, config) in enumerate(points):
+        if config is None:
+            outcomes[i] = (False, s.error(i) or "no configuration")
+            continue
+        if points_dir is not None and not force:
+            stored = s.stored(points_dir, i)
+            if stored is not None:
+                outcomes[i] = (True, stored)
+                continue
+        todo.append(i)
+    # One task per point; the key names the point's hash, so a point submitted twice
+    # (the same configuration) runs once.
+    futures = [
+        client.submit(_run_point, points[i][1], key=f"ftlab-point-{points[i][0]}", pure=False)
+        for i in todo
+    ]
+    for i, result in zip(todo, client.gather(futures)):
+        ok, text = result
+        if ok and points_dir is not None:
+            s.store(points_dir, i, text)
+        outcomes[i] = (ok, text)
+    return [o for o in outcomes if o is not None]
