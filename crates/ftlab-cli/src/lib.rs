@@ -1,11 +1,12 @@
 //! The parts of the `ftlab` command line that tests reach directly: `reproduce`, which
 //! reruns the papers' evaluations from experiment files, `bench`, which measures
-//! simulation speed, and `visual`: the progress bar, timeline CSV, HTML report and
+//! simulation speed, `qd_curve`, closed-loop IOPS and p99 against queue depth, and `visual`: the progress bar, timeline CSV, HTML report and
 //! `compare`. Everything it simulates goes
 //! through the `ftlab` library.
 
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod qd_curve;
 pub mod reproduce;
 pub mod visual;

@@ -291,6 +291,37 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     {
         return Err(setting("channel_mib_s", "must be a positive bandwidth"));
     }
+    if let Some(qd) = cfg.queue_depth {
+        if !(1..=65536).contains(&qd) {
+            return Err(setting(
+                "queue_depth",
+                format!("{qd} requests outstanding: must be 1 to 65536"),
+            ));
+        }
+    }
+    if !(1..=1024).contains(&cfg.queues) {
+        return Err(setting(
+            "queues",
+            format!("{} submission queues: must be 1 to 1024", cfg.queues),
+        ));
+    }
+    if cfg.queues > 1 && cfg.queue_depth.is_none() {
+        return Err(setting(
+            "queues",
+            "submission queues belong to closed-loop replay: set --queue-depth too",
+        ));
+    }
+    let dies = geo.channels as u64 * geo.dies_per_channel as u64;
+    if dies > geo.blocks as u64 {
+        return Err(setting(
+            "dies",
+            format!(
+                "{} channels x {} dies = {dies} dies, more than the device's {} blocks: \
+                 every die needs a block; lower --channels/--dies or raise --capacity",
+                geo.channels, geo.dies_per_channel, geo.blocks
+            ),
+        ));
+    }
     validate_workload(cfg, &geo)?;
     let mut echo = serde_json::to_value(&resolved).expect("config serialises");
     echo.as_object_mut().expect("config is an object").insert(
@@ -355,6 +386,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
                 latencies,
                 geo.channels,
                 geo.dies_per_channel,
+                geo.blocks,
                 Nanos(xfer.round() as u64),
             ))
         }
@@ -376,6 +408,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             verify,
             rmw: cfg.rmw,
             idle: cfg.idle,
+            closed_loop: cfg.queue_depth.map(|d| (cfg.queues, d)),
         },
     );
     Ok(Prepared {
@@ -751,7 +784,9 @@ fn drive(
         st.measuring(engine, observer);
     }
     for item in stream {
-        let rec = item.map_err(|e| name_source(e, cfg))?;
+        let mut rec = item.map_err(|e| name_source(e, cfg))?;
+        // Closed-loop replay replaces the trace's timestamp by the admission time.
+        rec.req.arrival = engine.admit(rec.req.arrival);
         if !measuring && rec.pass >= warmup {
             engine.reset_measurement();
             measuring = true;
