@@ -116,6 +116,26 @@ fn bad_queue_settings_are_refused_naming_the_option() {
         ]),
         &["--dies", "4096 dies", "blocks"],
     );
+    // A preset whose read (25 µs) is shorter than a 4 KiB page's transfer at the
+    // default 40 MiB/s has no array time to model under parallel timing.
+    refused(
+        &with(&["--timing", "parallel", "--nand", "agrawal-4k"]),
+        &[
+            "--channel-mib-s",
+            "agrawal-4k",
+            "no parallel timings",
+            "above 157",
+        ],
+    );
+    let o = with(&[
+        "--timing",
+        "parallel",
+        "--nand",
+        "agrawal-4k",
+        "--channel-mib-s",
+        "160",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
     refused(
         &ftlab(&["qd-curve", "--depths", "1,0", "-q"]),
         &["--depths", "0"],

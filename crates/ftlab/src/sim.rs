@@ -291,6 +291,28 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     {
         return Err(setting("channel_mib_s", "must be a positive bandwidth"));
     }
+    if cfg.timing == TimingModel::Parallel {
+        // Parallel timing splits a page's channel transfer off the preset's read and
+        // program latencies (whole-operation costs, as the papers give them); a preset
+        // whose latencies are shorter than the transfer has no array time to keep.
+        let xfer_us = geo.page_size as f64 / (cfg.channel_mib_s * 1048576.0) * 1e6;
+        let shortest = latencies.read.min(latencies.program).0 as f64 / 1e3;
+        if shortest <= xfer_us {
+            let need = geo.page_size as f64 / 1048576.0 / (shortest / 1e6);
+            return Err(setting(
+                "channel_mib_s",
+                format!(
+                    "--timing parallel: preset `{}` has no parallel timings at {} MiB/s: \
+                     its read or program ({shortest:.1} µs) is not longer than a page's \
+                     transfer over the channel ({xfer_us:.1} µs), so no array time is \
+                     left; raise --channel-mib-s above {:.0} or use --timing serial",
+                    cfg.nand,
+                    cfg.channel_mib_s,
+                    need.ceil()
+                ),
+            ));
+        }
+    }
     if let Some(qd) = cfg.queue_depth {
         if !(1..=65536).contains(&qd) {
             return Err(setting(

@@ -83,6 +83,15 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         ..Config::default()
     };
     cfg.nand_params.pages_per_block = Some(ppb);
+    if cfg.timing == TimingModel::Parallel {
+        // A channel fast enough to leave array time in the preset's read and program
+        // latencies (parallel timing refuses less); no draw, so other draws stay.
+        let shortest_us = preset.read_us.min(preset.program_us);
+        let need = preset.page_size as f64 / 1048576.0 / (shortest_us / 1e6);
+        if need >= cfg.channel_mib_s {
+            cfg.channel_mib_s = (2.0 * need).ceil();
+        }
+    }
     if large {
         cfg.precondition = crate::config::Precondition::Fill;
     }
