@@ -156,6 +156,12 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         gap_max_us: d.pick(&[0, 100, 5000]),
     });
     draw_gc_policy(&mut d, &mut cfg);
+    // Die-aware allocation of the page FTL (issue 22), where there are dies to spread
+    // over; drawn only there, so every other case of a seed is as before.
+    if cfg.ftl == "page" && cfg.timing == TimingModel::Parallel {
+        let alloc = d.pick(&["single", "round_robin", "static"]);
+        cfg.ftl_options.insert("die_alloc".into(), alloc.into());
+    }
     // One run in four at the least over-provisioning the scheme accepts on this device
     // (issue 25: the swarm stayed at 10% or more), where that is below the drawn one;
     // with greedy victims only: random or FIFO victims there reach write amplifications
