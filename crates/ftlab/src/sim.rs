@@ -177,6 +177,32 @@ fn preset_of(cfg: &Config) -> Result<&'static NandPreset, RunError> {
     })
 }
 
+/// Channel bandwidth used by parallel timing, MiB/s: as set, else the preset's
+/// organisation's, else [`DEFAULT_CHANNEL_MIB_S`].
+pub fn channel_mib_s(cfg: &Config, preset: &NandPreset) -> f64 {
+    cfg.channel_mib_s.unwrap_or_else(|| {
+        preset
+            .organisation
+            .map_or(DEFAULT_CHANNEL_MIB_S, |o| o.channel_mib_s)
+    })
+}
+
+/// Channel bandwidth of parallel timing when neither the config nor the preset sets
+/// one, MiB/s.
+pub const DEFAULT_CHANNEL_MIB_S: f64 = 40.0;
+
+/// Channels and dies per channel: as set; else, under parallel timing, the preset's
+/// organisation where it names one; else [`Config::organisation`].
+fn organisation(cfg: &Config, preset: &NandPreset) -> (u32, u32) {
+    match (cfg.timing, preset.organisation) {
+        (TimingModel::Parallel, Some(o)) => (
+            cfg.channels.unwrap_or(o.channels),
+            cfg.dies.unwrap_or(o.dies_per_channel),
+        ),
+        _ => cfg.organisation(),
+    }
+}
+
 fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
     let n = &cfg.nand_params;
     Ok(GeometryBuilder {
@@ -185,8 +211,8 @@ fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
         spare_bytes: n.spare_bytes.unwrap_or(preset.spare_bytes),
         logical_bytes: cfg.capacity.0,
         op_percent: cfg.op,
-        channels: cfg.organisation().0,
-        dies_per_channel: cfg.organisation().1,
+        channels: organisation(cfg, preset).0,
+        dies_per_channel: organisation(cfg, preset).1,
         min_spare_blocks: 0,
     }
     .build()?)
@@ -272,6 +298,8 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     // The echo states the organisation the run used, defaults filled in.
     resolved.channels = Some(geo.channels);
     resolved.dies = Some(geo.dies_per_channel);
+    let rate = channel_mib_s(cfg, preset);
+    resolved.channel_mib_s = Some(rate);
     for (opts, value) in [
         (
             &mut resolved.ftl_options,
@@ -286,16 +314,14 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
             *opts = map;
         }
     }
-    if cfg.timing == TimingModel::Parallel
-        && !(cfg.channel_mib_s.is_finite() && cfg.channel_mib_s > 0.0)
-    {
+    if cfg.timing == TimingModel::Parallel && !(rate.is_finite() && rate > 0.0) {
         return Err(setting("channel_mib_s", "must be a positive bandwidth"));
     }
     if cfg.timing == TimingModel::Parallel {
         // Parallel timing splits a page's channel transfer off the preset's read and
         // program latencies (whole-operation costs, as the papers give them); a preset
         // whose latencies are shorter than the transfer has no array time to keep.
-        let xfer_us = geo.page_size as f64 / (cfg.channel_mib_s * 1048576.0) * 1e6;
+        let xfer_us = geo.page_size as f64 / (rate * 1048576.0) * 1e6;
         let shortest = latencies.read.min(latencies.program).0 as f64 / 1e3;
         if shortest <= xfer_us {
             let need = geo.page_size as f64 / 1048576.0 / (shortest / 1e6);
@@ -307,7 +333,7 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
                      transfer over the channel ({xfer_us:.1} µs), so no array time is \
                      left; raise --channel-mib-s above {:.0} or use --timing serial",
                     cfg.nand,
-                    cfg.channel_mib_s,
+                    rate,
                     need.ceil()
                 ),
             ));
@@ -403,7 +429,8 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
     let timing: Box<dyn Timing> = match cfg.timing {
         TimingModel::Serial => Box::new(SerialTiming::new(latencies)),
         TimingModel::Parallel => {
-            let xfer = geo.page_size as f64 / (cfg.channel_mib_s * 1048576.0) * 1e9;
+            let xfer =
+                geo.page_size as f64 / (channel_mib_s(cfg, preset_of(cfg)?) * 1048576.0) * 1e9;
             Box::new(ParallelTiming::new(
                 latencies,
                 geo.channels,
