@@ -1,24 +1,36 @@
 //! Timing models: when the flash operations of a request finish.
 //!
 //! FTLs never see the clock. The engine drains the operations an FTL caused for a
-//! request from [`Flash`](crate::flash::Flash)'s log and hands them to a [`Timing`].
+//! request from [`Flash`](crate::flash::Flash) ([`OpBatch`]: counts by kind, and each
+//! operation when the model needs it) and hands them to a [`Timing`]. docs/timing.md
+//! is the user's view.
 //!
 //! - [`SerialTiming`] is the papers' model: one operation at a time, requests served
 //!   first-come first-served; a request's response time is its completion minus its
-//!   arrival, queueing included.
-//! - [`ParallelTiming`] models channels x dies: an operation occupies its die for the
-//!   array time and its channel for the page transfer; a request completes when its last
-//!   operation does.
+//!   arrival, queueing included. It needs only the counts by kind.
+//! - [`ParallelTiming`] models channels x dies in the manner of MQSim's flash back end
+//!   (DESIGN.md; the die and channel as the two shared resources, read = sense then
+//!   transfer out, program = transfer in then program): an operation occupies its die
+//!   for the array time and its channel for the page transfer; a request completes when
+//!   its last operation does.
+//! - [`ClosedLoop`] is the host interface of closed-loop replay (`queue_depth`): each
+//!   completion admits the next request.
 //!
 //! Choices the sources leave open (documented options):
 //! - Preset latencies are taken as whole-operation costs including the transfer, as the
 //!   papers' tables give them. The parallel model splits off a transfer time
-//!   (`page_size / channel_mib_s`) from the read and program latency (the array time is
-//!   what remains, never less than zero).
+//!   (`page_size / channel_mib_s`) from the read and program latency; a preset whose
+//!   latency is not longer than the transfer is refused under parallel timing.
 //! - Under the parallel model a block's die is `pbn % dies` (blocks striped over dies,
 //!   channel-first). Operations of one request issue in order; a program that directly
 //!   follows a read (a copy) waits for that read; otherwise operations only wait for
-//!   their die and channel.
+//!   their die and channel. Resources are reserved when a request is served, in
+//!   submission order: a later operation never fills an idle gap a reserved one left
+//!   (no backfilling), which keeps the model one pass per operation and makes it
+//!   pessimistic under heavy channel contention. One plane per die; no
+//!   program/erase suspend; GC operations queue like host ones (not preemptible).
+//! - Utilisation counts an operation's die time as its array time plus its transfer
+//!   (waits excluded).
 
 use crate::flash::{FlashOp, OpBatch, OpKind};
 use crate::nand::Latencies;
