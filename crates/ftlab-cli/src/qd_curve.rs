@@ -119,7 +119,11 @@ pub fn charts(points: &[Point], title: &str) -> [Chart; 2] {
                 name: "writes".into(),
                 values: points.iter().map(|p| us(p.write_p99_ns)).collect(),
             },
-        ],
+        ]
+        .into_iter()
+        // A workload with no reads (or writes) has no such line.
+        .filter(|s| s.values.iter().any(Option::is_some))
+        .collect(),
         kind: Kind::Line,
     };
     [iops, p99]
@@ -148,4 +152,37 @@ pub fn write(points: &[Point], title: &str, prefix: &Path) -> anyhow::Result<Vec
         put(name(&format!("{suffix}.png")), &png)?;
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(depth: u32, write_p99_ns: u64) -> Point {
+        Point {
+            depth,
+            iops: 1000.0 * depth as f64,
+            mb_s: 4.0 * depth as f64,
+            p99_ns: 100_000 * depth as u64,
+            read_p99_ns: 100_000 * depth as u64,
+            write_p99_ns,
+            utilisation: None,
+        }
+    }
+
+    #[test]
+    fn csv_has_a_row_per_depth_and_charts_drop_kinds_without_requests() {
+        let pts = [point(1, 0), point(8, 0)];
+        let text = csv(&pts);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[2], "8,8000,32,800000,800000,0,");
+        let [iops, p99] = charts(&pts, "t");
+        assert_eq!(iops.categories, ["1", "8"]);
+        let names: Vec<&str> = p99.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["all", "reads"]);
+        assert_eq!(p99.series[0].values, [Some(100.0), Some(800.0)]);
+        let [_, p99] = charts(&[point(1, 5_000)], "t");
+        assert_eq!(p99.series.len(), 3);
+    }
 }
