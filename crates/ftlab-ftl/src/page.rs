@@ -252,25 +252,46 @@ impl PageFtl {
                 "page FTL: GC victim {victim:?} and every sealed block are fully valid; \
                  no progress possible"
             );
-            for off in 0..flash.write_ptr(victim) {
-                let src = self.geo.ppn(victim, off);
-                if !flash.is_valid(src) {
-                    continue;
+            // One loop per allocation, so `single` (the papers', the hot case) pays
+            // nothing for the others.
+            match self.alloc {
+                DieAlloc::Single => self.copy_valid(flash, victim, |_, _, _| 0),
+                DieAlloc::RoundRobin | DieAlloc::Static => {
+                    self.copy_valid(flash, victim, |f: &mut PageFtl, flash: &Flash, src| {
+                        let lpn = f.lpn_of(flash, src);
+                        f.stream(lpn)
+                    })
                 }
-                let lpn = self.lpn_of(flash, src);
-                let s = self.stream(lpn);
-                let dst = self.frontier(flash, s, true);
-                let tag = flash.copy(src, dst, Cause::Gc);
-                flash.invalidate(src);
-                debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
-                self.l2p[tag.lpn.idx()] = dst.0;
-                self.stats.gc_pages_copied += 1;
             }
             flash.erase(victim, Cause::Gc);
             let pools = self.free.len();
             self.free[victim.idx() % pools].push_back(victim);
             self.free_count += 1;
             self.stats.gc_invocations += 1;
+        }
+    }
+
+    /// Copies the valid pages of `victim`, each to the frontier of the stream `pick`
+    /// says.
+    #[inline(always)]
+    fn copy_valid(
+        &mut self,
+        flash: &mut Flash,
+        victim: Pbn,
+        mut pick: impl FnMut(&mut PageFtl, &Flash, Ppn) -> usize,
+    ) {
+        for off in 0..flash.write_ptr(victim) {
+            let src = self.geo.ppn(victim, off);
+            if !flash.is_valid(src) {
+                continue;
+            }
+            let s = pick(self, flash, src);
+            let dst = self.frontier(flash, s, true);
+            let tag = flash.copy(src, dst, Cause::Gc);
+            flash.invalidate(src);
+            debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
+            self.l2p[tag.lpn.idx()] = dst.0;
+            self.stats.gc_pages_copied += 1;
         }
     }
 

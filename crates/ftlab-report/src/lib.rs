@@ -587,14 +587,17 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             pages_read: h.pages_read,
             pages_written: h.pages_written,
             unmapped_reads: h.unmapped_reads,
-            response_ns: ResponseNs {
-                mean: (h.mean_response_ns() * 1000.0).round() / 1000.0,
-                p50: h.response.value_at_quantile(0.5),
-                p90: h.response.value_at_quantile(0.9),
-                p99: h.response.value_at_quantile(0.99),
-                p999: h.response.value_at_quantile(0.999),
-                p9999: h.response.value_at_quantile(0.9999),
-                max: h.response.max(),
+            response_ns: {
+                let response = h.response();
+                ResponseNs {
+                    mean: (h.mean_response_ns() * 1000.0).round() / 1000.0,
+                    p50: response.value_at_quantile(0.5),
+                    p90: response.value_at_quantile(0.9),
+                    p99: response.value_at_quantile(0.99),
+                    p999: response.value_at_quantile(0.999),
+                    p9999: response.value_at_quantile(0.9999),
+                    max: response.max(),
+                }
             },
             wait_ns: {
                 let (first, last) = h.load.quarters().unwrap_or((0.0, 0.0));
