@@ -71,6 +71,11 @@ enum Command {
     /// Measure simulation speed: every FTL and a few buffers on fixed workloads, compared
     /// with the previous run on this machine.
     Bench(ftlab_cli::bench::BenchArgs),
+    /// Closed-loop IOPS and p99 response time against queue depth: one run of the
+    /// configured workload per depth (trace timestamps ignored), written as
+    /// <OUT>.csv and <OUT>-iops / <OUT>-p99 charts (SVG and PNG).
+    #[command(name = "qd-curve")]
+    QdCurve(Box<QdCurveArgs>),
     /// Put the JSON reports of several runs side by side: a table of key figures, and
     /// with --html one self-contained page with the same charts, one series per run.
     Compare(CompareArgs),
@@ -85,6 +90,20 @@ enum Command {
     /// order they connect. Device flags are those of `ftlab run`.
     #[command(after_help = EXIT_CODES)]
     Serve(Box<ftlab_cli::serve::ServeArgs>),
+}
+
+/// Every option of `ftlab run` sets up the device and workload; --queue-depth is set
+/// by the sweep.
+#[derive(Args)]
+struct QdCurveArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Queue depths, comma-separated, each 1 to 65536
+    #[arg(long, value_delimiter = ',', default_value = ftlab_cli::qd_curve::DEFAULT_DEPTHS)]
+    depths: Vec<u32>,
+    /// Output prefix: writes PREFIX.csv, PREFIX-iops.svg/.png, PREFIX-p99.svg/.png
+    #[arg(long, value_name = "PREFIX", default_value = "qd-curve")]
+    out: PathBuf,
 }
 
 /// Reports written by `ftlab run --json FILE` (with --timeline for the timeline charts).
@@ -482,6 +501,16 @@ struct RunArgs {
     /// [default: 40]
     #[arg(long, value_name = "MIB_S")]
     channel_mib_s: Option<f64>,
+    /// Closed-loop replay: keep N requests outstanding (per submission queue), each
+    /// completion admitting the next; trace timestamps are ignored. The report gives
+    /// IOPS, MB/s, read and write latency percentiles and utilisation [default: open
+    /// loop, timestamps replayed]
+    #[arg(long, value_name = "N")]
+    queue_depth: Option<u32>,
+    /// Submission queues of --queue-depth, requests dealt to them round-robin
+    /// [default: 1]
+    #[arg(long, value_name = "N")]
+    queues: Option<u32>,
     /// Before measuring: write every logical page once (fill), every page the workload
     /// reads or writes (footprint: short trace excerpts then read real data), or
     /// nothing (none) [default: none]
@@ -624,6 +653,39 @@ fn list() {
         let _ = writeln!(w, "  {:<12} {}", f.id, f.description);
     }
     print!("{out}");
+}
+
+fn qd_curve_cmd(args: &QdCurveArgs) -> anyhow::Result<ExitCode> {
+    let cfg = args.run.config()?;
+    if args.depths.is_empty() {
+        anyhow::bail!("--depths: give at least one queue depth");
+    }
+    // Validate each depth up front, naming the option, before any run.
+    for &d in &args.depths {
+        if !(1..=65536).contains(&d) {
+            anyhow::bail!("--depths: queue depth {d} is outside 1 to 65536");
+        }
+    }
+    let quiet = args.run.quiet;
+    let points = ftlab_cli::qd_curve::sweep(&cfg, &args.depths, |p| {
+        if !quiet {
+            eprintln!(
+                "queue depth {:>5}: {:>12.0} IOPS  p99 {:>10.1} µs",
+                p.depth,
+                p.iops,
+                p.p99_ns as f64 / 1e3
+            );
+        }
+    })?;
+    let timing = match cfg.timing {
+        ftlab::config::TimingModel::Serial => "serial",
+        ftlab::config::TimingModel::Parallel => "parallel",
+    };
+    let title = format!("{}, {}, {timing} timing", cfg.ftl, cfg.nand);
+    for f in ftlab_cli::qd_curve::write(&points, &title, &args.out)? {
+        println!("wrote {f}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -962,6 +1024,7 @@ fn main() -> ExitCode {
         Command::Trace(TraceCommand::Gen(args)) => gen_cmd(args),
         Command::Bench(args) => ftlab_cli::bench::command(args),
         Command::Serve(args) => ftlab_cli::serve::command(args),
+        Command::QdCurve(args) => qd_curve_cmd(args),
         Command::Compare(args) => visual::compare(&args.reports, args.html.as_deref()).map(|t| {
             print!("{t}");
             ExitCode::SUCCESS

@@ -305,7 +305,7 @@ impl Observer for Live {
             flash.programs[Cause::Gc as usize] + flash.programs[Cause::Merge as usize],
             total(&flash.erases),
             engine.flash().erased_blocks(),
-            host.response.value_at_quantile(0.99) as f64 / 1e6,
+            host.response().value_at_quantile(0.99) as f64 / 1e6,
         );
         self.last_print = Instant::now();
         self.last_requests = p.requests;

@@ -35,7 +35,7 @@ use crate::metrics::HostStats;
 use crate::nand::Latencies;
 use crate::oracle::{Oracle, Violation};
 use crate::request::{Op, Request};
-use crate::timing::Timing;
+use crate::timing::{ClosedLoop, Timing};
 use crate::units::{Lpn, Nanos, PageWrite};
 use thiserror::Error;
 
@@ -62,6 +62,10 @@ pub struct EngineConfig {
     pub rmw: bool,
     /// Offer idle gaps to the buffer and FTL.
     pub idle: bool,
+    /// Closed-loop replay: `(queues, depth)` submission queues of `depth` outstanding
+    /// requests each, trace timestamps ignored ([`ClosedLoop`]); `None` replays the
+    /// timestamps (open loop).
+    pub closed_loop: Option<(u32, u32)>,
 }
 
 impl Default for EngineConfig {
@@ -70,6 +74,7 @@ impl Default for EngineConfig {
             verify: Verify::On,
             rmw: false,
             idle: true,
+            closed_loop: None,
         }
     }
 }
@@ -123,6 +128,10 @@ pub struct Outcome {
     pub ftl: FtlStats,
     /// Mapping RAM.
     pub mapping_bytes: u64,
+    /// Die time spent on operations in the measured phase, summed over dies (ns), and
+    /// the number of dies ([`Timing::busy`]): utilisation is their ratio to
+    /// `dies * sim_time`.
+    pub device_busy: (u64, u32),
     /// Buffer counters.
     pub buffer: BufferStats,
     /// Power losses and their recoveries.
@@ -175,6 +184,8 @@ pub struct Engine {
     recoveries: Vec<Recovery>,
     /// Response time of the last request submitted.
     last_response: Nanos,
+    /// Closed-loop admission, if configured.
+    closed: Option<ClosedLoop>,
 }
 
 impl Engine {
@@ -187,10 +198,12 @@ impl Engine {
         timing: Box<dyn Timing>,
         cfg: EngineConfig,
     ) -> Engine {
+        let mut flash = Flash::new(geo);
+        flash.set_logging(timing.needs_ops());
         Engine {
             geo: geo.clone(),
             lat,
-            flash: Flash::new(geo),
+            flash,
             ftl,
             buffer,
             timing,
@@ -202,6 +215,7 @@ impl Engine {
             carried: Default::default(),
             recoveries: Vec::new(),
             last_response: Nanos::ZERO,
+            closed: cfg.closed_loop.map(|(q, d)| ClosedLoop::new(q, d)),
         }
     }
 
@@ -220,13 +234,25 @@ impl Engine {
         self.request_no
     }
 
+    /// The arrival of the next request: `trace_arrival` under open-loop replay; under
+    /// closed-loop replay ([`EngineConfig::closed_loop`]) when a slot of its
+    /// submission queue frees. Call once before each [`Engine::submit`], which then
+    /// takes the request with this arrival.
+    #[inline]
+    pub fn admit(&mut self, trace_arrival: Nanos) -> Nanos {
+        match &mut self.closed {
+            None => trace_arrival,
+            Some(c) => c.admit(),
+        }
+    }
+
     /// Serves one host request.
     pub fn submit(&mut self, req: &Request) -> Result<(), SimError> {
         self.request_no += 1;
         if self.cfg.idle {
             self.offer_idle(req.arrival);
         }
-        debug_assert!(self.flash.log_ops().is_empty());
+        debug_assert!(self.flash.batch().is_empty());
         self.host.requests += 1;
         match req.op {
             Op::Read => self.read(req)?,
@@ -241,10 +267,14 @@ impl Engine {
                 self.buffer.flush(&mut be);
             }
         }
-        let done = self.timing.serve(req.arrival, self.flash.log_ops());
+        let served = self.timing.serve(req.arrival, self.flash.batch());
         self.flash.clear_log();
-        self.host.record(req.arrival, done, self.timing.last_wait());
-        self.last_response = done.saturating_sub(req.arrival);
+        if let Some(c) = &mut self.closed {
+            c.complete(served.done);
+        }
+        self.host
+            .record(req.op, req.arrival, served.done, served.wait);
+        self.last_response = served.done.saturating_sub(req.arrival);
         if let Verify::Deep { every } = self.cfg.verify {
             if every > 0 && self.request_no.is_multiple_of(every) {
                 self.check_deep()?;
@@ -268,8 +298,8 @@ impl Engine {
         };
         self.buffer.idle(&mut be, &mut budget);
         self.ftl.idle(&mut self.flash, &mut budget);
-        if !self.flash.log_ops().is_empty() {
-            self.timing.background(idle_at, self.flash.log_ops());
+        if !self.flash.batch().is_empty() {
+            self.timing.background(idle_at, self.flash.batch());
             self.flash.clear_log();
         }
     }
@@ -468,7 +498,7 @@ impl Engine {
         self.buffer.flush(&mut be);
         let programs = FlashStats::total(&self.flash.stats().programs) - before;
         let start = self.timing.idle_at();
-        let end = self.timing.background(start, self.flash.log_ops());
+        let end = self.timing.background(start, self.flash.batch());
         self.flash.clear_log();
         Drain {
             dirty_pages,
@@ -515,7 +545,7 @@ impl Engine {
         self.ftl.recover(&mut self.flash)?;
         let ops = *self.flash.stats() - before;
         let start = self.timing.idle_at();
-        let end = self.timing.background(start, self.flash.log_ops());
+        let end = self.timing.background(start, self.flash.batch());
         self.flash.clear_log();
         self.oracle.power_loss(&lost);
         self.recoveries.push(Recovery {
@@ -590,6 +620,10 @@ impl Engine {
             erase_count: (min, mean, max),
             ftl,
             mapping_bytes: self.ftl.mapping_bytes(),
+            device_busy: {
+                let (busy, dies) = self.timing.busy();
+                (busy.0, dies)
+            },
             buffer,
             recoveries: self.recoveries.clone(),
             reads_checked: self.oracle.reads_checked(),
@@ -634,7 +668,7 @@ mod tests {
     use crate::buffer::Passthrough;
     use crate::ftl::FtlStats;
     use crate::geometry::GeometryBuilder;
-    use crate::timing::SerialTiming;
+    use crate::timing::{ParallelTiming, SerialTiming};
     use crate::units::{PageTag, Ppn};
 
     /// A trivial FTL for engine tests: LPN n lives at PPN n, written once per erase.
@@ -678,12 +712,13 @@ mod tests {
         .build()
         .unwrap();
         let lat = crate::nand::preset("slc-k9f1g16u0m").unwrap().latencies();
+        // Parallel timing: it needs each operation, so the flash logs them.
         let mut e = Engine::new(
             &geo,
             lat,
             Box::new(Direct),
             Box::new(Passthrough::default()),
-            Box::new(SerialTiming::new(lat)),
+            Box::new(ParallelTiming::new(lat, 1, 1, geo.blocks, Nanos(0))),
             EngineConfig::default(),
         );
         e.precondition_fill();

@@ -101,6 +101,31 @@ pub struct FlashOp {
     pub cause: Cause,
 }
 
+/// The flash operations of one request (or of one piece of background work), as the
+/// timing model receives them ([`Flash::batch`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OpBatch<'a> {
+    /// Operations by kind, indexed by `OpKind as usize`.
+    pub counts: [u64; 4],
+    /// Each operation in issue order; empty when logging is off
+    /// ([`Flash::set_logging`]).
+    pub ops: &'a [FlashOp],
+}
+
+impl OpBatch<'_> {
+    /// A batch of no operation.
+    pub const EMPTY: OpBatch<'static> = OpBatch {
+        counts: [0; 4],
+        ops: &[],
+    };
+
+    /// Whether no operation happened.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.counts == [0; 4]
+    }
+}
+
 /// Operation counters by cause. Plain data, merged with `+=`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashStats {
@@ -172,6 +197,10 @@ pub struct Flash {
     /// so reading it costs nothing on a device of millions of blocks).
     erased_blocks: u32,
     stats: FlashStats,
+    /// Operations since the last [`Flash::clear_log`], by kind (`OpKind as usize`).
+    tally: [u64; 4],
+    /// Whether each operation is also logged (a timing model that needs each one's die).
+    logging: bool,
     log: Vec<FlashOp>,
     /// Extra spare words per page (0 until an FTL first stores some).
     spare_words_per_page: usize,
@@ -200,6 +229,8 @@ impl Flash {
             erase_count: vec![0; blocks],
             erased_blocks: geo.blocks,
             stats: FlashStats::default(),
+            tally: [0; 4],
+            logging: true,
             log: Vec::with_capacity(4096),
             spare_words_per_page: 0,
             spare_words: Vec::new(),
@@ -215,7 +246,10 @@ impl Flash {
 
     #[inline]
     fn log(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
-        self.log.push(FlashOp { kind, block, cause });
+        self.tally[kind as usize] += 1;
+        if self.logging {
+            self.log.push(FlashOp { kind, block, cause });
+        }
     }
 
     #[inline]
@@ -412,7 +446,7 @@ impl Flash {
     pub fn power_cycle(&mut self) {
         self.valid.fill(0);
         self.valid_count.fill(0);
-        self.log.clear();
+        self.clear_log();
     }
 
     /// Recovery bookkeeping: declares a programmed page valid again (no flash
@@ -507,9 +541,28 @@ impl Flash {
         self.stats = FlashStats::default();
     }
 
-    /// The operations logged since the last [`Flash::clear_log`].
+    /// The operations logged since the last [`Flash::clear_log`] (none while logging
+    /// is off, [`Flash::set_logging`]).
     pub fn log_ops(&self) -> &[FlashOp] {
         &self.log
+    }
+
+    /// The operations since the last [`Flash::clear_log`]: counts by kind, always, and
+    /// each operation when logging is on.
+    #[inline]
+    pub fn batch(&self) -> OpBatch<'_> {
+        OpBatch {
+            counts: self.tally,
+            ops: &self.log,
+        }
+    }
+
+    /// Whether each operation is logged (on by default). A timing model that needs no
+    /// more than the counts by kind (serial timing) turns it off: counting is cheaper
+    /// than logging.
+    pub fn set_logging(&mut self, on: bool) {
+        self.logging = on;
+        self.log.clear();
     }
 
     /// Capacity of the operation log (it grows to the largest request's operations).
@@ -518,7 +571,9 @@ impl Flash {
     }
 
     /// Forgets the logged operations (keeps the allocation).
+    #[inline]
     pub fn clear_log(&mut self) {
+        self.tally = [0; 4];
         self.log.clear();
     }
 

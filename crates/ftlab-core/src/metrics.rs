@@ -4,8 +4,9 @@
 //! recording); the mean is exact from the running sum. Percentiles are computed once,
 //! in the report.
 
+use crate::request::Op;
 use crate::units::Nanos;
-use hdrhistogram::Histogram;
+pub use hdrhistogram::Histogram;
 
 /// Largest response time the histogram resolves (about 2.8 hours); larger values are
 /// recorded as this.
@@ -39,8 +40,14 @@ pub struct HostStats {
     pub bytes_written: u64,
     /// Sum of response times.
     pub response_sum_ns: u128,
-    /// Response-time distribution.
-    pub response: Histogram<u64>,
+    /// Response-time distribution of the read requests.
+    pub read_response: Histogram<u64>,
+    /// Response-time distribution of the write requests.
+    pub write_response: Histogram<u64>,
+    /// Response-time distribution of the other requests (trims, flushes). Every
+    /// request is recorded once, in the histogram of its kind; [`HostStats::response`]
+    /// adds them up (exactly: the histograms share their buckets).
+    pub other_response: Histogram<u64>,
     /// Arrival of the first request measured.
     pub first_arrival: Option<Nanos>,
     /// Latest completion seen.
@@ -125,6 +132,11 @@ impl Load {
     }
 }
 
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, RESPONSE_NS_MAX, 3)
+        .expect("bounds and 3 significant digits are valid")
+}
+
 impl Default for HostStats {
     fn default() -> Self {
         HostStats {
@@ -139,8 +151,9 @@ impl Default for HostStats {
             bytes_read: 0,
             bytes_written: 0,
             response_sum_ns: 0,
-            response: Histogram::new_with_bounds(1, RESPONSE_NS_MAX, 3)
-                .expect("bounds and 3 significant digits are valid"),
+            read_response: histogram(),
+            write_response: histogram(),
+            other_response: histogram(),
             first_arrival: None,
             last_completion: Nanos::ZERO,
             load: Load::default(),
@@ -152,15 +165,30 @@ impl HostStats {
     /// Records a request's response; `wait` is how long it waited for the device
     /// before its first flash operation started (0 if it needed none).
     #[inline]
-    pub fn record(&mut self, arrival: Nanos, completion: Nanos, wait: Nanos) {
+    pub fn record(&mut self, op: Op, arrival: Nanos, completion: Nanos, wait: Nanos) {
         let rt = completion.saturating_sub(arrival).0;
         self.load.record(wait.0.min(rt), rt);
         self.response_sum_ns += rt as u128;
-        self.response.saturating_record(rt);
+        match op {
+            Op::Read => self.read_response.saturating_record(rt),
+            Op::Write => self.write_response.saturating_record(rt),
+            Op::Trim | Op::Flush => self.other_response.saturating_record(rt),
+        }
         if self.first_arrival.is_none() {
             self.first_arrival = Some(arrival);
         }
         self.last_completion = self.last_completion.max(completion);
+    }
+
+    /// Response-time distribution of every request: the histograms of each kind added
+    /// up (allocates; for the report and snapshots, not per request).
+    pub fn response(&self) -> Histogram<u64> {
+        let mut h = self.read_response.clone();
+        h.add(&self.write_response)
+            .expect("histograms of the same bounds add");
+        h.add(&self.other_response)
+            .expect("histograms of the same bounds add");
+        h
     }
 
     /// Simulated time from the first arrival to the last completion.
@@ -198,13 +226,16 @@ mod tests {
             requests: 2,
             ..Default::default()
         };
-        h.record(Nanos(100), Nanos(300), Nanos(0));
-        h.record(Nanos(200), Nanos(1200), Nanos(100));
+        h.record(Op::Read, Nanos(100), Nanos(300), Nanos(0));
+        h.record(Op::Write, Nanos(200), Nanos(1200), Nanos(100));
         assert_eq!(h.mean_response_ns(), 600.0);
         assert_eq!(h.sim_time(), Nanos(1100));
-        assert_eq!(h.response.max(), 1000);
-        assert_eq!(h.response.value_at_quantile(0.5), 200);
+        assert_eq!(h.response().max(), 1000);
+        assert_eq!(h.response().value_at_quantile(0.5), 200);
         assert_eq!(h.mean_wait_ns(), 50.0);
+        assert_eq!(h.read_response.max(), 200);
+        assert_eq!(h.write_response.max(), 1000);
+        assert_eq!(h.write_response.len(), 1);
     }
 
     #[test]

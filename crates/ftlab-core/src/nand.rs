@@ -9,6 +9,18 @@
 //! | `micron-2k` | c-lash.txt §4.4 |
 //! | `agrawal-4k` | cach-ftl.txt §5.1 |
 //! | `flashsim-2k` | tpm.txt Table I |
+//! | `mqsim-8k` | MQSim's default SSD (an SSD organisation, not a paper's chip) |
+//!
+//! `mqsim-8k` names a whole SSD: 8 channels x 4 chips x 2 dies x 2 planes, 8 KiB pages,
+//! t_read 75 µs, t_prog 750 µs, t_erase 3.8 ms, 333 MB/s channels (MQSim's defaults, as
+//! DESIGN.md cites them). Like the papers' presets, its read and program latencies are
+//! whole-operation costs: the array time plus one page's transfer at the channel rate
+//! (8 KiB at 333 MB/s = 24.6 µs), which parallel timing splits off again; under
+//! `--timing parallel` it brings its organisation (8 channels x 8 dies, 317.6 MiB/s)
+//! unless `--channels`, `--dies` or `--channel-mib-s` say otherwise. Left open (not
+//! modelled): its 2 planes (a die runs one operation at a time) and transfers of less
+//! than a page (a 4 KiB read moves the whole 8 KiB page); 256 pages per block and 448
+//! spare bytes are this preset's choices, not MQSim's figures.
 //!
 //! Choice left open: only the superblock paper gives a separate spare-area read latency.
 //! For the other presets a spare read costs a full page read (`spare_read_us = read_us`),
@@ -40,6 +52,20 @@ pub struct NandPreset {
     pub program_us: f64,
     /// Block erase latency in µs.
     pub erase_us: f64,
+    /// The SSD organisation the preset names, used by parallel timing unless the
+    /// configuration sets its own; `None` for the papers' single chips.
+    pub organisation: Option<Organisation>,
+}
+
+/// Channels, dies and channel rate of a preset that names a whole SSD.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Organisation {
+    /// Channels.
+    pub channels: u32,
+    /// Dies per channel (chips x dies per chip).
+    pub dies_per_channel: u32,
+    /// Channel bandwidth in MiB/s.
+    pub channel_mib_s: f64,
 }
 
 /// Every preset of SCHEMES.md, in the order `ftlab list` shows them.
@@ -55,6 +81,7 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 30.5,
         program_us: 298.9,
         erase_us: 1998.7,
+        organisation: None,
     },
     NandPreset {
         id: "mlc-k9gag08u0m",
@@ -67,6 +94,7 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 63.2,
         program_us: 905.8,
         erase_us: 1500.0,
+        organisation: None,
     },
     NandPreset {
         id: "slc-k9wag08u1m",
@@ -79,6 +107,7 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 72.8,
         program_us: 252.8,
         erase_us: 1500.0,
+        organisation: None,
     },
     NandPreset {
         id: "mlc-k9gag08uxm",
@@ -91,6 +120,7 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 165.6,
         program_us: 905.6,
         erase_us: 1500.0,
+        organisation: None,
     },
     NandPreset {
         id: "micron-2k",
@@ -103,6 +133,7 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 130.9,
         program_us: 405.9,
         erase_us: 2000.0,
+        organisation: None,
     },
     NandPreset {
         id: "agrawal-4k",
@@ -115,6 +146,7 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 25.0,
         program_us: 200.0,
         erase_us: 1500.0,
+        organisation: None,
     },
     NandPreset {
         id: "flashsim-2k",
@@ -127,6 +159,28 @@ pub const PRESETS: &[NandPreset] = &[
         spare_read_us: 29.0,
         program_us: 205.9,
         erase_us: 1500.0,
+        organisation: None,
+    },
+    NandPreset {
+        id: "mqsim-8k",
+        description: "MQSim's default SSD: 8 channels x 4 chips x 2 dies, 8 KiB pages, \
+                      256 pages/block, 333 MB/s channels",
+        source: "MQSim defaults (DESIGN.md); array + 8 KiB transfer at 333 MB/s",
+        page_size: 8192,
+        pages_per_block: 256,
+        spare_bytes: 448,
+        // 75 µs array + 24.6 µs transfer (8192 B / 333e6 B/s).
+        read_us: 99.6,
+        spare_read_us: 99.6,
+        // 750 µs array + 24.6 µs transfer.
+        program_us: 774.6,
+        erase_us: 3800.0,
+        organisation: Some(Organisation {
+            channels: 8,
+            dies_per_channel: 8,
+            // 333 MB/s = 333e6 / 2^20 MiB/s.
+            channel_mib_s: 317.574,
+        }),
     },
 ];
 
@@ -169,8 +223,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seven_presets_with_unique_ids() {
-        assert_eq!(PRESETS.len(), 7);
+    fn eight_presets_with_unique_ids() {
+        assert_eq!(PRESETS.len(), 8);
         for (i, p) in PRESETS.iter().enumerate() {
             assert!(PRESETS[i + 1..].iter().all(|q| q.id != p.id), "{}", p.id);
             assert!(p.page_size.is_power_of_two());

@@ -108,11 +108,11 @@ impl Observer for PyObserver {
             t.block_erases.push(total(&o.flash.erases));
             t.gc_invocations.push(o.ftl.gc_invocations);
             t.mean_response_ns.push(h.mean_response_ns());
-            t.p99_response_ns.push(h.response.value_at_quantile(0.99));
+            t.p99_response_ns.push(h.response().value_at_quantile(0.99));
         }
         // The last snapshot is the end of the run: the distribution the report's
         // percentiles come from.
-        let hist = &h.response;
+        let hist = &h.response();
         let mut l = Latency {
             quantiles: QUANTILES.to_vec(),
             quantile_ns: QUANTILES

@@ -24,12 +24,51 @@ pub struct ResponseNs {
     pub mean: f64,
     /// Median.
     pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
     /// 99th percentile.
     pub p99: u64,
     /// 99.9th percentile.
     pub p999: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
     /// Maximum.
     pub max: u64,
+}
+
+/// Response-time percentiles of one kind of request (reads or writes), in ns; all 0
+/// with no such request.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Percentiles {
+    /// Requests of this kind.
+    pub requests: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
+impl Percentiles {
+    fn of(h: &ftlab_core::metrics::Histogram<u64>) -> Percentiles {
+        let q = |x| h.value_at_quantile(x);
+        Percentiles {
+            requests: h.len(),
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: h.max(),
+        }
+    }
 }
 
 /// `host.wait_ns`: queueing, the part of the response time spent waiting for busy
@@ -84,6 +123,18 @@ pub struct HostReport {
     /// throughput of co-op-buffer-ftl.txt §6.2 ("the rate of the total amount of read
     /// and written data to the overall operation time"); null with no operations.
     pub throughput_busy_kib_s: Option<f64>,
+    /// Requests (all kinds) per simulated second, first arrival to last completion.
+    pub iops: f64,
+    /// Host bytes (read + written) per simulated second, in MB/s (10^6 bytes).
+    pub mb_s: f64,
+    /// Response times of the read requests alone.
+    pub read_response_ns: Percentiles,
+    /// Response times of the write requests alone.
+    pub write_response_ns: Percentiles,
+    /// Device utilisation: the time the dies spent on operations (array and transfer,
+    /// waits excluded; background work included), over dies x simulated time. Under
+    /// serial timing, the one chip's busy share. Null with no simulated time.
+    pub utilisation: Option<f64>,
 }
 
 /// Per-cause operation counts.
@@ -412,7 +463,7 @@ impl std::fmt::Display for Notice {
 }
 
 /// The layout version of [`Report`] (its `report_version` key).
-pub const REPORT_VERSION: u32 = 4;
+pub const REPORT_VERSION: u32 = 5;
 
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -424,7 +475,9 @@ pub struct Report {
     /// values (numbers, booleans) instead of text. 3: `notices`. 4: `workload` states
     /// the records read, out-of-order records, first timestamp, rebasing, span, devices,
     /// host records and split records; `end_of_run`, `host.unmapped_reads`,
-    /// `host.wait_ns`, `ftl.gc.translation_pages_copied`.
+    /// `host.wait_ns`, `ftl.gc.translation_pages_copied`. 5: `host.iops`, `host.mb_s`,
+    /// `host.read_response_ns`, `host.write_response_ns`, `host.utilisation`,
+    /// `p90` and `p9999` in `host.response_ns`; `queue_depth` and `queues` in the config.
     pub report_version: u32,
     /// Host side.
     pub host: HostReport,
@@ -534,12 +587,17 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             pages_read: h.pages_read,
             pages_written: h.pages_written,
             unmapped_reads: h.unmapped_reads,
-            response_ns: ResponseNs {
-                mean: (h.mean_response_ns() * 1000.0).round() / 1000.0,
-                p50: h.response.value_at_quantile(0.5),
-                p99: h.response.value_at_quantile(0.99),
-                p999: h.response.value_at_quantile(0.999),
-                max: h.response.max(),
+            response_ns: {
+                let response = h.response();
+                ResponseNs {
+                    mean: (h.mean_response_ns() * 1000.0).round() / 1000.0,
+                    p50: response.value_at_quantile(0.5),
+                    p90: response.value_at_quantile(0.9),
+                    p99: response.value_at_quantile(0.99),
+                    p999: response.value_at_quantile(0.999),
+                    p9999: response.value_at_quantile(0.9999),
+                    max: response.max(),
+                }
             },
             wait_ns: {
                 let (first, last) = h.load.quarters().unwrap_or((0.0, 0.0));
@@ -554,6 +612,23 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             sim_time_ns: sim,
             busy_ns: busy,
             throughput_busy_kib_s: busy_throughput,
+            iops: if sim > 0 {
+                (h.requests as f64 / (sim as f64 / 1e9) * 1000.0).round() / 1000.0
+            } else {
+                0.0
+            },
+            mb_s: if sim > 0 {
+                (bytes as f64 / 1e6 / (sim as f64 / 1e9) * 1e6).round() / 1e6
+            } else {
+                0.0
+            },
+            read_response_ns: Percentiles::of(&h.read_response),
+            write_response_ns: Percentiles::of(&h.write_response),
+            utilisation: {
+                let (busy, dies) = o.device_busy;
+                (sim > 0)
+                    .then(|| (busy as f64 / (dies.max(1) as f64 * sim as f64) * 1e6).round() / 1e6)
+            },
         },
         flash: FlashReport {
             page_reads: total(&f.page_reads),
@@ -669,6 +744,35 @@ pub fn summary(r: &Report) -> String {
         us(rt.p999 as f64),
         us(rt.max as f64)
     );
+    if !r.config["queue_depth"].is_null() {
+        let _ = writeln!(
+            s,
+            "  closed loop {} x {} outstanding: {:.0} IOPS, {:.2} MB/s, utilisation {}",
+            r.config["queues"],
+            r.config["queue_depth"],
+            h.iops,
+            h.mb_s,
+            h.utilisation
+                .map_or("-".into(), |u| format!("{:.1}%", u * 100.0))
+        );
+        for (what, p) in [
+            ("reads", &h.read_response_ns),
+            ("writes", &h.write_response_ns),
+        ] {
+            if p.requests > 0 {
+                let _ = writeln!(
+                    s,
+                    "            {what}: p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}",
+                    us(p.p50 as f64),
+                    us(p.p90 as f64),
+                    us(p.p99 as f64),
+                    us(p.p999 as f64),
+                    us(p.p9999 as f64),
+                    us(p.max as f64)
+                );
+            }
+        }
+    }
     if h.wait_ns.mean > 0.0 {
         let _ = writeln!(
             s,

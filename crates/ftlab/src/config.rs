@@ -259,8 +259,16 @@ pub struct Config {
     /// Dies per channel (parallel timing); none: 4 under parallel timing, 1 under
     /// serial.
     pub dies: Option<u32>,
-    /// Channel bandwidth in MiB/s (parallel timing: page transfer time).
-    pub channel_mib_s: f64,
+    /// Channel bandwidth in MiB/s (parallel timing: page transfer time); none: the
+    /// preset's organisation's (`mqsim-8k`: 317.574, i.e. 333 MB/s), else 40.
+    pub channel_mib_s: Option<f64>,
+    /// Closed-loop replay: keep this many requests outstanding per submission queue,
+    /// each completion admitting the next; trace timestamps are ignored. None: replay
+    /// the timestamps (open loop). 1 to 65536.
+    pub queue_depth: Option<u32>,
+    /// Submission queues of the closed loop (`queue_depth` each; requests dealt to them
+    /// round-robin in trace order). 1 to 1024; only with `queue_depth`.
+    pub queues: u32,
     /// Checking: every read against the last write (`on`), none, or `deep`.
     pub verify: VerifyLevel,
     /// Requests between deep checks under `verify = "deep"`.
@@ -370,7 +378,9 @@ impl Default for Config {
             timing: TimingModel::Serial,
             channels: None,
             dies: None,
-            channel_mib_s: 40.0,
+            channel_mib_s: None,
+            queue_depth: None,
+            queues: 1,
             verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,

@@ -184,6 +184,32 @@ fn preset_of(cfg: &Config) -> Result<&'static NandPreset, RunError> {
     })
 }
 
+/// Channel bandwidth used by parallel timing, MiB/s: as set, else the preset's
+/// organisation's, else [`DEFAULT_CHANNEL_MIB_S`].
+pub fn channel_mib_s(cfg: &Config, preset: &NandPreset) -> f64 {
+    cfg.channel_mib_s.unwrap_or_else(|| {
+        preset
+            .organisation
+            .map_or(DEFAULT_CHANNEL_MIB_S, |o| o.channel_mib_s)
+    })
+}
+
+/// Channel bandwidth of parallel timing when neither the config nor the preset sets
+/// one, MiB/s.
+pub const DEFAULT_CHANNEL_MIB_S: f64 = 40.0;
+
+/// Channels and dies per channel: as set; else, under parallel timing, the preset's
+/// organisation where it names one; else [`Config::organisation`].
+fn organisation(cfg: &Config, preset: &NandPreset) -> (u32, u32) {
+    match (cfg.timing, preset.organisation) {
+        (TimingModel::Parallel, Some(o)) => (
+            cfg.channels.unwrap_or(o.channels),
+            cfg.dies.unwrap_or(o.dies_per_channel),
+        ),
+        _ => cfg.organisation(),
+    }
+}
+
 fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
     let n = &cfg.nand_params;
     Ok(GeometryBuilder {
@@ -192,8 +218,8 @@ fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
         spare_bytes: n.spare_bytes.unwrap_or(preset.spare_bytes),
         logical_bytes: cfg.capacity.0,
         op_percent: cfg.op,
-        channels: cfg.organisation().0,
-        dies_per_channel: cfg.organisation().1,
+        channels: organisation(cfg, preset).0,
+        dies_per_channel: organisation(cfg, preset).1,
         min_spare_blocks: 0,
     }
     .build()?)
@@ -279,6 +305,8 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     // The echo states the organisation the run used, defaults filled in.
     resolved.channels = Some(geo.channels);
     resolved.dies = Some(geo.dies_per_channel);
+    let rate = channel_mib_s(cfg, preset);
+    resolved.channel_mib_s = Some(rate);
     for (opts, value) in [
         (
             &mut resolved.ftl_options,
@@ -293,10 +321,61 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
             *opts = map;
         }
     }
-    if cfg.timing == TimingModel::Parallel
-        && !(cfg.channel_mib_s.is_finite() && cfg.channel_mib_s > 0.0)
-    {
+    if cfg.timing == TimingModel::Parallel && !(rate.is_finite() && rate > 0.0) {
         return Err(setting("channel_mib_s", "must be a positive bandwidth"));
+    }
+    if cfg.timing == TimingModel::Parallel {
+        // Parallel timing splits a page's channel transfer off the preset's read and
+        // program latencies (whole-operation costs, as the papers give them); a preset
+        // whose latencies are shorter than the transfer has no array time to keep.
+        let xfer_us = geo.page_size as f64 / (rate * 1048576.0) * 1e6;
+        let shortest = latencies.read.min(latencies.program).0 as f64 / 1e3;
+        if shortest <= xfer_us {
+            let need = geo.page_size as f64 / 1048576.0 / (shortest / 1e6);
+            return Err(setting(
+                "channel_mib_s",
+                format!(
+                    "--timing parallel: preset `{}` has no parallel timings at {} MiB/s: \
+                     its read or program ({shortest:.1} µs) is not longer than a page's \
+                     transfer over the channel ({xfer_us:.1} µs), so no array time is \
+                     left; raise --channel-mib-s above {:.0} or use --timing serial",
+                    cfg.nand,
+                    rate,
+                    need.ceil()
+                ),
+            ));
+        }
+    }
+    if let Some(qd) = cfg.queue_depth {
+        if !(1..=65536).contains(&qd) {
+            return Err(setting(
+                "queue_depth",
+                format!("{qd} requests outstanding: must be 1 to 65536"),
+            ));
+        }
+    }
+    if !(1..=1024).contains(&cfg.queues) {
+        return Err(setting(
+            "queues",
+            format!("{} submission queues: must be 1 to 1024", cfg.queues),
+        ));
+    }
+    if cfg.queues > 1 && cfg.queue_depth.is_none() {
+        return Err(setting(
+            "queues",
+            "submission queues belong to closed-loop replay: set --queue-depth too",
+        ));
+    }
+    let dies = geo.channels as u64 * geo.dies_per_channel as u64;
+    if dies > geo.blocks as u64 {
+        return Err(setting(
+            "dies",
+            format!(
+                "{} channels x {} dies = {dies} dies, more than the device's {} blocks: \
+                 every die needs a block; lower --channels/--dies or raise --capacity",
+                geo.channels, geo.dies_per_channel, geo.blocks
+            ),
+        ));
     }
     validate_workload(cfg, &geo)?;
     let mut echo = serde_json::to_value(&resolved).expect("config serialises");
@@ -357,11 +436,13 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
     let timing: Box<dyn Timing> = match cfg.timing {
         TimingModel::Serial => Box::new(SerialTiming::new(latencies)),
         TimingModel::Parallel => {
-            let xfer = geo.page_size as f64 / (cfg.channel_mib_s * 1048576.0) * 1e9;
+            let xfer =
+                geo.page_size as f64 / (channel_mib_s(cfg, preset_of(cfg)?) * 1048576.0) * 1e9;
             Box::new(ParallelTiming::new(
                 latencies,
                 geo.channels,
                 geo.dies_per_channel,
+                geo.blocks,
                 Nanos(xfer.round() as u64),
             ))
         }
@@ -383,6 +464,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             verify,
             rmw: cfg.rmw,
             idle: cfg.idle,
+            closed_loop: cfg.queue_depth.map(|d| (cfg.queues, d)),
         },
     );
     Ok(Prepared {
@@ -795,7 +877,9 @@ fn drive(
         st.measuring(engine, observer);
     }
     for item in stream {
-        let rec = item.map_err(|e| name_source(e, cfg))?;
+        let mut rec = item.map_err(|e| name_source(e, cfg))?;
+        // Closed-loop replay replaces the trace's timestamp by the admission time.
+        rec.req.arrival = engine.admit(rec.req.arrival);
         if !measuring && rec.pass >= warmup {
             engine.reset_measurement();
             measuring = true;

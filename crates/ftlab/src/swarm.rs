@@ -13,7 +13,7 @@ use crate::config::{Config, TimingModel, VerifyLevel};
 use crate::error::RunError;
 use crate::registry::{BUFFERS, FTLS};
 use crate::sim::{run, NoObserver};
-use ftlab_core::nand::PRESETS;
+use ftlab_core::nand::{NandPreset, PRESETS};
 use ftlab_core::rng::SplitMix64;
 use ftlab_core::units::ByteSize;
 use ftlab_workload::mix::MixConfig;
@@ -48,7 +48,13 @@ pub fn case_seed(seed: u64, i: u64) -> u64 {
 /// Draws the configuration of one run from its seed. `max_requests` caps its length.
 pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     let mut d = Draw::new(case_seed);
-    let preset = &PRESETS[d.below(PRESETS.len() as u64) as usize];
+    // The papers' single chips (an SSD preset such as mqsim-8k is left out, so adding
+    // one changes no seed's draws).
+    let chips: Vec<&NandPreset> = PRESETS
+        .iter()
+        .filter(|p| p.organisation.is_none())
+        .collect();
+    let preset = chips[d.below(chips.len() as u64) as usize];
     // One run in eight is a large device (up to 16,384 blocks, issue 25), with small
     // blocks and sparse deep checks so that a run stays short; it is filled first, so
     // its few thousand requests still reach GC and merges.
@@ -83,6 +89,15 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         ..Config::default()
     };
     cfg.nand_params.pages_per_block = Some(ppb);
+    if cfg.timing == TimingModel::Parallel {
+        // A channel fast enough to leave array time in the preset's read and program
+        // latencies (parallel timing refuses less); no draw, so other draws stay.
+        let shortest_us = preset.read_us.min(preset.program_us);
+        let need = preset.page_size as f64 / 1048576.0 / (shortest_us / 1e6);
+        if need >= crate::sim::DEFAULT_CHANNEL_MIB_S {
+            cfg.channel_mib_s = Some((2.0 * need).ceil());
+        }
+    }
     if large {
         cfg.precondition = crate::config::Precondition::Fill;
     }
@@ -147,6 +162,12 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         gap_max_us: d.pick(&[0, 100, 5000]),
     });
     draw_gc_policy(&mut d, &mut cfg);
+    // Die-aware allocation of the page FTL (issue 22), where there are dies to spread
+    // over; drawn only there, so every other case of a seed is as before.
+    if cfg.ftl == "page" && cfg.timing == TimingModel::Parallel {
+        let alloc = d.pick(&["single", "round_robin", "static"]);
+        cfg.ftl_options.insert("die_alloc".into(), alloc.into());
+    }
     // One run in four at the least over-provisioning the scheme accepts on this device
     // (issue 25: the swarm stayed at 10% or more), where that is below the drawn one;
     // with greedy victims only: random or FIFO victims there reach write amplifications

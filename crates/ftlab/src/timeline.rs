@@ -533,7 +533,7 @@ impl Recorder {
 
 /// The response-time CDF and the block histograms at the end of the run.
 pub fn distributions(engine: &Engine) -> Distributions {
-    let h = &engine.host().response;
+    let h = &engine.host().response();
     let response_cdf = if h.is_empty() {
         Vec::new()
     } else {

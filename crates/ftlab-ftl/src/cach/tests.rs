@@ -323,8 +323,7 @@ fn engine(kv: &[(&str, &str)]) -> Engine {
         Box::new(SerialTiming::new(lat())),
         EngineConfig {
             verify: Verify::Deep { every: 25 },
-            rmw: false,
-            idle: true,
+            ..EngineConfig::default()
         },
     )
 }
