@@ -344,7 +344,12 @@ mod tests {
             .unwrap()
             .read_to_end(&mut back)
             .unwrap();
-        assert!(back == text, "read back {} of {} bytes", back.len(), text.len());
+        assert!(
+            back == text,
+            "read back {} of {} bytes",
+            back.len(),
+            text.len()
+        );
         for _ in 0..20 {
             let mut r = decompressing(std::io::Cursor::new(gz.clone())).unwrap();
             let mut some = vec![0u8; 1000];
