@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target for SECONDS_EACH seconds each (default 60), two at a time,
-# from a scratch copy of its kept corpus, and prints one line per target: time,
+# on its corpus fuzz/corpus/<target>/ (new entries land there with hex names, which git
+# ignores and the replay tests read), and prints one line per target: time,
 # executions, corpus size, crashes. Installs cargo-fuzz when missing. The machine has
 # one stable toolchain, so the sanitizer-free build runs with RUSTC_BOOTSTRAP=1 (what
 # cargo-fuzz needs from nightly is -Z flags); with a nightly toolchain set
@@ -24,19 +25,17 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 export RUSTC_BOOTSTRAP=1
 cargo ${TOOLCHAIN:-} fuzz build --release --sanitizer none
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 run_one() {
   local t=$1
-  mkdir -p "$scratch/$t"
-  cp corpus/"$t"/* "$scratch/$t"/
-  local log="$scratch/$t.log" rc=0
-  cargo ${TOOLCHAIN:-} fuzz run --release --sanitizer none "$t" "$scratch/$t" -- \
+  local log="$logs/$t.log" rc=0
+  cargo ${TOOLCHAIN:-} fuzz run --release --sanitizer none "$t" -- \
     -max_total_time="$each" -max_len=65536 -print_final_stats=1 >"$log" 2>&1 || rc=$?
   local execs
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   printf '%-14s %5ss  %12s executions  corpus %5s  %s\n' "$t" "$each" "$execs" \
-    "$(ls "$scratch/$t" | wc -l)" "$([ $rc -eq 0 ] && echo 'no crash' || echo "CRASH (rc $rc, see fuzz/artifacts/$t)")"
+    "$(ls corpus/"$t" | wc -l)" "$([ $rc -eq 0 ] && echo 'no crash' || echo "CRASH (rc $rc, see fuzz/artifacts/$t; a stack overflow leaves none: replay the corpus with cargo test)")"
 }
 i=0
 for t in "${targets[@]}"; do

@@ -430,9 +430,26 @@ fn parse_value(text: &str) -> toml::Value {
     }
 }
 
-/// Sets a dotted key in a TOML table, creating intermediate tables.
+/// Most parts a dotted key may have: the deepest config key has 3 (`ftl_options.x`,
+/// `synthetic.size_kib.mean`), so 8 leaves room while keeping what a key can nest
+/// shallow (every later step, from deserializing to the report's echo, recurses
+/// once per level; a fuzzed `--set` of a few thousand parts overflowed the stack).
+pub const MAX_KEY_PARTS: usize = 8;
+
+/// Sets a dotted key in a TOML table, creating intermediate tables. A key with an
+/// empty part (`a..b`, `.a`) or more than [`MAX_KEY_PARTS`] parts is refused.
 pub fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
     let mut parts: Vec<&str> = key.split('.').collect();
+    if parts.len() > MAX_KEY_PARTS {
+        return Err(format!(
+            "`{}...` has {} parts; config keys have at most {MAX_KEY_PARTS}",
+            key.chars().take(40).collect::<String>(),
+            parts.len()
+        ));
+    }
+    if parts.len() > 1 && parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("`{key}` has an empty part"));
+    }
     let last = parts.pop().filter(|s| !s.is_empty()).ok_or("empty key")?;
     let mut t = table;
     for p in parts {
@@ -586,6 +603,18 @@ pub fn schema() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (found by the `set` fuzz target): a `--set` key of thousands of dots
+    /// nested tables so deep that resolving them overflowed the stack.
+    #[test]
+    fn deep_or_empty_key_parts_are_refused() {
+        let deep = format!("ftl_options{}=1", ".x".repeat(3000));
+        let e = load(None, &[deep], &[]).unwrap_err().to_string();
+        assert!(e.contains("at most 8"), "{e}");
+        let e = load(None, &["ftl_options..x=1".into()], &[]).unwrap_err().to_string();
+        assert!(e.contains("empty part"), "{e}");
+        assert!(load(None, &["synthetic.count=7".into()], &[]).is_ok());
+    }
 
     #[test]
     fn layers_override_in_order() {
