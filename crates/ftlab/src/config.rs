@@ -611,7 +611,9 @@ mod tests {
         let deep = format!("ftl_options{}=1", ".x".repeat(3000));
         let e = load(None, &[deep], &[]).unwrap_err().to_string();
         assert!(e.contains("at most 8"), "{e}");
-        let e = load(None, &["ftl_options..x=1".into()], &[]).unwrap_err().to_string();
+        let e = load(None, &["ftl_options..x=1".into()], &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("empty part"), "{e}");
         assert!(load(None, &["synthetic.count=7".into()], &[]).is_ok());
     }
