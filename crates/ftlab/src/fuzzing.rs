@@ -17,13 +17,18 @@ pub fn config_bytes(data: &[u8]) -> bool {
     let Ok(cfg) = parse_str(text, "fuzz.toml") else {
         return false;
     };
-    let Ok(geo) = device_geometry(&cfg) else {
+    resolves_small(&cfg)
+}
+
+/// Whether `cfg`, if it names no trace and its device is small, resolves into an engine.
+fn resolves_small(cfg: &crate::config::Config) -> bool {
+    let Ok(geo) = device_geometry(cfg) else {
         return false;
     };
     if geo.physical_pages() as u64 > MAX_PAGES || cfg.trace.is_some() {
         return false;
     }
-    prepare(&cfg).is_ok()
+    prepare(cfg).is_ok()
 }
 
 /// Applies each line of `data` (at most 16) as a `--set KEY=VALUE` over the defaults,
@@ -37,13 +42,7 @@ pub fn set_bytes(data: &[u8]) -> bool {
     let Ok(cfg) = crate::config::load(None, &sets, &[]) else {
         return false;
     };
-    let Ok(geo) = device_geometry(&cfg) else {
-        return false;
-    };
-    if geo.physical_pages() as u64 > MAX_PAGES || cfg.trace.is_some() {
-        return false;
-    }
-    prepare(&cfg).is_ok()
+    resolves_small(&cfg)
 }
 
 #[cfg(test)]
