@@ -97,6 +97,8 @@ impl Observer for PyObserver {
     fn snapshot(&mut self, p: &Progress, engine: &Engine) {
         let o = engine.outcome();
         let h = &o.host;
+        // Read and write response times are kept apart; their sum is built once here.
+        let hist = h.response();
         if self.timeline_every.is_some() && self.timeline.requests.last() != Some(&p.requests) {
             let t = &mut self.timeline;
             let total = ftlab_core::flash::FlashStats::total;
@@ -108,11 +110,10 @@ impl Observer for PyObserver {
             t.block_erases.push(total(&o.flash.erases));
             t.gc_invocations.push(o.ftl.gc_invocations);
             t.mean_response_ns.push(h.mean_response_ns());
-            t.p99_response_ns.push(h.response().value_at_quantile(0.99));
+            t.p99_response_ns.push(hist.value_at_quantile(0.99));
         }
         // The last snapshot is the end of the run: the distribution the report's
         // percentiles come from.
-        let hist = &h.response();
         let mut l = Latency {
             quantiles: QUANTILES.to_vec(),
             quantile_ns: QUANTILES
