@@ -566,8 +566,8 @@ struct RunArgs {
     /// every span of simulated time (1s, 500ms); in the JSON report and --timeline-out
     #[arg(long, value_name = "EVERY", allow_negative_numbers = true)]
     timeline: Option<TimelineEvery>,
-    /// Write the timeline as CSV to PATH (one row per interval; records a timeline of
-    /// about 200 intervals if --timeline is not given)
+    /// Write the timeline to PATH: CSV, or Parquet if PATH ends in .parquet (one row per
+    /// interval; records a timeline of about 200 intervals if --timeline is not given)
     #[arg(long, value_name = "PATH")]
     #[serde(skip)]
     timeline_out: Option<PathBuf>,
@@ -691,7 +691,7 @@ fn qd_curve_cmd(args: &QdCurveArgs) -> anyhow::Result<ExitCode> {
 fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = args.config()?;
     if let Some(p) = &args.timeline_out {
-        visual::check_output("--timeline-out", p, &["csv"])?;
+        visual::check_output("--timeline-out", p, &["csv", "parquet"])?;
     }
     if let Some(p) = &args.html {
         visual::check_output("--html", p, &["html", "htm"])?;
@@ -724,7 +724,7 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     std::io::stdout().flush()?;
     if let Some(p) = &args.timeline_out {
-        visual::write_timeline_csv(&report, p)?;
+        visual::write_timeline(&report, p)?;
     }
     if let Some(p) = &args.html {
         visual::write_html(&report, p)?;

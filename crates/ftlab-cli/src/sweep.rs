@@ -208,6 +208,11 @@ pub fn write_csv(table: &Table, path: &Path) -> anyhow::Result<()> {
 /// Writes the table as Parquet: one optional column per table column, of its type
 /// (INT64, DOUBLE, BOOLEAN, or UTF-8 strings).
 pub fn write_parquet(table: &Table, path: &Path) -> anyhow::Result<()> {
+    write_parquet_named(table, path, "sweep")
+}
+
+/// [`write_parquet`] with the schema's name (`sweep`, `timeline`).
+pub fn write_parquet_named(table: &Table, path: &Path, name: &str) -> anyhow::Result<()> {
     let at = || path.display().to_string();
     let mut fields = Vec::new();
     for c in &table.columns {
@@ -224,7 +229,7 @@ pub fn write_parquet(table: &Table, path: &Path) -> anyhow::Result<()> {
             .with_context(at)?;
         fields.push(Arc::new(field));
     }
-    let schema = Type::group_type_builder("sweep")
+    let schema = Type::group_type_builder(name)
         .with_fields(fields)
         .build()
         .with_context(at)?;

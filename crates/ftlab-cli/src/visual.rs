@@ -1,5 +1,5 @@
 //! What a user sees of a run besides the summary (issue 21): the progress bar on
-//! stderr, the timeline as CSV (`--timeline-out`), the self-contained HTML report
+//! stderr, the timeline as CSV or Parquet (`--timeline-out`), the self-contained HTML report
 //! (`--html`) and `ftlab compare`, which puts several JSON reports side by side.
 
 use anyhow::Context;
@@ -113,13 +113,6 @@ pub fn ensure_timeline(cfg: &mut Config, wanted: bool) {
 /// hour of simulation.
 pub fn check_output(flag: &str, path: &Path, extensions: &[&str]) -> anyhow::Result<()> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if ext.eq_ignore_ascii_case("parquet") {
-        anyhow::bail!(
-            "{flag} {}: Parquet is not supported (the timeline is written as CSV; \
-             pandas, polars and pyarrow read it directly)",
-            path.display()
-        );
-    }
     if !extensions.iter().any(|e| ext.eq_ignore_ascii_case(e)) {
         anyhow::bail!(
             "{flag} {}: expected a .{} file",
@@ -130,14 +123,57 @@ pub fn check_output(flag: &str, path: &Path, extensions: &[&str]) -> anyhow::Res
     Ok(())
 }
 
-/// Writes the timeline CSV of a report.
-pub fn write_timeline_csv(report: &ftlab::Report, path: &Path) -> anyhow::Result<()> {
+/// Writes the timeline of a report as CSV, or as Parquet when the path ends in
+/// `.parquet` (one INT64 or DOUBLE column per interval key, null for an absent figure;
+/// the same column names as the CSV header).
+pub fn write_timeline(report: &ftlab::Report, path: &Path) -> anyhow::Result<()> {
     let t = report
         .timeline
         .as_ref()
         .context("--timeline-out: the run recorded no timeline")?;
-    std::fs::write(path, t.to_csv())
-        .with_context(|| format!("writing --timeline-out {}", path.display()))
+    let context = || format!("writing --timeline-out {}", path.display());
+    let parquet = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
+    if parquet {
+        let table = timeline_table(t).with_context(context)?;
+        crate::sweep::write_parquet_named(&table, path, "timeline").with_context(context)
+    } else {
+        std::fs::write(path, t.to_csv()).with_context(context)
+    }
+}
+
+/// The timeline as a typed table (for Parquet): one column per
+/// [`ftlab_report::timeline::COLUMNS`] entry, in order.
+fn timeline_table(t: &ftlab_report::timeline::Timeline) -> anyhow::Result<ftlab::sweep::Table> {
+    use ftlab::sweep::{Cell, Column, ColumnType, Table};
+    let rows = t
+        .intervals
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()?;
+    let columns = ftlab_report::timeline::COLUMNS
+        .iter()
+        .map(|c| Column {
+            name: c.key.to_string(),
+            kind: if c.float {
+                ColumnType::Float
+            } else {
+                ColumnType::Int
+            },
+            cells: rows
+                .iter()
+                .map(|r| match &r[c.key] {
+                    serde_json::Value::Null => Cell::Null,
+                    v if c.float => v.as_f64().map_or(Cell::Null, Cell::Float),
+                    v => v.as_u64().map_or(Cell::Null, |n| {
+                        Cell::Int(i64::try_from(n).unwrap_or(i64::MAX))
+                    }),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Table { columns })
 }
 
 /// Writes the HTML report of one run.
@@ -220,10 +256,20 @@ mod tests {
     }
 
     #[test]
-    fn outputs_are_checked_by_extension_and_parquet_is_refused_with_a_reason() {
+    fn outputs_are_checked_by_extension() {
         assert!(check_output("--html", Path::new("r.html"), &["html"]).is_ok());
-        let e = check_output("--timeline-out", Path::new("t.parquet"), &["csv"]).unwrap_err();
-        assert!(e.to_string().contains("Parquet is not supported"), "{e}");
+        assert!(check_output(
+            "--timeline-out",
+            Path::new("t.PARQUET"),
+            &["csv", "parquet"]
+        )
+        .is_ok());
+        let e =
+            check_output("--timeline-out", Path::new("t.xlsx"), &["csv", "parquet"]).unwrap_err();
+        assert!(
+            e.to_string().contains("expected a .csv or .parquet file"),
+            "{e}"
+        );
         let e = check_output("--html", Path::new("r.txt"), &["html"]).unwrap_err();
         assert!(e.to_string().contains("--html"), "{e}");
     }

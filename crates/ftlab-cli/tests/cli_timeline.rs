@@ -33,8 +33,8 @@ fn bad_timeline_values_name_the_flag_or_key() {
     }
     let o = ftlab(&["run", "-q", "--set", "timeline=0"]);
     assert_clean_error(&o, &["`timeline`", "above 0"]);
-    let o = ftlab(&["run", "-q", "--timeline-out", "t.parquet"]);
-    assert_clean_error(&o, &["--timeline-out", "Parquet is not supported"]);
+    let o = ftlab(&["run", "-q", "--timeline-out", "t.xlsx"]);
+    assert_clean_error(&o, &["--timeline-out", "expected a .csv or .parquet file"]);
     let o = ftlab(&["run", "-q", "--html", "r.pdf"]);
     assert_clean_error(&o, &["--html", ".html"]);
 }
@@ -103,6 +103,47 @@ fn timeline_csv_html_and_json_agree_and_are_byte_identical_on_rerun() {
     assert_eq!(report["config"]["timeline"], "1k");
     let again = run_with_outputs(&d, "b");
     assert_eq!((csv, html, json), again, "same config and seed: same files");
+}
+
+#[test]
+fn timeline_parquet_holds_the_csv_values_typed() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let d = dir("parquet");
+    let (csv, pq) = (d.join("t.csv"), d.join("t.parquet"));
+    let run = |out: &std::path::Path| {
+        let out = out.display().to_string();
+        let mut args = vec!["run", "-q", "--ftl", "dftl", "--timeline", "1k"];
+        args.extend(SMALL);
+        args.extend(["--timeline-out", out.as_str()]);
+        let o = ftlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run(&csv);
+    run(&pq);
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let reader = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+    let schema = reader.metadata().file_metadata().schema_descr();
+    let names: Vec<&str> = schema.columns().iter().map(|c| c.name()).collect();
+    let mut lines = csv.lines();
+    assert_eq!(names, lines.next().unwrap().split(',').collect::<Vec<_>>());
+    let mut n = 0;
+    for (row, line) in reader.get_row_iter(None).unwrap().zip(lines) {
+        let row = row.unwrap();
+        let cells: Vec<&str> = line.split(',').collect();
+        for ((name, field), cell) in row.get_column_iter().zip(&cells) {
+            let text = match field {
+                Field::Null => String::new(),
+                Field::Long(v) => v.to_string(),
+                Field::Double(v) => v.to_string(),
+                other => panic!("{name}: unexpected {other:?}"),
+            };
+            assert_eq!(&text, cell, "{name} in row {n}");
+        }
+        n += 1;
+    }
+    assert_eq!(n, csv.lines().count() - 1);
+    assert!(n >= 5);
 }
 
 #[test]

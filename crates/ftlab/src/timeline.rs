@@ -202,13 +202,13 @@ const BUCKETS: usize = (64 - SUB_BITS as usize) * SUB + SUB;
 const TABLE: usize = BUCKETS.next_power_of_two();
 
 /// The response times of one interval: a log-linear histogram (exact below 64 ns,
-/// within 3.1% above) that tracks the range of buckets it touched, so recording is a
-/// few instructions and a reset or a quantile walks only that range, not 30 KB.
+/// within 3.1% above). Recording is an index, an increment and a running maximum; the
+/// interval's request count comes from the engine's counters, and the highest bucket
+/// from the maximum, so nothing else is kept per request. Closing an interval walks
+/// the buckets once, up to the maximum's, finding both quantiles and zeroing each
+/// bucket as it passes (no separate reset).
 struct Latencies {
     counts: Box<[u64; TABLE]>,
-    lo: usize,
-    hi: usize,
-    n: u64,
     max: u64,
 }
 
@@ -216,9 +216,6 @@ impl Latencies {
     fn new() -> Latencies {
         Latencies {
             counts: Box::new([0; TABLE]),
-            lo: BUCKETS,
-            hi: 0,
-            n: 0,
             max: 0,
         }
     }
@@ -244,52 +241,45 @@ impl Latencies {
 
     #[inline]
     fn record(&mut self, v: u64) {
-        let i = Latencies::index(v);
-        self.counts[i & (TABLE - 1)] += 1;
-        self.lo = self.lo.min(i);
-        self.hi = self.hi.max(i);
-        self.n += 1;
+        self.counts[Latencies::index(v) & (TABLE - 1)] += 1;
         self.max = self.max.max(v);
     }
 
-    /// The values at the median and the 99th percentile: the largest value of the
-    /// bucket where the cumulative count reaches `ceil(q * n)`, at most the exact
-    /// maximum; `None` with no values. The median is sought from the bottom, the 99th
-    /// percentile from the top, so neither walks the whole range.
-    fn p50_p99(&self) -> (Option<u64>, Option<u64>) {
-        if self.n == 0 {
-            return (None, None);
-        }
-        let target = |q: f64| ((q * self.n as f64).ceil() as u64).max(1);
+    /// The values at the median and the 99th percentile of the `n` values recorded
+    /// since the last call (the largest value of the bucket where the cumulative count
+    /// reaches `ceil(q * n)`, at most the exact maximum; `None` with `n = 0`), and the
+    /// maximum; empties the histogram. One pass up to the maximum's bucket finds both
+    /// quantiles and zeroes what it passes. Should fewer than `n` values have been
+    /// recorded (a run that failed inside a request, which the engine counted), an
+    /// unreached quantile is the maximum.
+    fn take(&mut self, n: u64) -> (Option<u64>, Option<u64>, Option<u64>) {
+        let max = std::mem::take(&mut self.max);
+        let hi = Latencies::index(max);
+        let target = |q: f64| ((q * n as f64).ceil() as u64).max(1);
         let (t50, t99) = (target(0.5), target(0.99));
+        let (mut i50, mut i99) = (hi, hi);
+        let mut next = t50;
+        let mut found50 = false;
         let mut cum = 0;
-        let mut i50 = self.hi;
-        for i in self.lo..=self.hi {
-            cum += self.counts[i];
-            if cum >= t50 {
-                i50 = i;
-                break;
+        for (i, c) in self.counts[..=hi].iter_mut().enumerate() {
+            cum += std::mem::take(c);
+            if cum >= next {
+                if !found50 {
+                    found50 = true;
+                    i50 = i;
+                    next = t99;
+                }
+                if found50 && cum >= t99 && next != u64::MAX {
+                    i99 = i;
+                    next = u64::MAX;
+                }
             }
         }
-        // From the top: `cum` is the count up to and including bucket `i`.
-        let mut cum = self.n;
-        let mut i99 = self.hi;
-        while i99 > self.lo && cum - self.counts[i99] >= t99 {
-            cum -= self.counts[i99];
-            i99 -= 1;
+        if n == 0 {
+            return (None, None, None);
         }
-        let value = |i: usize| Some(Latencies::upper(i).min(self.max));
-        (value(i50), value(i99))
-    }
-
-    fn reset(&mut self) {
-        if self.n > 0 {
-            self.counts[self.lo..=self.hi].fill(0);
-        }
-        self.lo = BUCKETS;
-        self.hi = 0;
-        self.n = 0;
-        self.max = 0;
+        let value = |i: usize| Some(Latencies::upper(i).min(max));
+        (value(i50), value(i99), Some(max))
     }
 }
 
@@ -306,9 +296,9 @@ pub struct Recorder {
     /// for request-count intervals, and before the measured phase. A request arriving
     /// at or after it takes the cold path: the only per-request test before a request.
     bound_ns: u64,
-    /// Request-count: requests per interval; `u64::MAX` otherwise, and before the
-    /// measured phase.
-    count_every: u64,
+    /// Request-count: the engine's request count at which the current interval
+    /// closes; `u64::MAX` otherwise, and before the measured phase.
+    close_at: u64,
     last_arrival_ns: u64,
     power_losses: u64,
     latency: Latencies,
@@ -326,7 +316,7 @@ impl Recorder {
             open: false,
             start_ns: 0,
             bound_ns: u64::MAX,
-            count_every: u64::MAX,
+            close_at: u64::MAX,
             last_arrival_ns: 0,
             power_losses: 0,
             latency: Latencies::new(),
@@ -343,14 +333,14 @@ impl Recorder {
         self.open = false;
         self.start_ns = 0;
         self.bound_ns = 0;
-        self.count_every = match self.every {
+        self.base = Totals::of(engine);
+        self.close_at = match self.every {
             TimelineEvery::Time(_) => u64::MAX,
-            TimelineEvery::Requests(n) => n,
+            TimelineEvery::Requests(n) => self.base.requests.saturating_add(n),
         };
         self.last_arrival_ns = 0;
         self.power_losses = 0;
-        self.latency.reset();
-        self.base = Totals::of(engine);
+        self.latency.take(0);
         self.rows.clear();
         self.marks.clear();
     }
@@ -400,7 +390,7 @@ impl Recorder {
     pub fn after_request(&mut self, engine: &Engine, arrival: Nanos) {
         self.latency.record(engine.last_response().0);
         self.last_arrival_ns = arrival.0;
-        if self.latency.n >= self.count_every {
+        if engine.host().requests >= self.close_at {
             self.close(engine, arrival.0);
         }
     }
@@ -432,13 +422,14 @@ impl Recorder {
         let programs = total(&now.flash.programs) - total(&b.flash.programs);
         let pages_written = now.pages_written - b.pages_written;
         let host_pages = now.pages_read + now.pages_written - b.pages_read - b.pages_written;
-        let (p50, p99) = self.latency.p50_p99();
+        let requests = now.requests - b.requests;
+        let (p50, p99, max) = self.latency.take(requests);
         let free_blocks = engine.flash().erased_blocks() as u64;
         self.rows.push(Interval {
             index: self.rows.len() as u64,
             start_ns: self.start_ns,
             end_ns,
-            requests: now.requests - b.requests,
+            requests,
             read_requests: now.read_requests - b.read_requests,
             write_requests: now.write_requests - b.write_requests,
             bytes_read: now.bytes_read - b.bytes_read,
@@ -460,11 +451,13 @@ impl Recorder {
             map_cache_hit_ratio: ratio(now.map_hits - b.map_hits, now.map_lookups - b.map_lookups),
             latency_p50_ns: p50,
             latency_p99_ns: p99,
-            latency_max_ns: (self.latency.n > 0).then_some(self.latency.max),
+            latency_max_ns: max,
             power_losses: self.power_losses,
         });
+        if let TimelineEvery::Requests(n) = self.every {
+            self.close_at = now.requests.saturating_add(n);
+        }
         self.base = now;
-        self.latency.reset();
         self.power_losses = 0;
         self.start_ns = end_ns;
     }
@@ -475,7 +468,7 @@ impl Recorder {
         if !self.active {
             return;
         }
-        let pending = self.latency.n > 0
+        let pending = engine.host().requests != self.base.requests
             || self.power_losses > 0
             || Totals::of(engine).flash != self.base.flash;
         if pending {
@@ -594,7 +587,7 @@ mod tests {
     #[test]
     fn latency_quantiles_match_a_sorted_list_within_the_bucket_width() {
         let mut h = Latencies::new();
-        assert_eq!(h.p50_p99(), (None, None));
+        assert_eq!(h.take(0), (None, None, None));
         for values in [
             (1..=1000u64).map(|i| i * i * 37).collect::<Vec<_>>(),
             vec![5; 10],
@@ -602,14 +595,15 @@ mod tests {
             (0..300u64).map(|i| (i % 17) * 1_000_000 + i).collect(),
             [vec![10; 990], vec![1_000_000; 10]].concat(),
             [vec![10; 989], vec![1_000_000; 11]].concat(),
+            // The median and the 99th percentile in one bucket.
+            [vec![3; 5], vec![1 << 30; 995]].concat(),
         ] {
-            h.reset();
             for &v in values.iter().rev() {
                 h.record(v);
             }
             let mut sorted = values.clone();
             sorted.sort_unstable();
-            let (p50, p99) = h.p50_p99();
+            let (p50, p99, max) = h.take(values.len() as u64);
             for (got, want) in [(p50, exact(&sorted, 0.5)), (p99, exact(&sorted, 0.99))] {
                 let got = got.unwrap();
                 assert!(
@@ -617,13 +611,24 @@ mod tests {
                     "{got} vs {want}: {values:?}"
                 );
             }
-            assert_eq!(h.max, *sorted.last().unwrap());
+            assert_eq!(max, sorted.last().copied());
+            // Taking empties the histogram: the next interval starts from nothing.
+            assert!(h.counts.iter().all(|&c| c == 0), "{values:?}");
+            assert_eq!(h.max, 0);
         }
-        h.reset();
-        assert_eq!(h.p50_p99(), (None, None));
-        assert!(h.counts.iter().all(|&c| c == 0));
+        assert_eq!(h.take(0), (None, None, None));
         h.record(0);
-        assert_eq!(h.p50_p99(), (Some(0), Some(0)));
+        assert_eq!(h.take(1), (Some(0), Some(0), Some(0)));
+        // Fewer values than the engine counted (a run that failed inside a request):
+        // an unreached quantile is the maximum.
+        h.record(100);
+        h.record(200);
+        let (_, p99, max) = h.take(5);
+        assert_eq!((p99, max), (Some(200), Some(200)));
+        // Values recorded before the measured phase are dropped by a take of none.
+        h.record(5_000);
+        assert_eq!(h.take(0), (None, None, None));
+        assert!(h.counts.iter().all(|&c| c == 0));
     }
 
     #[test]
