@@ -97,6 +97,20 @@ impl Bitset {
         }
     }
 
+    /// The members in ascending order (a walk of the bottom level's words).
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.levels[0].iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    (w * 64) as u32 + b
+                })
+            })
+        })
+    }
+
     fn first(&self) -> Option<u32> {
         let top = self.levels.last()?;
         if top[0] == 0 {
@@ -175,6 +189,18 @@ impl GreedyIndex {
         let v = self.sizes.iter().position(|&s| s > 0)?;
         let b = self.buckets[v].first().expect("bucket size says non-empty");
         Some((Pbn(b), v as u32))
+    }
+
+    /// Every indexed block with its valid-page count, by fewest valid pages first and
+    /// the lowest block number on ties (the order greedy ranks them in); a lazy walk, so
+    /// a caller that stops at the first block it accepts pays for the buckets it saw.
+    pub fn ascending(&self) -> impl Iterator<Item = (Pbn, u32)> + '_ {
+        self.buckets
+            .iter()
+            .zip(&self.sizes)
+            .enumerate()
+            .filter(|(_, (_, &size))| size > 0)
+            .flat_map(|(v, (bucket, _))| bucket.iter().map(move |b| (Pbn(b), v as u32)))
     }
 
     /// Removes and returns [`GreedyIndex::min`].
@@ -462,6 +488,12 @@ impl Victims {
         self.greedy.min()
     }
 
+    /// Every sealed block with its valid-page count, fewest valid pages first, the
+    /// lowest block number on ties ([`GreedyIndex::ascending`]), whatever the policy.
+    pub fn ascending(&self) -> impl Iterator<Item = (Pbn, u32)> + '_ {
+        self.greedy.ascending()
+    }
+
     /// Whether every sealed block is fully valid (or none is sealed): GC cannot make
     /// progress.
     pub fn stuck(&self) -> bool {
@@ -562,6 +594,38 @@ impl Victims {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascending_walks_fewest_valid_first_then_lowest_block() {
+        let mut g = GreedyIndex::new(300, 8);
+        for (b, v) in [
+            (250, 3),
+            (7, 1),
+            (64, 3),
+            (130, 0),
+            (5, 8),
+            (63, 1),
+            (200, 3),
+        ] {
+            g.insert(Pbn(b), v);
+        }
+        g.decrement(Pbn(250));
+        let got: Vec<(u32, u32)> = g.ascending().map(|(b, v)| (b.0, v)).collect();
+        assert_eq!(
+            got,
+            [
+                (130, 0),
+                (7, 1),
+                (63, 1),
+                (250, 2),
+                (64, 3),
+                (200, 3),
+                (5, 8)
+            ]
+        );
+        assert_eq!(g.ascending().next(), g.min());
+        assert_eq!(GreedyIndex::new(10, 4).ascending().count(), 0);
+    }
 
     #[test]
     fn min_with_ties_by_lowest_block() {

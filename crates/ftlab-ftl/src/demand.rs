@@ -802,14 +802,79 @@ impl Space {
         let ppb = self.geo.pages_per_block;
         let pool = self.free.len() as u32;
         let trans_room = self.trans_room(flash);
-        // (keeps a block in the pool, valid pages, block) of the best so far.
+        // The candidates come fewest valid pages first, the lowest block on ties: the
+        // first whose round keeps a block in the pool is the answer, and if none does,
+        // the first whose copies fit at all. (A scan of every block found the same
+        // block at O(blocks) per victim; TPM picks most of its victims here.)
+        let mut best: Option<Pbn> = None;
+        let scratch = &mut self.gc_scratch;
+        for (b, valid) in self.index.ascending() {
+            debug_assert_eq!(valid, flash.valid_count(b), "{b:?}: index and flash differ");
+            if valid == ppb {
+                break;
+            }
+            let is_trans = self.kind[b.idx()] == Kind::Trans;
+            let room = if is_trans { trans_room } else { data_room(b) };
+            let c = (valid > room) as u32;
+            if c > pool {
+                continue;
+            }
+            let writes = if is_trans {
+                0
+            } else {
+                uncached_tpages(
+                    scratch,
+                    &self.geo,
+                    self.lay.epp,
+                    self.scheme,
+                    flash,
+                    b,
+                    &cached,
+                )
+            };
+            if c + (writes > trans_room) as u32 <= pool {
+                best = Some(b);
+                break;
+            }
+            best = best.or(Some(b));
+        }
+        #[cfg(debug_assertions)]
+        {
+            let scan = self.low_pool_victim_by_scan(flash, &data_room, &cached);
+            assert_eq!(
+                best, scan,
+                "{}: the ordered walk and the scan differ",
+                self.scheme
+            );
+        }
+        best.unwrap_or_else(|| {
+            panic!(
+                "{}: GC stalled: the free pool ran dry in the middle of GC and no victim's \
+                 valid pages fit the open blocks (gc_threshold {}); the geometry rule and \
+                 the threshold of 3 should prevent this",
+                self.scheme, self.gc_threshold
+            )
+        })
+    }
+
+    /// The scan [`Space::low_pool_victim`]'s ordered walk replaced, kept in debug builds
+    /// (every test, the conformance suite, debug swarms) to check that both pick the
+    /// same block: of all sealed blocks, the one with the greatest (keeps a block in the
+    /// pool, fewest valid pages), the lowest number on ties.
+    #[cfg(debug_assertions)]
+    fn low_pool_victim_by_scan(
+        &mut self,
+        flash: &Flash,
+        data_room: impl Fn(Pbn) -> u32,
+        cached: impl Fn(Lpn) -> bool,
+    ) -> Option<Pbn> {
+        let ppb = self.geo.pages_per_block;
+        let pool = self.free.len() as u32;
+        let trans_room = self.trans_room(flash);
         let mut best: Option<(bool, u32, Pbn)> = None;
         for b in (0..self.geo.blocks).map(Pbn) {
             let valid = flash.valid_count(b);
             if !self.index.contains(b) || valid == ppb {
-                continue;
-            }
-            if best.is_some_and(|(keeps, v, _)| keeps && valid >= v) {
                 continue;
             }
             let is_trans = self.kind[b.idx()] == Kind::Trans;
@@ -821,7 +886,16 @@ impl Space {
             let writes = if is_trans {
                 0
             } else {
-                self.uncached_tpages(flash, b, &cached)
+                let scratch = &mut self.gc_scratch;
+                uncached_tpages(
+                    scratch,
+                    &self.geo,
+                    self.lay.epp,
+                    self.scheme,
+                    flash,
+                    b,
+                    &cached,
+                )
             };
             let keeps = c + (writes > trans_room) as u32 <= pool;
             if best.is_none_or(|(k, v, _)| {
@@ -830,38 +904,7 @@ impl Space {
                 best = Some((keeps, valid, b));
             }
         }
-        best.map(|(_, _, b)| b).unwrap_or_else(|| {
-            panic!(
-                "{}: GC stalled: the free pool ran dry in the middle of GC and no victim's \
-                 valid pages fit the open blocks (gc_threshold {}); the geometry rule and \
-                 the threshold of 3 should prevent this",
-                self.scheme, self.gc_threshold
-            )
-        })
-    }
-
-    /// The distinct translation pages among `b`'s valid pages whose mappings `cached`
-    /// does not hold: the translation writes a GC round on data block `b` makes. Sorts
-    /// in `gc_scratch` (capacity: a block's pages), so it allocates nothing.
-    fn uncached_tpages(&mut self, flash: &Flash, b: Pbn, cached: impl Fn(Lpn) -> bool) -> u32 {
-        let scratch = &mut self.gc_scratch;
-        scratch.clear();
-        for off in 0..flash.write_ptr(b) {
-            let p = self.geo.ppn(b, off);
-            if !flash.is_valid(p) {
-                continue;
-            }
-            let lpn = flash
-                .peek_tag(p)
-                .unwrap_or_else(|| panic!("{}: valid page {p:?} has no tag", self.scheme))
-                .lpn;
-            if !cached(lpn) {
-                scratch.push(lpn.0 / self.lay.epp);
-            }
-        }
-        scratch.sort_unstable();
-        scratch.dedup();
-        scratch.len() as u32
+        best.map(|(_, _, b)| b)
     }
 
     /// The end of a data-block GC, after the victim's erase: applies `gc_batch`, one
@@ -1090,6 +1133,37 @@ impl Space {
             |ppn| self.kind[self.geo.block_of(ppn).idx()] == Kind::Data,
         )
     }
+}
+
+/// The distinct translation pages among `b`'s valid pages whose mappings `cached`
+/// does not hold: the translation writes a GC round on data block `b` makes. Sorts in
+/// `scratch` (capacity: a block's pages), so it allocates nothing.
+fn uncached_tpages(
+    scratch: &mut Vec<u32>,
+    geo: &Geometry,
+    epp: u32,
+    scheme: &str,
+    flash: &Flash,
+    b: Pbn,
+    cached: impl Fn(Lpn) -> bool,
+) -> u32 {
+    scratch.clear();
+    for off in 0..flash.write_ptr(b) {
+        let p = geo.ppn(b, off);
+        if !flash.is_valid(p) {
+            continue;
+        }
+        let lpn = flash
+            .peek_tag(p)
+            .unwrap_or_else(|| panic!("{scheme}: valid page {p:?} has no tag"))
+            .lpn;
+        if !cached(lpn) {
+            scratch.push(lpn.0 / epp);
+        }
+    }
+    scratch.sort_unstable();
+    scratch.dedup();
+    scratch.len() as u32
 }
 
 #[cfg(test)]
