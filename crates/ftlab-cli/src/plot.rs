@@ -276,6 +276,7 @@ pub fn command(args: &PlotArgs) -> anyhow::Result<ExitCode> {
                             .map(|(s, n)| s / *n as f64)
                     })
                     .collect(),
+                paper: Vec::new(),
             })
             .collect();
         let mut title = args
@@ -297,6 +298,7 @@ pub fn command(args: &PlotArgs) -> anyhow::Result<ExitCode> {
             categories: xs,
             series,
             kind,
+            caption: String::new(),
         }));
     }
     let svg = if charts.len() == 1 {

@@ -97,8 +97,10 @@ pub fn charts(points: &[Point], title: &str) -> [Chart; 2] {
         series: vec![Series {
             name: "IOPS".into(),
             values: points.iter().map(|p| Some(p.iops)).collect(),
+            paper: Vec::new(),
         }],
         kind: Kind::Line,
+        caption: String::new(),
     };
     let us = |v: u64| (v > 0).then_some(v as f64 / 1e3);
     let p99 = Chart {
@@ -110,14 +112,17 @@ pub fn charts(points: &[Point], title: &str) -> [Chart; 2] {
             Series {
                 name: "all".into(),
                 values: points.iter().map(|p| us(p.p99_ns)).collect(),
+                paper: Vec::new(),
             },
             Series {
                 name: "reads".into(),
                 values: points.iter().map(|p| us(p.read_p99_ns)).collect(),
+                paper: Vec::new(),
             },
             Series {
                 name: "writes".into(),
                 values: points.iter().map(|p| us(p.write_p99_ns)).collect(),
+                paper: Vec::new(),
             },
         ]
         .into_iter()
@@ -125,6 +130,7 @@ pub fn charts(points: &[Point], title: &str) -> [Chart; 2] {
         .filter(|s| s.values.iter().any(Option::is_some))
         .collect(),
         kind: Kind::Line,
+        caption: String::new(),
     };
     [iops, p99]
 }

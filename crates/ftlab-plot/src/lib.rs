@@ -36,8 +36,12 @@ pub enum Kind {
 pub struct Series {
     /// Legend label.
     pub name: String,
-    /// One value per category; `None` leaves a gap.
+    /// One value per category; `None` is drawn as a small "n/a" where the bar or point
+    /// would be, never as a zero.
     pub values: Vec<Option<f64>>,
+    /// The paper's value per category where it gives one, drawn as a hollow diamond
+    /// beside ours (empty: no paper values).
+    pub paper: Vec<Option<f64>>,
 }
 
 /// A chart.
@@ -55,6 +59,9 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// Line or bars.
     pub kind: Kind,
+    /// A note under the chart (which workload stands in for the paper's), wrapped to
+    /// the chart's width; empty for none.
+    pub caption: String,
 }
 
 fn esc(s: &str) -> String {
@@ -110,10 +117,20 @@ pub fn svg(c: &Chart) -> String {
         for v in c
             .series
             .iter()
-            .flat_map(|s| s.values.iter().flatten().copied())
+            .flat_map(|s| s.values.iter().chain(&s.paper).flatten().copied())
         {
             lo = lo.min(v);
             hi = hi.max(v);
+        }
+    }
+    if c.kind == Kind::Stacked {
+        // A paper marker sits on our stack below its segment.
+        for (si, ser) in c.series.iter().enumerate() {
+            for (i, p) in ser.paper.iter().enumerate() {
+                if let Some(p) = p {
+                    hi = hi.max(stack_total(c, i, si) + p.max(0.0));
+                }
+            }
         }
     }
     if hi == lo {
@@ -128,12 +145,31 @@ pub fn svg(c: &Chart) -> String {
     let n = c.categories.len().max(1);
     let band = pw / n as f64;
     let x = |i: usize| LEFT + band * (i as f64 + 0.5);
+    let caption = wrap(&c.caption, CAPTION_CHARS);
+    let total_h = H + caption_height(caption.len());
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{total_h}" viewBox="0 0 {W} {total_h}" font-family="DejaVu Sans" font-size="12">"#
     );
-    let _ = write!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = write!(s, r#"<rect width="{W}" height="{total_h}" fill="white"/>"#);
+    for (i, line) in caption.iter().enumerate() {
+        let _ = write!(
+            s,
+            r##"<text x="12" y="{:.1}" font-size="10" fill="#444">{}</text>"##,
+            H + 4.0 + CAPTION_LINE * (i as f64 + 0.5),
+            esc(line)
+        );
+    }
+    let base = y(0f64.max(lo).min(hi));
+    let k = c.series.len().max(1);
+    // "n/a" for a missing value, read upwards from `(cx, bottom)` in the series' colour.
+    let na = |s: &mut String, cx: f64, bottom: f64, color: &str| {
+        let _ = write!(
+            s,
+            r#"<text x="{cx:.1}" y="{bottom:.1}" font-size="9" fill="{color}" dominant-baseline="middle" transform="rotate(-90 {cx:.1} {bottom:.1})" class="na">n/a</text>"#
+        );
+    };
     let _ = write!(
         s,
         r#"<text x="{}" y="28" text-anchor="middle" font-size="15">{}</text>"#,
@@ -186,9 +222,30 @@ pub fn svg(c: &Chart) -> String {
         TOP + ph / 2.0,
         esc(&c.y_label)
     );
-    let k = c.series.len().max(1);
+    // Where series `si`'s mark sits in category `i`: its bar's centre, or the category's
+    // centre for lines and stacks.
+    let bw = band * 0.8 / k as f64;
+    let slot = |i: usize, si: usize| match c.kind {
+        Kind::Bar => x(i) - band * 0.4 + bw * (si as f64 + 0.5),
+        _ => x(i),
+    };
     for (si, ser) in c.series.iter().enumerate() {
         let color = COLORS[si % COLORS.len()];
+        for (i, v) in ser.values.iter().enumerate() {
+            if v.is_none() {
+                // Lines and stacks put every series' n/a at the category's centre: fan
+                // them out so they do not overlap.
+                let cx = match c.kind {
+                    Kind::Bar => slot(i, si),
+                    _ => x(i) + 10.0 * (si as f64 - (k as f64 - 1.0) / 2.0),
+                };
+                let bottom = match c.kind {
+                    Kind::Stacked => y(stack_total(c, i, c.series.len())) - 3.0,
+                    _ => base - 3.0,
+                };
+                na(&mut s, cx, bottom, color);
+            }
+        }
         match c.kind {
             Kind::Line => {
                 let mut d = String::new();
@@ -237,8 +294,6 @@ pub fn svg(c: &Chart) -> String {
                 }
             }
             Kind::Bar => {
-                let bw = band * 0.8 / k as f64;
-                let base = y(0f64.max(lo).min(hi));
                 for (i, v) in ser.values.iter().enumerate() {
                     if let Some(v) = v {
                         let bx = x(i) - band * 0.4 + bw * si as f64;
@@ -256,6 +311,15 @@ pub fn svg(c: &Chart) -> String {
                 }
             }
         }
+        for (i, p) in ser.paper.iter().enumerate() {
+            if let Some(p) = p {
+                let py = match c.kind {
+                    Kind::Stacked => y(stack_total(c, i, si) + p.max(0.0)),
+                    _ => y(*p),
+                };
+                diamond(&mut s, slot(i, si), py, color);
+            }
+        }
         let ly = TOP + 10.0 + 20.0 * si as f64;
         let lx = W - RIGHT + 15.0;
         let _ = write!(
@@ -267,8 +331,68 @@ pub fn svg(c: &Chart) -> String {
             esc(&ser.name)
         );
     }
+    if c.series
+        .iter()
+        .any(|ser| ser.paper.iter().any(Option::is_some))
+    {
+        let ly = TOP + 10.0 + 20.0 * c.series.len() as f64;
+        let lx = W - RIGHT + 15.0;
+        diamond(&mut s, lx + 7.0, ly - 4.0, "#333");
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{ly:.1}">the paper's value</text>"#,
+            lx + 20.0
+        );
+    }
     s.push_str("</svg>\n");
     s
+}
+
+/// Characters per caption line (10 px type over the chart's width).
+const CAPTION_CHARS: usize = 128;
+/// Height of a caption line.
+const CAPTION_LINE: f64 = 13.0;
+
+/// The extra height a caption of `lines` lines takes below the chart.
+fn caption_height(lines: usize) -> f64 {
+    if lines == 0 {
+        0.0
+    } else {
+        CAPTION_LINE * lines as f64 + 8.0
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word
+/// gets a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A hollow diamond (the paper's value) centred on `(cx, cy)`, outlined in `color`.
+fn diamond(s: &mut String, cx: f64, cy: f64, color: &str) {
+    let r = 5.5;
+    let _ = write!(
+        s,
+        r#"<path d="M{:.1},{cy:.1} L{cx:.1},{:.1} L{:.1},{cy:.1} L{cx:.1},{:.1} Z" fill="white" stroke="{color}" stroke-width="2" class="paper"/>"#,
+        cx - r,
+        cy - r,
+        cx + r,
+        cy + r
+    );
 }
 
 /// Sum of the first `n` series at category `i` (gaps and negative values count as 0).
@@ -284,7 +408,19 @@ fn stack_total(c: &Chart, i: usize, n: usize) -> f64 {
 pub fn grid(charts: &[String], columns: usize) -> String {
     let columns = columns.clamp(1, charts.len().max(1));
     let rows = charts.len().div_ceil(columns).max(1);
-    let (w, h) = (W * columns as f64, H * rows as f64);
+    // A chart with a caption is taller than `H`: each row is as tall as its tallest.
+    let height = |c: &String| -> f64 {
+        c.split_once(" height=\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .and_then(|(h, _)| h.parse().ok())
+            .unwrap_or(H)
+    };
+    let row_h: Vec<f64> = charts
+        .chunks(columns)
+        .map(|row| row.iter().map(height).fold(H, f64::max))
+        .collect();
+    let row_y = |r: usize| row_h[..r].iter().sum::<f64>();
+    let (w, h) = (W * columns as f64, row_y(rows).max(H));
     let mut s = String::new();
     let _ = write!(
         s,
@@ -292,7 +428,7 @@ pub fn grid(charts: &[String], columns: usize) -> String {
     );
     let _ = write!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
     for (i, c) in charts.iter().enumerate() {
-        let (x, y) = (W * (i % columns) as f64, H * (i / columns) as f64);
+        let (x, y) = (W * (i % columns) as f64, row_y(i / columns));
         let inner = c.replacen(
             r#"<svg xmlns="http://www.w3.org/2000/svg""#,
             &format!(r#"<svg x="{x}" y="{y}""#),
@@ -357,14 +493,81 @@ mod tests {
                 Series {
                     name: "dftl".into(),
                     values: vec![Some(0.5), Some(0.7), None],
+                    paper: vec![],
                 },
                 Series {
                     name: "tpm".into(),
                     values: vec![Some(0.8), Some(0.9), Some(0.95)],
+                    paper: vec![],
                 },
             ],
             kind,
+            caption: String::new(),
         }
+    }
+
+    #[test]
+    fn a_missing_value_is_drawn_as_na_never_as_zero() {
+        for kind in [Kind::Line, Kind::Bar, Kind::Stacked] {
+            let s = svg(&chart(kind));
+            assert_eq!(s.matches(">n/a<").count(), 1, "{kind:?}: {s}");
+            assert!(
+                s.contains(r##"fill="#1f77b4" dominant-baseline"##),
+                "{kind:?}"
+            );
+        }
+        // Bars: three of one series, two of the other (no zero-height bar for the gap).
+        let bars = svg(&chart(Kind::Bar));
+        assert_eq!(bars.matches(r#"<rect x="#).count(), 5 + 2, "{bars}");
+    }
+
+    #[test]
+    fn paper_values_are_diamonds_with_a_legend_entry_and_fit_the_axis() {
+        let mut c = chart(Kind::Bar);
+        assert!(!svg(&c).contains("the paper's value"));
+        c.series[1].paper = vec![None, Some(1.7), None];
+        let s = svg(&c);
+        assert_eq!(
+            s.matches(r#"class="paper""#).count(),
+            1 + 1,
+            "marker + legend"
+        );
+        assert!(s.contains("the paper's value"));
+        assert!(s.contains(">2<"), "the axis reaches the paper's 1.7: {s}");
+        for kind in [Kind::Line, Kind::Stacked] {
+            c.kind = kind;
+            assert_eq!(svg(&c).matches(r#"class="paper""#).count(), 2, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_caption_is_wrapped_under_the_chart_and_makes_it_taller() {
+        let mut c = chart(Kind::Line);
+        c.caption = "Workload: ".to_string() + &"stand-in trace ".repeat(20);
+        let s = svg(&c);
+        let lines = wrap(&c.caption, CAPTION_CHARS);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= CAPTION_CHARS));
+        let h = H + caption_height(3);
+        assert!(s.starts_with(&format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}""#
+        )));
+        assert_eq!(s.matches(r##"font-size="10" fill="#444""##).count(), 3);
+        // A grid row is as tall as its tallest chart.
+        let plain = svg(&chart(Kind::Line));
+        let g = grid(&[s.clone(), plain.clone(), plain], 2);
+        assert!(
+            g.contains(&format!(r#"height="{}""#, h + H)),
+            "{}",
+            &g[..200]
+        );
+        assert!(g.contains(&format!(r#"<svg x="0" y="{h}""#)));
+        assert_eq!(wrap("", 10), Vec::<String>::new());
+        assert_eq!(
+            wrap("averyveryverylongword b", 5),
+            ["averyveryverylongword", "b"]
+        );
+        png(&s).unwrap();
     }
 
     #[test]

@@ -23,6 +23,61 @@ pub(super) struct Expanded {
     pub ss: Vec<Point>,
     /// The variants of each series point.
     pub vs: Variants,
+    /// The paper's values per plotted series and x point (`Experiment::paper`).
+    pub paper: Vec<Vec<Option<f64>>>,
+    /// Which workload each point ran, for the chart's caption.
+    pub caption: String,
+}
+
+/// The workload a configuration runs, in a few words: the trace's file name, or the
+/// synthetic generator and its request count.
+fn workload_words(cfg: &Config) -> String {
+    match &cfg.trace {
+        Some(t) => {
+            let name = Path::new(t)
+                .file_name()
+                .map_or(t.clone(), |n| n.to_string_lossy().into_owned());
+            if cfg.warmup > 0 {
+                format!("{name} (after {} warm-up passes)", cfg.warmup)
+            } else {
+                name
+            }
+        }
+        None => format!("synthetic, {} requests", cfg.synthetic.count),
+    }
+}
+
+/// The caption naming what stood in for the paper's workload at each point: one
+/// phrase when every run used the same, else by x point, by series, or by both.
+fn caption(xs: &[Point], ss: &[Point], runs: &[(usize, usize, String)]) -> String {
+    let first = |f: &dyn Fn(&(usize, usize, String)) -> bool| {
+        runs.iter()
+            .find(|r| f(r))
+            .map(|r| r.2.clone())
+            .unwrap_or_default()
+    };
+    let same = |a: &dyn Fn(&(usize, usize, String)) -> usize| {
+        runs.iter()
+            .all(|r| runs.iter().filter(|o| a(o) == a(r)).all(|o| o.2 == r.2))
+    };
+    let list = if runs.iter().all(|r| r.2 == runs[0].2) {
+        return format!("Workload: {}.", runs.first().map_or("", |r| r.2.as_str()));
+    } else if same(&|r| r.1) {
+        xs.iter()
+            .enumerate()
+            .map(|(xi, x)| format!("{}: {}", x.name, first(&|r| r.1 == xi)))
+            .collect::<Vec<_>>()
+    } else if same(&|r| r.0) {
+        ss.iter()
+            .enumerate()
+            .map(|(si, s)| format!("{}: {}", s.name, first(&|r| r.0 == si)))
+            .collect()
+    } else {
+        runs.iter()
+            .map(|(si, xi, w)| format!("{} at {}: {w}", ss[*si].name, xs[*xi].name))
+            .collect()
+    };
+    format!("Workload: {}.", list.join("; "))
 }
 
 /// Which run of which experiment: indices of the experiment, series point, x point and
@@ -196,10 +251,15 @@ pub(super) fn plan(
                 )));
             }
         }
+        let paper = exp.paper_values(&exp.plotted(&ss), &xs).map_err(spec_err)?;
+        let mut runs = Vec::new();
         for (si, s) in ss.iter().enumerate() {
             for (xi, x) in xs.iter().enumerate() {
                 for (vi, (_, set)) in vs[si].iter().enumerate() {
                     let cfg = exp.config(x, s, set, quick, root).map_err(spec_err)?;
+                    if vi == 0 {
+                        runs.push((si, xi, workload_words(&cfg)));
+                    }
                     let key = RunKey {
                         exp: ei,
                         series: si,
@@ -210,12 +270,15 @@ pub(super) fn plan(
                 }
             }
         }
+        let caption = caption(&xs, &ss, &runs);
         exps.push(Expanded {
             path: f.clone(),
             exp,
             xs,
             ss,
             vs,
+            paper,
+            caption,
         });
     }
     Ok((exps, jobs))
@@ -224,6 +287,67 @@ pub(super) fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_caption_names_the_workload_once_or_per_point() {
+        let pts = |names: &[&str]| -> Vec<Point> {
+            names
+                .iter()
+                .map(|n| Point {
+                    name: n.to_string(),
+                    set: toml::Table::new(),
+                    best: None,
+                })
+                .collect()
+        };
+        let (xs, ss) = (pts(&["A", "B"]), pts(&["dftl", "tpm"]));
+        let run = |s, x, w: &str| (s, x, w.to_string());
+        let same = [
+            run(0, 0, "t"),
+            run(0, 1, "t"),
+            run(1, 0, "t"),
+            run(1, 1, "t"),
+        ];
+        assert_eq!(caption(&xs, &ss, &same), "Workload: t.");
+        let by_x = [
+            run(0, 0, "a"),
+            run(0, 1, "b"),
+            run(1, 0, "a"),
+            run(1, 1, "b"),
+        ];
+        assert_eq!(caption(&xs, &ss, &by_x), "Workload: A: a; B: b.");
+        let by_s = [
+            run(0, 0, "a"),
+            run(0, 1, "a"),
+            run(1, 0, "b"),
+            run(1, 1, "b"),
+        ];
+        assert_eq!(caption(&xs, &ss, &by_s), "Workload: dftl: a; tpm: b.");
+        let both = [
+            run(0, 0, "a"),
+            run(0, 1, "b"),
+            run(1, 0, "c"),
+            run(1, 1, "a"),
+        ];
+        assert_eq!(
+            caption(&xs, &ss, &both),
+            "Workload: dftl at A: a; dftl at B: b; tpm at A: c; tpm at B: a."
+        );
+    }
+
+    #[test]
+    fn workload_words_name_the_trace_file_or_the_generator() {
+        let mut cfg = Config::default();
+        cfg.synthetic.count = 1234;
+        assert_eq!(workload_words(&cfg), "synthetic, 1234 requests");
+        cfg.trace = Some("/x/tests/data/financial1-first10k.spc".into());
+        assert_eq!(workload_words(&cfg), "financial1-first10k.spc");
+        cfg.warmup = 2;
+        assert_eq!(
+            workload_words(&cfg),
+            "financial1-first10k.spc (after 2 warm-up passes)"
+        );
+    }
 
     #[test]
     fn axes_expand() {

@@ -103,6 +103,10 @@ pub struct Produced {
     pub y: Vec<Vec<Option<f64>>>,
     /// Per (series, x): the chosen combination of a `best` series (None for others).
     pub best: Vec<Vec<Option<String>>>,
+    /// The paper's values per (series, x), where it states them.
+    pub paper: Vec<Vec<Option<f64>>>,
+    /// Which workload each point ran (the chart's caption).
+    pub caption: String,
 }
 
 /// Options of a reproduce run.
@@ -188,6 +192,8 @@ pub fn reproduce_paper(
             series: plotted.into_iter().map(|(name, _)| name).collect(),
             y,
             best: table.best,
+            paper: e.paper,
+            caption: e.caption,
             exp: e.exp,
         });
     }

@@ -76,9 +76,11 @@ fn chart(e: &Expanded, plotted: &[(String, String)], table: &Table) -> Chart {
         series: plotted
             .iter()
             .zip(table.y())
-            .map(|((name, _), values)| Series {
+            .zip(&e.paper)
+            .map(|(((name, _), values), paper)| Series {
                 name: name.clone(),
                 values,
+                paper: paper.clone(),
             })
             .collect(),
         kind: match e.exp.kind.as_str() {
@@ -86,6 +88,7 @@ fn chart(e: &Expanded, plotted: &[(String, String)], table: &Table) -> Chart {
             "stacked" => Kind::Stacked,
             _ => Kind::Line,
         },
+        caption: e.caption.clone(),
     }
 }
 
@@ -140,6 +143,15 @@ pub fn summary(paper: &str, produced: &[Produced], quick: bool) -> String {
             }
             s.push('\n');
         }
+        for (name, row) in p.series.iter().zip(&p.paper) {
+            if row.iter().any(Option::is_some) {
+                let _ = write!(s, "| {name} (paper) |");
+                for v in row {
+                    let _ = write!(s, " {} |", cell_text(*v));
+                }
+                s.push('\n');
+            }
+        }
         match &p.exp.normalize {
             Some(r) => {
                 let _ = writeln!(
@@ -164,6 +176,14 @@ pub fn summary(paper: &str, produced: &[Produced], quick: bool) -> String {
             .collect();
         if !chosen.is_empty() {
             let _ = writeln!(s, "\nBest configurations:\n\n{}", chosen.join("\n"));
+        }
+        let _ = writeln!(s, "\n{}", p.caption);
+        for v in &p.exp.paper {
+            let _ = writeln!(
+                s,
+                "\nThe paper's values of {} (diamonds on the chart): {}.",
+                v.series, v.source
+            );
         }
     }
     s
@@ -192,6 +212,8 @@ mod tests {
             xs: vec![point("1,5"), point("2")],
             ss: vec![point("say \"hi\"")],
             vs: vec![vec![(String::new(), toml::Table::new())]],
+            paper: vec![vec![None, Some(0.75)]],
+            caption: "Workload: synthetic, 10 requests.".into(),
         };
         let plotted = e.exp.plotted(&e.ss);
         let cell = |y, c| Cell {
@@ -207,6 +229,16 @@ mod tests {
             text,
             "x,series,y,b\n\"1,5\",\"say \"\"hi\"\"\",0.5,\n2,\"say \"\"hi\"\"\",,3\n"
         );
+        // The chart: our missing value is "n/a", the paper's value a diamond, and the
+        // caption names the workload.
+        let svg = plot::svg(&chart(&e, &plotted, &table));
+        assert_eq!(svg.matches(">n/a<").count(), 1);
+        assert_eq!(
+            svg.matches(r#"class="paper""#).count(),
+            2,
+            "marker + legend"
+        );
+        assert!(svg.contains(">Workload: synthetic, 10 requests.<"));
     }
 
     #[test]

@@ -111,6 +111,24 @@ pub struct Experiment {
     /// series per entry. Excludes `series` and `y`.
     #[serde(default)]
     pub metrics: Vec<MetricSeries>,
+    /// Values the paper states for plotted series, drawn as markers beside ours.
+    #[serde(default)]
+    pub paper: Vec<PaperValues>,
+}
+
+/// What the paper states for one plotted series: a value per x point, in the plotted
+/// unit (after `y_scale` and `normalize`), drawn as a hollow diamond beside our value.
+/// Only numbers the paper's text or tables give belong here, never values read off its
+/// figures.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PaperValues {
+    /// The plotted series (legend label) they belong to.
+    pub series: String,
+    /// X point name to the paper's value.
+    pub values: toml::Table,
+    /// Where the paper gives them (section, table or sentence).
+    pub source: String,
 }
 
 /// A series read from the report of each x point's run.
@@ -175,6 +193,40 @@ impl Experiment {
 
     /// The (label, report path) plotted per series: the metrics, or `y` for every
     /// config series.
+    /// The paper's values of each plotted series (`plotted`), one per x point of `xs`;
+    /// an error names a series or x point the file does not have, or a value that is
+    /// not a number.
+    pub(super) fn paper_values(
+        &self,
+        plotted: &[(String, String)],
+        xs: &[Point],
+    ) -> Result<Vec<Vec<Option<f64>>>, String> {
+        let mut out = vec![vec![None; xs.len()]; plotted.len()];
+        for p in &self.paper {
+            let si = plotted
+                .iter()
+                .position(|(name, _)| *name == p.series)
+                .ok_or_else(|| format!("paper.series = `{}` names no plotted series", p.series))?;
+            for (x, v) in &p.values {
+                let xi = xs.iter().position(|pt| pt.name == *x).ok_or_else(|| {
+                    format!("paper values of `{}`: `{x}` is no x point", p.series)
+                })?;
+                let v = match v {
+                    toml::Value::Integer(i) => *i as f64,
+                    toml::Value::Float(f) => *f,
+                    other => {
+                        return Err(format!(
+                            "paper values of `{}` at `{x}`: `{other}` is not a number",
+                            p.series
+                        ))
+                    }
+                };
+                out[si][xi] = Some(v);
+            }
+        }
+        Ok(out)
+    }
+
     pub(super) fn plotted(&self, ss: &[Point]) -> Vec<(String, String)> {
         if self.metrics.is_empty() {
             ss.iter()
@@ -196,6 +248,41 @@ mod tests {
     fn exp(text: &str) -> Experiment {
         let head = "title = \"t\"\nsource = \"s\"\nx_label = \"x\"\ny_label = \"y\"\n";
         toml::from_str(&format!("{head}{text}")).unwrap()
+    }
+
+    #[test]
+    fn paper_values_land_on_their_series_and_x_point_and_bad_ones_are_named() {
+        let e = exp(concat!(
+            "y = \"a\"\n[x]\nkey = \"op\"\nvalues = [7, 25]\n",
+            "[[series.points]]\nname = \"dftl\"\n[[series.points]]\nname = \"tpm\"\n",
+            "[[paper]]\nseries = \"tpm\"\nvalues = { \"25\" = 89.27 }\nsource = \"tpm.txt\"\n",
+        ));
+        let xs = e.x.expand().unwrap();
+        let ss = e.series_points().unwrap();
+        let plotted = e.plotted(&ss);
+        assert_eq!(
+            e.paper_values(&plotted, &xs).unwrap(),
+            vec![vec![None, None], vec![None, Some(89.27)]]
+        );
+        for (bad, needle) in [
+            (
+                "series = \"fast\"\nvalues = {}",
+                "`fast` names no plotted series",
+            ),
+            (
+                "series = \"tpm\"\nvalues = { \"9\" = 1 }",
+                "`9` is no x point",
+            ),
+            (
+                "series = \"tpm\"\nvalues = { \"7\" = \"high\" }",
+                "is not a number",
+            ),
+        ] {
+            let mut e = e.clone();
+            e.paper = vec![toml::from_str(&format!("{bad}\nsource = \"s\"")).unwrap()];
+            let err = e.paper_values(&plotted, &xs).unwrap_err();
+            assert!(err.contains(needle), "{err}");
+        }
     }
 
     #[test]
