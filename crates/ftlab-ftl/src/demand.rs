@@ -807,36 +807,28 @@ impl Space {
         // the first whose copies fit at all. (A scan of every block found the same
         // block at O(blocks) per victim; TPM picks most of its victims here.)
         let mut best: Option<Pbn> = None;
+        let round = Round {
+            kind: &self.kind,
+            geo: &self.geo,
+            epp: self.lay.epp,
+            scheme: self.scheme,
+            pool,
+            trans_room,
+        };
         let scratch = &mut self.gc_scratch;
         for (b, valid) in self.index.ascending() {
             debug_assert_eq!(valid, flash.valid_count(b), "{b:?}: index and flash differ");
             if valid == ppb {
                 break;
             }
-            let is_trans = self.kind[b.idx()] == Kind::Trans;
-            let room = if is_trans { trans_room } else { data_room(b) };
-            let c = (valid > room) as u32;
-            if c > pool {
-                continue;
+            match round.keeps(scratch, flash, b, valid, &data_room, &cached) {
+                Some(true) => {
+                    best = Some(b);
+                    break;
+                }
+                Some(false) => best = best.or(Some(b)),
+                None => {}
             }
-            let writes = if is_trans {
-                0
-            } else {
-                uncached_tpages(
-                    scratch,
-                    &self.geo,
-                    self.lay.epp,
-                    self.scheme,
-                    flash,
-                    b,
-                    &cached,
-                )
-            };
-            if c + (writes > trans_room) as u32 <= pool {
-                best = Some(b);
-                break;
-            }
-            best = best.or(Some(b));
         }
         #[cfg(debug_assertions)]
         {
@@ -869,35 +861,25 @@ impl Space {
         cached: impl Fn(Lpn) -> bool,
     ) -> Option<Pbn> {
         let ppb = self.geo.pages_per_block;
-        let pool = self.free.len() as u32;
-        let trans_room = self.trans_room(flash);
+        let round = Round {
+            kind: &self.kind,
+            geo: &self.geo,
+            epp: self.lay.epp,
+            scheme: self.scheme,
+            pool: self.free.len() as u32,
+            trans_room: self.trans_room(flash),
+        };
         let mut best: Option<(bool, u32, Pbn)> = None;
         for b in (0..self.geo.blocks).map(Pbn) {
             let valid = flash.valid_count(b);
             if !self.index.contains(b) || valid == ppb {
                 continue;
             }
-            let is_trans = self.kind[b.idx()] == Kind::Trans;
-            let room = if is_trans { trans_room } else { data_room(b) };
-            let c = (valid > room) as u32;
-            if c > pool {
+            let Some(keeps) =
+                round.keeps(&mut self.gc_scratch, flash, b, valid, &data_room, &cached)
+            else {
                 continue;
-            }
-            let writes = if is_trans {
-                0
-            } else {
-                let scratch = &mut self.gc_scratch;
-                uncached_tpages(
-                    scratch,
-                    &self.geo,
-                    self.lay.epp,
-                    self.scheme,
-                    flash,
-                    b,
-                    &cached,
-                )
             };
-            let keeps = c + (writes > trans_room) as u32 <= pool;
             if best.is_none_or(|(k, v, _)| {
                 (keeps, std::cmp::Reverse(valid)) > (k, std::cmp::Reverse(v))
             }) {
@@ -1132,6 +1114,52 @@ impl Space {
             |l| Some(Ppn(map(l))).filter(|p| p.0 != NONE),
             |ppn| self.kind[self.geo.block_of(ppn).idx()] == Kind::Data,
         )
+    }
+}
+
+/// What decides a low-pool victim ([`Space::low_pool_victim`]): the pool's size, the
+/// room in the active translation block, and the block kinds.
+struct Round<'a> {
+    kind: &'a [Kind],
+    geo: &'a Geometry,
+    epp: u32,
+    scheme: &'a str,
+    pool: u32,
+    trans_room: u32,
+}
+
+impl Round<'_> {
+    /// Whether a GC round on sealed block `b` (with `valid` valid pages) keeps a block
+    /// in the pool (`Some(true)`), takes the last one (`Some(false)`), or cannot place
+    /// its copies at all (`None`). Its copies take a pool block if they overflow the
+    /// room they go to; its translation writes (the distinct uncached translation
+    /// pages of its valid pages; none for a translation block) take one if they
+    /// overflow the active translation block.
+    fn keeps(
+        &self,
+        scratch: &mut Vec<u32>,
+        flash: &Flash,
+        b: Pbn,
+        valid: u32,
+        data_room: impl Fn(Pbn) -> u32,
+        cached: impl Fn(Lpn) -> bool,
+    ) -> Option<bool> {
+        let is_trans = self.kind[b.idx()] == Kind::Trans;
+        let room = if is_trans {
+            self.trans_room
+        } else {
+            data_room(b)
+        };
+        let c = (valid > room) as u32;
+        if c > self.pool {
+            return None;
+        }
+        let writes = if is_trans {
+            0
+        } else {
+            uncached_tpages(scratch, self.geo, self.epp, self.scheme, flash, b, cached)
+        };
+        Some(c + (writes > self.trans_room) as u32 <= self.pool)
     }
 }
 
