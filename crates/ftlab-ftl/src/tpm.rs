@@ -26,6 +26,12 @@
 //!   as DFTL, §IV-B.1); at most one per translation page. The start logical address,
 //!   update count and LRU links of each cached page are bookkeeping, not counted (as
 //!   DFTL's dirty bits and links are not).
+//! - Simulator representation (no effect on any figure): a cached page's entries are not
+//!   copied into a cache buffer; the cache updates the translation page's entries in
+//!   `content` in place, so a miss and a write-back move no 4 KiB of RAM each. A cached
+//!   page's `content` is then ahead of its copy on flash until it is written back, which
+//!   the checks allow for (`Space::check_with`); a power loss rebuilds `content` from the
+//!   spare areas, so nothing depends on the copy on flash being kept apart.
 //! - `write_pointers` (default `auto`): how many write pointers there are. The paper has
 //!   one per GTD entry, which needs an open data block per translation page (the "about
 //!   4.74% extra space overhead" of §IV-C). A device whose over-provisioning cannot hold
@@ -124,8 +130,6 @@ pub struct Tpm {
     lru: Lru,
     slot_tpage: Vec<u32>,
     slot_updates: Vec<u32>,
-    /// `slots * epp` cached entries.
-    slot_entries: Vec<u32>,
     free_slots: Vec<u32>,
     /// GTD cache index: translation page -> CMT slot, or NONE ("-1").
     gtd_slot: Vec<u32>,
@@ -203,7 +207,6 @@ impl Tpm {
             lru: Lru::new(slots),
             slot_tpage: vec![NONE; slots as usize],
             slot_updates: vec![0; slots as usize],
-            slot_entries: vec![NONE; slots as usize * lay.epp as usize],
             free_slots: (0..slots).rev().collect(),
             gtd_slot: vec![NONE; lay.tpages as usize],
             per_wp,
@@ -242,9 +245,11 @@ impl Tpm {
         self.slot_tpage.len() as u32
     }
 
+    /// Where entry `off` of the page cached in `slot` lives: in `content` itself, which
+    /// the cache updates in place (see the module documentation).
     #[inline]
     fn entry(&self, slot: u32, off: u32) -> usize {
-        slot as usize * self.s.lay.epp as usize + off as usize
+        self.s.entry(self.slot_tpage[slot as usize], off)
     }
 
     /// The CMT slot of translation page `t`, loading it on a miss.
@@ -263,10 +268,6 @@ impl Tpm {
         }
         self.s.read_tpage(flash, t, Why::Miss);
         let s = self.free_slots.pop().expect("eviction freed a slot");
-        let epp = self.s.lay.epp as usize;
-        let src = self.s.entry(t, 0);
-        let dst = self.entry(s, 0);
-        self.slot_entries[dst..dst + epp].copy_from_slice(&self.s.content[src..src + epp]);
         self.slot_tpage[s as usize] = t;
         self.slot_updates[s as usize] = 0;
         self.gtd_slot[t as usize] = s;
@@ -284,10 +285,6 @@ impl Tpm {
         if self.slot_updates[v as usize] > 0 {
             self.room_for_tpage(flash);
             let t = self.slot_tpage[v as usize];
-            let epp = self.s.lay.epp as usize;
-            let src = self.entry(v, 0);
-            let dst = self.s.entry(t, 0);
-            self.s.content[dst..dst + epp].copy_from_slice(&self.slot_entries[src..src + epp]);
             self.s.write_tpage(flash, t, Why::Evict);
             self.s.c.dirty_evictions += 1;
         }
@@ -367,19 +364,16 @@ impl Tpm {
     /// when the translation block is full, as for a dirty eviction).
     fn restore_mappings(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         let (unwritten, on_flash) = self.s.recovery_pages();
-        let epp = self.s.lay.epp as usize;
         for t in unwritten {
+            // The scanned entries stay in `content`, which the cache now holds in place.
             let s = self
                 .free_slots
                 .pop()
                 .ok_or_else(|| self.s.cmt_overflow(t))?;
-            let (src, dst) = (self.s.entry(t, 0), self.entry(s, 0));
-            self.slot_entries[dst..dst + epp].copy_from_slice(&self.s.content[src..src + epp]);
             self.slot_tpage[s as usize] = t;
             self.slot_updates[s as usize] = 1;
             self.gtd_slot[t as usize] = s;
             self.lru.push_front(s);
-            self.s.forget_unwritten(t);
         }
         self.rewrite_tpages(flash, on_flash);
         Ok(())
@@ -388,10 +382,10 @@ impl Tpm {
     /// Unmaps entry `e` of cached `slot`.
     fn drop_old(&mut self, flash: &mut Flash, slot: u32, e: u32) {
         let i = self.entry(slot, e);
-        let old = self.slot_entries[i];
+        let old = self.s.content[i];
         if old != NONE {
             self.s.invalidate(flash, Ppn(old));
-            self.slot_entries[i] = NONE;
+            self.s.content[i] = NONE;
             self.slot_updates[slot as usize] += 1;
         }
     }
@@ -412,18 +406,12 @@ impl Tpm {
                 self.lru.len()
             ));
         }
-        let epp = self.s.lay.epp as usize;
         for s in self.lru.iter() {
             let t = self.slot_tpage[s as usize];
             if t == NONE || self.gtd_slot[t as usize] != s {
                 return Err(format!(
                     "CMT slot {s} holds page {t} whose cache index differs"
                 ));
-            }
-            let cached = &self.slot_entries[self.entry(s, 0)..self.entry(s, 0) + epp];
-            let on_flash = &self.s.content[self.s.entry(t, 0)..self.s.entry(t, 0) + epp];
-            if self.slot_updates[s as usize] == 0 && cached != on_flash {
-                return Err(format!("never-updated cached page {t} differs from flash"));
             }
         }
         let indexed = self.gtd_slot.iter().filter(|&&s| s != NONE).count();
@@ -522,8 +510,8 @@ impl Demand for Tpm {
             return false;
         }
         let i = self.entry(slot, e);
-        debug_assert_eq!(self.slot_entries[i], src.0);
-        self.slot_entries[i] = dst.0;
+        debug_assert_eq!(self.s.content[i], src.0);
+        self.s.content[i] = dst.0;
         self.slot_updates[slot as usize] += 1;
         true
     }
@@ -545,7 +533,7 @@ impl Ftl for Tpm {
             self.after_data_program(flash, g, dst);
             debug_assert_eq!(self.gtd_slot[t as usize], slot);
             let i = self.entry(slot, e);
-            self.slot_entries[i] = dst.0;
+            self.s.content[i] = dst.0;
             self.slot_updates[slot as usize] += 1;
         }
     }
@@ -553,7 +541,7 @@ impl Ftl for Tpm {
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
         let (t, e) = self.s.tpage_of(lpn);
         let slot = self.lookup(flash, t);
-        let ppn = self.slot_entries[self.entry(slot, e)];
+        let ppn = self.s.content[self.entry(slot, e)];
         (ppn != NONE).then(|| flash.read(Ppn(ppn), Cause::Host))
     }
 
@@ -568,7 +556,6 @@ impl Ftl for Tpm {
     /// `dftl.rs`). GC on the way can update cached pages again, so it repeats while
     /// any is dirty, a few times at most.
     fn settle(&mut self, flash: &mut Flash) {
-        let epp = self.s.lay.epp as usize;
         for _ in 0..8 {
             let dirty: Vec<u32> = (0..self.slot_tpage.len() as u32)
                 .filter(|&v| {
@@ -581,9 +568,6 @@ impl Ftl for Tpm {
             for v in dirty {
                 self.room_for_tpage(flash);
                 let t = self.slot_tpage[v as usize];
-                let src = self.entry(v, 0);
-                let dst = self.s.entry(t, 0);
-                self.s.content[dst..dst + epp].copy_from_slice(&self.slot_entries[src..src + epp]);
                 self.s.write_tpage(flash, t, Why::Evict);
                 self.slot_updates[v as usize] = 0;
             }
@@ -597,20 +581,20 @@ impl Ftl for Tpm {
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
-        self.s.check(flash, |b| {
-            let g = self.owner[b.idx()];
-            g != NONE && self.wp[g as usize] == b.0
-        })?;
+        self.s.check_with(
+            flash,
+            |b| {
+                let g = self.owner[b.idx()];
+                g != NONE && self.wp[g as usize] == b.0
+            },
+            |t| self.gtd_slot[t as usize] != NONE,
+        )?;
         self.check_cache()?;
         self.check_groups(flash)?;
+        // Cached or not, a mapping is in `content` (the cache updates it in place).
         self.s.check_mapping(flash, |l| {
             let (t, e) = self.s.tpage_of(Lpn(l));
-            let s = self.gtd_slot[t as usize];
-            if s != NONE {
-                self.slot_entries[self.entry(s, e)]
-            } else {
-                self.s.content[self.s.entry(t, e)]
-            }
+            self.s.content[self.s.entry(t, e)]
         })
     }
 
@@ -720,7 +704,7 @@ mod tests {
         assert_eq!(flash.peek_tag(p145), Some(tag(145, 1)));
         assert_eq!(geo.offset_of(p145), 0);
         let slot = f.cache_index(18).unwrap();
-        assert_eq!(f.slot_entries[f.entry(slot, 145 % 8)], p145.0);
+        assert_eq!(f.s.content[f.entry(slot, 145 % 8)], p145.0);
         // 134 shares entry 16 with 135 (128..=135), so it goes right after it; 136 is
         // entry 17's and goes elsewhere.
         f.write(&mut flash, &[tag(134, 1)]);
