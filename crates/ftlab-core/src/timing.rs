@@ -31,6 +31,11 @@
 //!   program/erase suspend; GC operations queue like host ones (not preemptible).
 //! - Utilisation counts an operation's die time as its array time plus its transfer
 //!   (waits excluded).
+//! - Array times are the preset's, fixed. [`ParallelTiming::with_exponential_service`]
+//!   draws each operation's array time from an exponential distribution of the same
+//!   mean instead (a library option, not a config key): the queueing textbooks'
+//!   service model, under which a closed loop of N random reads over D dies has the
+//!   product-form throughput D N / (N + D - 1) per service time, which a test checks.
 
 use crate::flash::{FlashOp, OpBatch, OpKind};
 use crate::nand::Latencies;
@@ -195,6 +200,9 @@ pub struct ParallelTiming {
     /// Die time spent on operations (array and transfer; waits excluded), summed over
     /// dies, ns.
     busy: u64,
+    /// Exponential array times ([`ParallelTiming::with_exponential_service`]): the
+    /// generator of the draws; `None` for the preset's fixed times.
+    exponential: Option<crate::rng::SplitMix64>,
 }
 
 impl ParallelTiming {
@@ -226,7 +234,16 @@ impl ParallelTiming {
             chan_free: vec![0; channels as usize],
             latest: 0,
             busy: 0,
+            exponential: None,
         }
+    }
+
+    /// Each operation's array time drawn from an exponential distribution whose mean is
+    /// the preset's (seeded, so runs repeat), instead of the fixed time. Utilisation
+    /// still counts the mean.
+    pub fn with_exponential_service(mut self, seed: u64) -> Self {
+        self.exponential = Some(crate::rng::SplitMix64::new(seed));
+        self
     }
 
     /// Runs one operation from `start`; `dep` is when the read a program copies ends
@@ -237,7 +254,12 @@ impl ParallelTiming {
         let (d, c) = self.route[op.block.idx()];
         let die = &mut self.die_free[d as usize];
         let chan = &mut self.chan_free[c as usize];
-        let array = self.array[op.kind as usize];
+        let mut array = self.array[op.kind as usize];
+        if let Some(rng) = &mut self.exponential {
+            // Inverse transform of a uniform in (0, 1]: -ln(u) has mean 1.
+            let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+            array = (array as f64 * -u.ln()).round() as u64;
+        }
         let ready = start.max(*die);
         let (begin, end) = match op.kind {
             OpKind::Read => {
@@ -544,8 +566,18 @@ mod tests {
     /// Requests per ns of a closed loop of `depth` random single-page reads over
     /// `dies` dies, each on its own channel, with a fixed service time of 100 ns.
     fn closed_loop_read_throughput(dies: u32, depth: u32, requests: u64) -> f64 {
+        closed_loop(
+            ParallelTiming::new(lat(), dies, 1, dies * 16, Nanos(0)),
+            dies,
+            depth,
+            requests,
+        )
+    }
+
+    /// Requests per ns of a closed loop of `depth` random single-page reads over
+    /// `dies` dies of timing model `t`.
+    fn closed_loop(mut t: ParallelTiming, dies: u32, depth: u32, requests: u64) -> f64 {
         let mut q = ClosedLoop::new(1, depth);
-        let mut t = ParallelTiming::new(lat(), dies, 1, dies * 16, Nanos(0));
         let mut rng = crate::rng::SplitMix64::new(42);
         let mut last = 0;
         for _ in 0..requests {
@@ -576,6 +608,28 @@ mod tests {
         // Above the product form (exponential service), below D.
         let pf = |n: f64| 32.0 * n / (n + 31.0);
         assert!(s32 > pf(32.0) && s256 > pf(256.0) && s256 < 32.0);
+    }
+
+    #[test]
+    fn exponential_service_gives_the_product_form_throughput() {
+        // A closed network of N clients over D exponential servers with random routing
+        // (Gordon-Newell): X(N) t = D N / (N + D - 1), t the mean service time (100 ns).
+        let exp = |dies: u32, seed| {
+            ParallelTiming::new(lat(), dies, 1, dies * 16, Nanos(0)).with_exponential_service(seed)
+        };
+        for (dies, depth) in [(1, 4), (4, 1), (4, 4), (8, 16), (32, 32), (32, 256)] {
+            let x = closed_loop(exp(dies, 7), dies, depth, 200_000) * 100.0;
+            let (d, n) = (dies as f64, depth as f64);
+            let pf = d * n / (n + d - 1.0);
+            assert!(
+                (x / pf - 1.0).abs() < 0.01,
+                "D {dies}, N {depth}: {x:.3} vs {pf:.3}"
+            );
+        }
+        // The draws have the preset's mean, and a seed repeats its run exactly.
+        let a = closed_loop(exp(8, 1), 8, 8, 20_000);
+        assert_eq!(a, closed_loop(exp(8, 1), 8, 8, 20_000));
+        assert_ne!(a, closed_loop(exp(8, 2), 8, 8, 20_000));
     }
 
     #[test]
