@@ -249,13 +249,15 @@ impl ParallelTiming {
     /// Runs one operation from `start`; `dep` is when the read a program copies ends
     /// (else `start`). Returns when it begins (its die and channel free) and ends, and
     /// updates `dep` for the next operation.
+    /// `EXP`: the array time is an exponential draw (`exponential` is set); a constant,
+    /// so the fixed-time path carries no test per operation.
     #[inline(always)]
-    fn step(&mut self, start: u64, op: &FlashOp, dep: &mut u64) -> (u64, u64) {
+    fn step<const EXP: bool>(&mut self, start: u64, op: &FlashOp, dep: &mut u64) -> (u64, u64) {
         let (d, c) = self.route[op.block.idx()];
         let die = &mut self.die_free[d as usize];
         let chan = &mut self.chan_free[c as usize];
         let mut array = self.array[op.kind as usize];
-        if let Some(rng) = &mut self.exponential {
+        if let (true, Some(rng)) = (EXP, &mut self.exponential) {
             // Inverse transform of a uniform in (0, 1]: -ln(u) has mean 1.
             let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
             array = (array as f64 * -u.ln()).round() as u64;
@@ -285,6 +287,15 @@ impl ParallelTiming {
 
     /// Runs `ops` from `start`; returns their completion and the wait of the first.
     fn run(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
+        if self.exponential.is_some() {
+            self.run_with::<true>(start, ops)
+        } else {
+            self.run_with::<false>(start, ops)
+        }
+    }
+
+    #[inline(always)]
+    fn run_with<const EXP: bool>(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
         let start = start.0;
         let mut dep = start;
         let mut iter = ops.ops.iter();
@@ -295,9 +306,9 @@ impl ParallelTiming {
             };
         };
         // The first operation waits for its die (and a program for its channel).
-        let (begin, mut done) = self.step(start, first, &mut dep);
+        let (begin, mut done) = self.step::<EXP>(start, first, &mut dep);
         for op in iter {
-            done = done.max(self.step(start, op, &mut dep).1);
+            done = done.max(self.step::<EXP>(start, op, &mut dep).1);
         }
         let c = &ops.counts;
         let t = &self.die_time;
