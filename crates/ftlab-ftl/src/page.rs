@@ -11,7 +11,21 @@
 //!   number); the policies and what they leave open are in [`ftlab_core::victim`]. A
 //!   policy other than greedy may take a fully valid block: the round frees as much as
 //!   it takes, and GC goes on.
-//! - GC copies go to the same write frontier as host writes (no hot/cold separation).
+//! - Where GC copies go: `gc_frontier = "shared"` (default, the papers' model: GC copies
+//!   and host writes share the open block) or `"separate"` (issue 23 item 2, not in the
+//!   papers: GC copies get an open block of their own, one per die under a multi-die
+//!   `die_alloc`, so data that survived a collection, cold on average, is not mixed
+//!   with fresh host writes; Rosenblum and Ousterhout's LFS cleaner sorts survivors by
+//!   age the same way). Open choices, made here: the split is by write origin only (not
+//!   by a per-page update count); the GC frontier is opened at construction (one more
+//!   block, so `separate` needs one more block per die); a full GC block is sealed like
+//!   any other and may itself become a victim, whose survivors go to the GC frontier
+//!   again; filling the GC frontier during a collection takes a free block without
+//!   nesting a collection. Reported (`ftl.extra`, only under `separate`, so reports of
+//!   the default keep their keys): per stream (`host`, `gc`) the pages programmed
+//!   (`stream_*_programs`), the blocks opened (`stream_*_blocks`), the victims that
+//!   stream wrote (`stream_*_victims`) and the valid pages copied out of them
+//!   (`stream_*_victim_valid`); blocks found sealed by a recovery belong to neither.
 //! - Free blocks are reused first-in first-out (erased blocks go to the back), which
 //!   spreads wear without a wear-leveling policy.
 //! - GC is checked right after a new active block is opened, the moment the free pool
@@ -46,7 +60,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
-use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
+use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -75,6 +89,9 @@ pub struct PageOptions {
     /// round_robin (one open block per die, pages dealt in turn) or static (die =
     /// LPN % dies). Dies: channels x dies of parallel timing (1 under serial).
     pub die_alloc: DieAlloc,
+    /// Where GC copies are written: shared (the host's open block, the papers') or
+    /// separate (an open block of their own, per die: hot/cold separation by origin).
+    pub gc_frontier: GcFrontier,
 }
 
 /// Die-aware allocation of the `page` FTL (`die_alloc`).
@@ -98,6 +115,7 @@ impl Default for PageOptions {
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
             die_alloc: DieAlloc::Single,
+            gc_frontier: GcFrontier::Shared,
         }
     }
 }
@@ -113,6 +131,22 @@ impl PageOptions {
     }
 }
 
+/// Stream of a block's writes ([`PageFtl`]'s `origin`): host writes.
+const HOST: u8 = 0;
+/// GC copies (their own frontier).
+const GC: u8 = 1;
+/// Sealed when a recovery found it: the writer is not on flash.
+const RECOVERED: u8 = 2;
+
+/// Per-stream counters of `gc_frontier = "separate"`, indexed by [`HOST`] / [`GC`].
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamCounts {
+    programs: [u64; 2],
+    blocks: [u64; 2],
+    victims: [u64; 2],
+    victim_valid: [u64; 2],
+}
+
 /// The page-mapped FTL.
 pub struct PageFtl {
     geo: Geometry,
@@ -123,6 +157,14 @@ pub struct PageFtl {
     free_count: u32,
     /// Open blocks: one per die (one under `single`).
     active: Vec<Pbn>,
+    /// Open blocks of the GC copies under `gc_frontier = "separate"`, one per die;
+    /// empty under `shared` (copies go to `active`).
+    gc_active: Vec<Pbn>,
+    /// Under `separate`: which stream wrote each block ([`HOST`], [`GC`], or
+    /// [`RECOVERED`]); empty under `shared`.
+    origin: Vec<u8>,
+    /// Per-stream counters (reported under `separate` only).
+    streams: StreamCounts,
     alloc: DieAlloc,
     /// The die of the next round-robin write.
     turn: usize,
@@ -146,9 +188,11 @@ impl PageFtl {
         } else {
             gc_threshold + streams
         };
-        let needed = geo.logical_blocks() + gc_threshold + streams;
+        let separate = opts.gc_frontier == GcFrontier::Separate;
+        let open = if separate { 2 * streams } else { streams };
+        let needed = geo.logical_blocks() + gc_threshold + open;
         if geo.blocks < needed {
-            let what = if streams == 1 {
+            let mut what = if streams == 1 {
                 "logical blocks + gc_threshold + 1".to_string()
             } else {
                 format!(
@@ -156,6 +200,11 @@ impl PageFtl {
                      die) + {streams} open blocks, one per die"
                 )
             };
+            if separate {
+                what.push_str(&format!(
+                    " + {streams} open GC block(s) of gc_frontier = \"separate\""
+                ));
+            }
             return Err(geometry_error(
                 ID,
                 format!(
@@ -169,16 +218,36 @@ impl PageFtl {
         for b in 0..geo.blocks {
             free[(b % streams) as usize].push_back(Pbn(b));
         }
-        let active = free
+        let active: Vec<Pbn> = free
             .iter_mut()
             .map(|f| f.pop_front().expect("every die has a block"))
             .collect();
+        let mut origin = Vec::new();
+        let mut gc_active = Vec::new();
+        if separate {
+            origin = vec![RECOVERED; geo.blocks as usize];
+            for &b in &active {
+                origin[b.idx()] = HOST;
+            }
+            for f in free.iter_mut() {
+                let b = f.pop_front().expect("every die has a second block");
+                origin[b.idx()] = GC;
+                gc_active.push(b);
+            }
+        }
+        let counts = StreamCounts {
+            blocks: [active.len() as u64, gc_active.len() as u64],
+            ..StreamCounts::default()
+        };
         Ok(PageFtl {
             geo: geo.clone(),
             l2p: vec![UNMAPPED; geo.logical_pages as usize],
             free,
-            free_count: geo.blocks - streams,
+            free_count: geo.blocks - open,
             active,
+            gc_active,
+            origin,
+            streams: counts,
             alloc: opts.die_alloc,
             turn: 0,
             index: Victims::new(geo.blocks, geo.pages_per_block, opts.victim_policy()),
@@ -226,18 +295,43 @@ impl PageFtl {
     }
 
     /// The next free page of stream `s`'s write frontier, opening a new block (and,
-    /// for host writes, collecting garbage) when its current one is full.
+    /// for host writes, collecting garbage) when its current one is full. GC copies
+    /// (`in_gc`) go to the GC frontier under `gc_frontier = "separate"`.
+    #[inline]
     fn frontier(&mut self, flash: &mut Flash, s: usize, in_gc: bool) -> Ppn {
+        if in_gc && !self.gc_active.is_empty() {
+            return self.gc_frontier(flash, s);
+        }
         while flash.is_full(self.active[s]) {
             self.index
                 .insert(self.active[s], flash.valid_count(self.active[s]));
             self.active[s] = self.take_free(s);
+            if !self.origin.is_empty() {
+                self.origin[self.active[s].idx()] = HOST;
+                self.streams.blocks[HOST as usize] += 1;
+            }
             if !in_gc {
                 self.collect(flash);
             }
         }
         self.geo
             .ppn(self.active[s], flash.write_ptr(self.active[s]))
+    }
+
+    /// The next free page of die `s`'s GC frontier (`gc_frontier = "separate"`),
+    /// opening a new block when it is full (inside a collection: no nested one).
+    fn gc_frontier(&mut self, flash: &mut Flash, s: usize) -> Ppn {
+        let open = self.gc_active[s];
+        if flash.is_full(open) {
+            self.index.insert(open, flash.valid_count(open));
+            let b = self.take_free(s);
+            self.gc_active[s] = b;
+            self.origin[b.idx()] = GC;
+            self.streams.blocks[GC as usize] += 1;
+        }
+        self.streams.programs[GC as usize] += 1;
+        let open = self.gc_active[s];
+        self.geo.ppn(open, flash.write_ptr(open))
     }
 
     /// GC while free blocks are fewer than the threshold.
@@ -252,6 +346,12 @@ impl PageFtl {
                 "page FTL: GC victim {victim:?} and every sealed block are fully valid; \
                  no progress possible"
             );
+            if let Some(&o) = self.origin.get(victim.idx()) {
+                if o != RECOVERED {
+                    self.streams.victims[o as usize] += 1;
+                    self.streams.victim_valid[o as usize] += valid as u64;
+                }
+            }
             // One loop per allocation, so `single` (the papers', the hot case) pays
             // nothing for the others.
             match self.alloc {
@@ -330,6 +430,7 @@ impl Ftl for PageFtl {
             flash.program(ppn, tag, Cause::Host);
             self.l2p[tag.lpn.idx()] = ppn.0;
         }
+        self.streams.programs[HOST as usize] += pages.len() as u64;
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
@@ -343,18 +444,21 @@ impl Ftl for PageFtl {
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         self.l2p = scan::newest_copies(flash, &mut ())?;
-        // Partly written blocks reopen, one per stream (its die's, else any free
-        // stream); erased blocks go back to their die's pool.
+        // Partly written blocks reopen, one per open slot: the host's open blocks (one
+        // per die), then under `separate` the GC's (whether a page was a host write or
+        // a GC copy is not on flash, and either frontier may continue any block); a
+        // block goes to a slot of its die first, else to any free slot. Erased blocks
+        // go back to their die's pool.
         let streams = self.active.len();
-        let mut open: Vec<Option<Pbn>> = vec![None; streams];
+        let slots = streams + self.gc_active.len();
+        let mut open: Vec<Option<Pbn>> = vec![None; slots];
         let mut all_free = VecDeque::new();
         scan::sort_blocks(flash, &mut all_free, &mut self.index, |b| {
             let own = b.idx() % streams;
-            let slot = if open[own].is_none() {
-                Some(own)
-            } else {
-                open.iter().position(Option::is_none)
-            };
+            let slot = (own..slots)
+                .step_by(streams)
+                .find(|&i| open[i].is_none())
+                .or_else(|| open.iter().position(Option::is_none));
             if let Some(s) = slot {
                 open[s] = Some(b);
             }
@@ -365,12 +469,27 @@ impl Ftl for PageFtl {
         for b in all_free {
             self.free[b.idx() % streams].push_back(b);
         }
-        for (s, o) in open.into_iter().enumerate() {
-            self.active[s] = match o {
+        for (i, o) in open.into_iter().enumerate() {
+            let s = i % streams;
+            let b = match o {
                 Some(b) => b,
                 None if self.free_count > 0 => self.take_free(s),
                 None => return Err(RecoverError::Failed("no free or open block left".into())),
             };
+            if i < streams {
+                self.active[s] = b;
+            } else {
+                self.gc_active[s] = b;
+            }
+        }
+        if !self.origin.is_empty() {
+            self.origin.fill(RECOVERED);
+            for &b in &self.active {
+                self.origin[b.idx()] = HOST;
+            }
+            for &b in &self.gc_active {
+                self.origin[b.idx()] = GC;
+            }
         }
         self.turn = 0;
         self.collect(flash);
@@ -387,15 +506,50 @@ impl Ftl for PageFtl {
                 free.len()
             ));
         }
-        scan::check_blocks(flash, &free, &self.index, &self.active)
+        if self.gc_active.is_empty() {
+            return scan::check_blocks(flash, &free, &self.index, &self.active);
+        }
+        let open: Vec<Pbn> = self.active.iter().chain(&self.gc_active).copied().collect();
+        if let Some(b) = self.gc_active.iter().find(|b| self.active.contains(b)) {
+            return Err(format!("{b:?} is open for host writes and for GC copies"));
+        }
+        scan::check_blocks(flash, &free, &self.index, &open)
     }
 
     fn stats(&self) -> FtlStats {
-        self.stats.clone()
+        let mut st = self.stats.clone();
+        if !self.gc_active.is_empty() {
+            let c = &self.streams;
+            let e = &mut st.extra;
+            for (i, keys) in [
+                [
+                    "stream_host_programs",
+                    "stream_host_blocks",
+                    "stream_host_victims",
+                    "stream_host_victim_valid",
+                ],
+                [
+                    "stream_gc_programs",
+                    "stream_gc_blocks",
+                    "stream_gc_victims",
+                    "stream_gc_victim_valid",
+                ],
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                e.counter(keys[0], "pages", c.programs[i] as f64);
+                e.counter(keys[1], "blocks", c.blocks[i] as f64);
+                e.counter(keys[2], "blocks", c.victims[i] as f64);
+                e.counter(keys[3], "pages", c.victim_valid[i] as f64);
+            }
+        }
+        st
     }
 
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
+        self.streams = StreamCounts::default();
     }
 
     fn mapping_bytes(&self) -> u64 {
@@ -496,6 +650,123 @@ mod tests {
         g.recover(&mut flash).unwrap();
         g.check(&flash).unwrap();
         assert_eq!(tags(&g, &flash), before);
+    }
+
+    fn separate(alloc: DieAlloc) -> (PageFtl, Flash) {
+        let g = geo();
+        let opts = PageOptions {
+            die_alloc: alloc,
+            gc_frontier: GcFrontier::Separate,
+            ..PageOptions::default()
+        };
+        (PageFtl::new(&g, &opts).unwrap(), Flash::new(&g))
+    }
+
+    /// Fill, then 20 device writes of random overwrites (seed `seed`), then 3 more
+    /// (so the host's open block is partly written).
+    fn churn(f: &mut PageFtl, flash: &mut Flash, seed: u64) {
+        let n = geo().logical_pages;
+        let mut rng = ftlab_core::rng::SplitMix64::new(seed);
+        let random: Vec<u32> = (0..20 * n + 3)
+            .map(|_| rng.below(n as u64) as u32)
+            .collect();
+        write_all(f, flash, (0..n).chain(random));
+    }
+
+    #[test]
+    fn a_separate_gc_frontier_keeps_gc_copies_out_of_host_blocks() {
+        for alloc in [DieAlloc::Single, DieAlloc::RoundRobin, DieAlloc::Static] {
+            let (mut f, mut flash) = separate(alloc);
+            churn(&mut f, &mut flash, 7);
+            let st = f.stats();
+            assert!(st.gc_pages_copied > 0, "{alloc:?}");
+            // Every GC copy went to the GC stream, every host write to the host stream.
+            assert_eq!(
+                st.extra["stream_gc_programs"], st.gc_pages_copied as f64,
+                "{alloc:?}"
+            );
+            assert_eq!(
+                st.extra["stream_host_programs"],
+                (21 * geo().logical_pages + 3) as f64
+            );
+            assert_eq!(
+                st.extra["stream_host_victims"] + st.extra["stream_gc_victims"],
+                st.gc_invocations as f64
+            );
+            assert_eq!(
+                st.extra["stream_host_victim_valid"] + st.extra["stream_gc_victim_valid"],
+                st.gc_pages_copied as f64
+            );
+            // No block holds both: a GC frontier block's pages are all GC copies.
+            let (gc, host) = (&f.gc_active, &f.active);
+            assert!(gc.iter().all(|b| !host.contains(b)));
+            for &b in gc {
+                assert_eq!(f.origin[b.idx()], GC);
+            }
+        }
+        // Shared (the default) reports no stream figures: reports keep their keys.
+        let (mut f, mut flash) = ftl(DieAlloc::Single);
+        churn(&mut f, &mut flash, 7);
+        assert!(!f.stats().extra.contains_key("stream_gc_programs"));
+    }
+
+    #[test]
+    fn a_separate_gc_frontier_recovers_both_open_blocks() {
+        for alloc in [DieAlloc::Single, DieAlloc::RoundRobin] {
+            let (mut f, mut flash) = separate(alloc);
+            churn(&mut f, &mut flash, 9);
+            // Both frontiers partly written (the seeds are chosen so).
+            let partly = f
+                .active
+                .iter()
+                .chain(&f.gc_active)
+                .filter(|&&b| !flash.is_erased(b) && !flash.is_full(b))
+                .count();
+            assert!(
+                partly >= 2,
+                "{alloc:?}: {partly} partly written open blocks"
+            );
+            let tags = |f: &PageFtl, flash: &Flash| -> Vec<Option<PageTag>> {
+                f.l2p.iter().map(|&p| flash.peek_tag(Ppn(p))).collect()
+            };
+            let before = tags(&f, &flash);
+            let (mut g, _) = separate(alloc);
+            flash.power_cycle();
+            g.recover(&mut flash).unwrap();
+            g.check(&flash).unwrap();
+            assert_eq!(tags(&g, &flash), before);
+            // And it runs on: more overwrites, checks pass.
+            churn(&mut g, &mut flash, 10);
+        }
+    }
+
+    #[test]
+    fn a_separate_gc_frontier_needs_one_more_block() {
+        // 64 logical blocks + gc_threshold 3 + 1 open + 1 open GC block = 69.
+        let mut g = geo();
+        g.blocks = 68;
+        let opts = PageOptions {
+            gc_frontier: GcFrontier::Separate,
+            ..PageOptions::default()
+        };
+        let e = PageFtl::new(&g, &opts).err().unwrap().to_string();
+        assert!(
+            e.contains("needs at least 69") && e.contains("gc_frontier"),
+            "{e}"
+        );
+        g.blocks = 69;
+        assert!(PageFtl::new(&g, &opts).is_ok());
+    }
+
+    #[test]
+    fn a_bad_gc_frontier_is_refused_naming_the_option() {
+        let e = ftlab_core::options::from_pairs::<PageOptions>(ID, &[("gc_frontier", "both")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`gc_frontier` = `both`") && e.contains("separate"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -207,7 +207,21 @@ fn draw_gc_policy(d: &mut Draw, cfg: &mut Config) {
             cfg.ftl_options.insert(name.into(), n.into());
         }
     }
+    // Enum options of issue 23 beyond the victim policy, each drawn (from its values in
+    // the schema) only where the scheme declares it, so other schemes' cases are as
+    // before.
+    for name in DRAWN_ENUMS {
+        if let Some(f) = fields.iter().find(|f| f.name == name) {
+            let values: Vec<&str> = f.kind.split(" | ").collect();
+            let v = d.pick(&values);
+            cfg.ftl_options.insert(name.into(), v.into());
+        }
+    }
 }
+
+/// Enum scheme options the swarm draws wherever a scheme declares them (besides
+/// `gc_policy` and `die_alloc`).
+const DRAWN_ENUMS: [&str; 1] = ["gc_frontier"];
 
 /// The exact `ftlab run` command for `cfg`: one `--set` per setting that differs from
 /// the defaults.
@@ -511,6 +525,27 @@ mod tests {
             .unwrap_err()
             .contains("not an ftlab fuzz ledger"));
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn every_value_of_the_drawn_enum_options_is_drawn() {
+        for name in DRAWN_ENUMS {
+            let declared: std::collections::BTreeSet<String> = FTLS
+                .iter()
+                .flat_map(|e| e.options.fields())
+                .filter(|f| f.name == name)
+                .flat_map(|f| f.kind.split(" | ").map(String::from).collect::<Vec<_>>())
+                .collect();
+            assert!(!declared.is_empty(), "no scheme declares {name}");
+            let mut seen = std::collections::BTreeSet::new();
+            for i in 0..2000 {
+                let c = draw(case_seed(13, i), 3000);
+                if let Some(v) = c.ftl_options.get(name) {
+                    seen.insert(v.as_str().unwrap().to_string());
+                }
+            }
+            assert_eq!(seen, declared, "{name}");
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::Ftl;
 use ftlab_core::geometry::Geometry;
-use ftlab_core::victim::GcPolicy;
+use ftlab_core::victim::{GcFrontier, GcPolicy};
 use ftlab_core::{Lpn, PageTag, PageWrite};
 use ftlab_ftl::page::{PageFtl, PageOptions};
 
@@ -94,11 +94,14 @@ fn measure(
     measured: u32,
     seed: u64,
 ) -> (f64, f64) {
-    measure_mix(policy, logical_blocks, op_pct, measured, seed, false)
+    measure_mix(policy, logical_blocks, op_pct, measured, seed, false, false).0
 }
 
 /// [`measure`], or with `hot_cold` 90% of the overwrites to the first 10% of the
-/// logical pages (uniform within each part).
+/// logical pages (uniform within each part), and with `separate` GC copies on their
+/// own write frontier (`gc_frontier = "separate"`; same device: the GC's open block is
+/// one of its blocks, part of the log in `a` like the host's). Also returns the FTL's
+/// figures at the end.
 fn measure_mix(
     policy: GcPolicy,
     logical_blocks: u32,
@@ -106,11 +109,17 @@ fn measure_mix(
     measured: u32,
     seed: u64,
     hot_cold: bool,
-) -> (f64, f64) {
+    separate: bool,
+) -> ((f64, f64), ftlab_core::ftl::FtlStats) {
     let (geo, a) = geometry(logical_blocks, op_pct);
     let opts = PageOptions {
         gc_threshold: THRESHOLD,
         gc_policy: policy,
+        gc_frontier: if separate {
+            GcFrontier::Separate
+        } else {
+            GcFrontier::Shared
+        },
         ..PageOptions::default()
     };
     let mut ftl = PageFtl::new(&geo, &opts).unwrap().with_gc_seed(seed);
@@ -157,7 +166,7 @@ fn measure_mix(
     let host = (after[Cause::Host as usize] - before[Cause::Host as usize]) as f64;
     let gc = (after[Cause::Gc as usize] - before[Cause::Gc as usize]) as f64;
     ftl.check(&flash).unwrap();
-    ((host + gc) / host, a)
+    (((host + gc) / host, a), ftl.stats())
 }
 
 fn within(measured: f64, model: f64, tol: f64) -> bool {
@@ -292,7 +301,7 @@ fn gc_model_table() {
 
 /// Hot/cold (90% of writes to 10% of the pages), one write frontier: cost-benefit and
 /// greedy stay close (issue 23: cost-benefit pulls clearly ahead only with GC writes on
-/// their own frontier, item 2, not built yet).
+/// their own frontier, item 2: `hot_cold_separate_frontier_cost_benefit_beats_greedy`).
 #[test]
 fn hot_cold_one_frontier_cost_benefit_near_greedy() {
     println!("| policy | OP | mix | measured |");
@@ -300,7 +309,7 @@ fn hot_cold_one_frontier_cost_benefit_near_greedy() {
     for op in [10.0, 28.0] {
         let mut w = Vec::new();
         for p in GcPolicy::ALL {
-            let (waf, _) = measure_mix(p, 512, op, 4, 12, true);
+            let ((waf, _), _) = measure_mix(p, 512, op, 4, 12, true, false);
             println!("| {p:?} | {op}% | 90/10 | {waf:.3} |");
             w.push((p, waf));
         }
@@ -310,5 +319,42 @@ fn hot_cold_one_frontier_cost_benefit_near_greedy() {
             ((cb - g) / g).abs() < 0.25,
             "{op}%: greedy {g:.3}, cost-benefit {cb:.3}"
         );
+    }
+}
+
+/// Hot/cold (90% of writes to 10% of the pages), GC copies on their own write frontier
+/// (`gc_frontier = "separate"`, issue 23 item 2): cost-benefit beats greedy clearly
+/// (issue 23 quotes an independent model: 3.4 against 6.3 at 10% OP), by at least 20%
+/// at 10% OP; at 28% OP the gap is printed, not asserted. Same device for both
+/// frontiers. `-- --nocapture` prints the table of docs/results.md.
+#[test]
+fn hot_cold_separate_frontier_cost_benefit_beats_greedy() {
+    println!(
+        "| policy | OP | shared | separate | victims from the GC stream | their valid share |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for op in [10.0, 28.0] {
+        let mut w = Vec::new();
+        for p in [GcPolicy::Greedy, GcPolicy::CostBenefit] {
+            let ((one, _), _) = measure_mix(p, 512, op, 4, 12, true, false);
+            let ((two, _), st) = measure_mix(p, 512, op, 4, 12, true, true);
+            let victims = st.extra["stream_host_victims"] + st.extra["stream_gc_victims"];
+            let gc_share = st.extra["stream_gc_victims"] / victims;
+            let gc_valid = st.extra["stream_gc_victim_valid"]
+                / (st.extra["stream_gc_victims"] * PPB as f64).max(1.0);
+            println!(
+                "| {p:?} | {op}% | {one:.3} | {two:.3} | {:.1}% | {:.3} |",
+                gc_share * 100.0,
+                gc_valid
+            );
+            w.push((p, two));
+        }
+        let (g, cb) = (w[0].1, w[1].1);
+        if op == 10.0 {
+            assert!(
+                cb < g * 0.8,
+                "{op}%: separate frontier, greedy {g:.3}, cost-benefit {cb:.3}"
+            );
+        }
     }
 }

@@ -212,3 +212,39 @@ fn every_gc_policy_recovers() {
         }
     }
 }
+
+/// `gc_frontier = "separate"` (issue 23 item 2) of every FTL that declares it, read off
+/// its options: a loss may leave two partly written blocks (the host's and the GC's
+/// open block) per die; both reopen, as either frontier.
+#[test]
+fn a_separate_gc_frontier_recovers() {
+    let mut covered = 0;
+    for f in FTLS {
+        if !f.options.fields().iter().any(|o| o.name == "gc_frontier") {
+            continue;
+        }
+        covered += 1;
+        for policy in ["greedy", "cost_benefit"] {
+            for profile in 0..2 {
+                let mut cfg = with_power_losses(f.id, profile, 3);
+                cfg.ftl_options
+                    .insert("gc_frontier".into(), "separate".into());
+                cfg.ftl_options.insert("gc_policy".into(), policy.into());
+                // One more open block: the tiny device needs more spare blocks.
+                cfg.op = cfg.op.max(ftlab::sim::least_op(&cfg).unwrap());
+                let out = run(&cfg, &mut NoObserver).unwrap();
+                assert!(
+                    out.failure.is_none(),
+                    "{} {policy} profile {profile}: {:?}",
+                    f.id,
+                    out.failure
+                );
+                assert_eq!(out.report.power_loss.events, 13, "{} {policy}", f.id);
+                assert!(out.report.ftl.gc.invocations > 0, "{} {policy}", f.id);
+                let x = &out.report.ftl.extra;
+                assert!(x.contains_key("stream_gc_programs"), "{}", f.id);
+            }
+        }
+    }
+    assert!(covered > 0);
+}
