@@ -150,7 +150,7 @@ pub struct CauseCounts {
     pub block_erases: u64,
 }
 
-/// min/mean/max of per-block erase counts.
+/// min/mean/max, standard deviation and histogram of per-block erase counts.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct EraseCount {
     /// Least-erased block.
@@ -159,6 +159,35 @@ pub struct EraseCount {
     pub mean: f64,
     /// Most-erased block.
     pub max: u32,
+    /// Population standard deviation over blocks (report layout 6).
+    pub stddev: f64,
+    /// Blocks by erase count, `min..=max` in at most 64 bins of equal width (the
+    /// binning of `distributions.erase_count`; report layout 6).
+    pub histogram: Vec<timeline::Bin>,
+}
+
+impl EraseCount {
+    /// The figures of per-block erase counts `counts`, with `min`, `mean` and `max` as
+    /// the engine's outcome gives them.
+    pub fn of(counts: &[u32], min: u32, mean: f64, max: u32) -> EraseCount {
+        let n = counts.len().max(1) as f64;
+        let var = counts
+            .iter()
+            .map(|&c| (c as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        EraseCount {
+            min,
+            mean: (mean * 1e6).round() / 1e6,
+            max,
+            stddev: (var.sqrt() * 1e6).round() / 1e6,
+            histogram: if counts.is_empty() {
+                Vec::new()
+            } else {
+                timeline::bins(counts.iter().map(|&c| c as u64), min as u64, max as u64)
+            },
+        }
+    }
 }
 
 /// `flash.*`
@@ -463,7 +492,7 @@ impl std::fmt::Display for Notice {
 }
 
 /// The layout version of [`Report`] (its `report_version` key).
-pub const REPORT_VERSION: u32 = 5;
+pub const REPORT_VERSION: u32 = 6;
 
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -537,6 +566,9 @@ pub struct Labels<'a> {
     pub violations: u64,
     /// The resolved configuration to echo.
     pub config: serde_json::Value,
+    /// Per-block erase counts at the end (for `flash.erase_count`'s deviation and
+    /// histogram).
+    pub erase_counts: &'a [u32],
 }
 
 /// Builds the report.
@@ -635,11 +667,12 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             spare_reads: total(&f.spare_reads),
             page_programs: programs,
             block_erases: total(&f.erases),
-            erase_count: EraseCount {
-                min: o.erase_count.0,
-                mean: (o.erase_count.1 * 1e6).round() / 1e6,
-                max: o.erase_count.2,
-            },
+            erase_count: EraseCount::of(
+                labels.erase_counts,
+                o.erase_count.0,
+                o.erase_count.1,
+                o.erase_count.2,
+            ),
             by_cause,
         },
         waf: ratio(programs, h.pages_written).filter(|_| programs > 0),

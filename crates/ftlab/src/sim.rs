@@ -743,6 +743,7 @@ impl Simulation {
                     latencies,
                     violations,
                     config: echo,
+                    erase_counts: engine.flash().erase_counts(),
                 },
             );
             report.workload = WorkloadReport {

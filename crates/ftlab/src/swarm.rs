@@ -217,11 +217,23 @@ fn draw_gc_policy(d: &mut Draw, cfg: &mut Config) {
             cfg.ftl_options.insert(name.into(), v.into());
         }
     }
+    // Numbers of issue 23 beyond gc_d and gc_window, likewise: low wear-levelling
+    // thresholds, so static levelling moves data in a short run.
+    for (name, choices) in DRAWN_NUMBERS {
+        if fields.iter().any(|f| f.name == name) {
+            let n = d.pick(&choices);
+            cfg.ftl_options.insert(name.into(), n.into());
+        }
+    }
 }
+
+/// Number scheme options the swarm draws wherever a scheme declares them, with their
+/// choices.
+const DRAWN_NUMBERS: [(&str, [u32; 3]); 1] = [("wl_threshold", [1, 2, 16])];
 
 /// Enum scheme options the swarm draws wherever a scheme declares them (besides
 /// `gc_policy` and `die_alloc`).
-const DRAWN_ENUMS: [&str; 1] = ["gc_frontier"];
+const DRAWN_ENUMS: [&str; 2] = ["gc_frontier", "wear_leveling"];
 
 /// The exact `ftlab run` command for `cfg`: one `--set` per setting that differs from
 /// the defaults.
@@ -528,7 +540,7 @@ mod tests {
     }
 
     #[test]
-    fn every_value_of_the_drawn_enum_options_is_drawn() {
+    fn every_value_of_the_drawn_options_is_drawn() {
         for name in DRAWN_ENUMS {
             let declared: std::collections::BTreeSet<String> = FTLS
                 .iter()
@@ -545,6 +557,16 @@ mod tests {
                 }
             }
             assert_eq!(seen, declared, "{name}");
+        }
+        for (name, choices) in DRAWN_NUMBERS {
+            let mut seen = std::collections::BTreeSet::new();
+            for i in 0..2000 {
+                let c = draw(case_seed(13, i), 3000);
+                if let Some(v) = c.ftl_options.get(name) {
+                    seen.insert(v.as_u64().unwrap() as u32);
+                }
+            }
+            assert_eq!(seen.into_iter().collect::<Vec<_>>(), choices, "{name}");
         }
     }
 

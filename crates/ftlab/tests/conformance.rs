@@ -9,7 +9,7 @@
 //! is covered with no new test code. A scheme that declares `gc_policy` also runs each
 //! of its other victim policies (`-- gc_policy=fifo` runs those of FIFO), and so for
 //! the other non-default values of the options in `VARIED` (issue 23:
-//! `-- gc_frontier=separate`).
+//! `-- gc_frontier=separate`, `-- wear_leveling=static`).
 
 use ftlab::registry::{BUFFERS, FTLS};
 use ftlab::testkit::{config, engine, exercise, PROFILES};
@@ -18,7 +18,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 /// Scheme options whose every non-default value gets its own cases (read off each
 /// scheme's options schema; a scheme that does not declare one is not affected).
-const VARIED: [&str; 2] = ["gc_policy", "gc_frontier"];
+const VARIED: [&str; 3] = ["gc_policy", "gc_frontier", "wear_leveling"];
 
 fn case(
     ftl: &'static str,
@@ -35,6 +35,10 @@ fn case(
             // Small d and window, so the policies differ from greedy on small devices.
             cfg.ftl_options.insert("gc_d".into(), 2.into());
             cfg.ftl_options.insert("gc_window".into(), 4.into());
+        }
+        if k == "wear_leveling" {
+            // A low threshold, so static levelling moves data on small devices.
+            cfg.ftl_options.insert("wl_threshold".into(), 2.into());
         }
         // An option that needs more blocks (an open GC block) raises the device's
         // over-provisioning to the least the scheme then builds on.
