@@ -728,6 +728,9 @@ impl Simulation {
             observer.snapshot(&progress, &engine);
             let recorded = timeline.map(|t| t.finish(&engine));
             let mut outcome = engine.outcome();
+            // Taken with the outcome: the read-back below may still erase (a
+            // demand-paged FTL's map writes can collect garbage).
+            let erase_counts = engine.flash().erase_counts().to_vec();
             if failure.is_none() {
                 match engine.verify_readback() {
                     Ok(n) => outcome.reads_checked += n,
@@ -743,7 +746,7 @@ impl Simulation {
                     latencies,
                     violations,
                     config: echo,
-                    erase_counts: engine.flash().erase_counts(),
+                    erase_counts: &erase_counts,
                 },
             );
             report.workload = WorkloadReport {
