@@ -62,6 +62,112 @@ impl WearLeveling {
     ];
 }
 
+/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dac`,
+/// `dftl`, `tpm`, `block`, `bast`, `fast`): the same values as [`WearLeveling`] but
+/// `static`, so listings, the swarm and the conformance suite never pick a value the
+/// scheme refuses.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DynamicWearLeveling {
+    /// No wear levelling: free blocks first-in first-out (the papers').
+    #[default]
+    Off,
+    /// A new block is the least-worn free block (ties: the lowest number).
+    Dynamic,
+}
+
+impl DynamicWearLeveling {
+    /// Whether free blocks are handed out least-erased first.
+    pub fn dynamic(self) -> bool {
+        self == DynamicWearLeveling::Dynamic
+    }
+}
+
+/// Free blocks: first-in first-out (no levelling: erased blocks go to the back) or
+/// least-erased first ([`WearHeap`]: dynamic levelling). The schemes' free pools.
+#[derive(Clone, Debug)]
+pub enum FreeBlocks {
+    /// First-in first-out.
+    Fifo(std::collections::VecDeque<Pbn>),
+    /// Least-erased first, ties by the lowest block number.
+    Worn(WearHeap),
+}
+
+impl FreeBlocks {
+    /// An empty pool for the blocks `b < blocks` with `b % stride` equal to one value
+    /// (stride 1: any block), least-erased first if `dynamic`.
+    pub fn new(blocks: u32, stride: u32, dynamic: bool) -> Self {
+        if dynamic {
+            FreeBlocks::Worn(WearHeap::new(blocks, stride))
+        } else {
+            FreeBlocks::Fifo(std::collections::VecDeque::with_capacity(
+                blocks.div_ceil(stride.max(1)) as usize,
+            ))
+        }
+    }
+
+    /// Free blocks.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            FreeBlocks::Fifo(q) => q.len(),
+            FreeBlocks::Worn(h) => h.len(),
+        }
+    }
+
+    /// Whether none is free.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds an erased block that has been erased `erases` times.
+    #[inline]
+    pub fn push(&mut self, b: Pbn, erases: u32) {
+        match self {
+            FreeBlocks::Fifo(q) => q.push_back(b),
+            FreeBlocks::Worn(h) => h.push(b, erases),
+        }
+    }
+
+    /// Takes the next block: the oldest freed, or the least erased.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Pbn> {
+        match self {
+            FreeBlocks::Fifo(q) => q.pop_front(),
+            FreeBlocks::Worn(h) => h.pop(),
+        }
+    }
+
+    /// Empties the pool.
+    pub fn clear(&mut self) {
+        match self {
+            FreeBlocks::Fifo(q) => q.clear(),
+            FreeBlocks::Worn(h) => h.clear(),
+        }
+    }
+
+    /// The free blocks (first-in first-out: oldest first; else in no particular
+    /// order).
+    pub fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
+        let (q, h) = match self {
+            FreeBlocks::Fifo(q) => (Some(q.iter().copied()), None),
+            FreeBlocks::Worn(h) => (None, Some(h.iter())),
+        };
+        q.into_iter().flatten().chain(h.into_iter().flatten())
+    }
+}
+
 /// Default of the `wl_threshold` option: the erase-count spread (max - min) above which
 /// static wear levelling moves the coldest block's data.
 pub const DEFAULT_WL_THRESHOLD: u32 = 16;
@@ -217,6 +323,21 @@ mod tests {
         let order: Vec<u32> = std::iter::from_fn(|| h.pop()).map(|b| b.0).collect();
         assert_eq!(order, [7, 2, 11, 5, 30]);
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn free_blocks_fifo_or_least_erased() {
+        let mut f = FreeBlocks::new(8, 1, false);
+        let mut w = FreeBlocks::new(8, 1, true);
+        for (b, e) in [(3, 5), (1, 2), (6, 2)] {
+            f.push(Pbn(b), e);
+            w.push(Pbn(b), e);
+        }
+        assert_eq!(f.iter().collect::<Vec<_>>(), [Pbn(3), Pbn(1), Pbn(6)]);
+        assert_eq!(w.iter().count(), 3);
+        let order = |p: &mut FreeBlocks| std::iter::from_fn(|| p.pop()).collect::<Vec<_>>();
+        assert_eq!(order(&mut f), [Pbn(3), Pbn(1), Pbn(6)]);
+        assert_eq!(order(&mut w), [Pbn(1), Pbn(6), Pbn(3)]);
     }
 
     #[test]

@@ -29,8 +29,11 @@
 //!   [`ftlab_core::victim`]); the active blocks are never victims. A policy other than
 //!   greedy may take a fully valid block: its copies open at most one block, as a
 //!   greedy victim's do, so `gc_threshold` 2 stays safe.
-//! - Free blocks are reused first-in first-out; GC is checked when a host write opens a
-//!   new active block, the moment the free pool shrinks.
+//! - Free blocks are reused first-in first-out (`wear_leveling = "off"`, default), or
+//!   least-erased first (`"dynamic"`, issue 23 item 3, not in the paper; ties by the
+//!   lowest block number; [`ftlab_core::wear`]); static levelling is not offered here
+//!   (`page` has it). GC is checked when a host write opens a new active block, the
+//!   moment the free pool shrinks.
 //! - Power-loss recovery (not in the paper): DAC keeps no checkpoint, so start-up reads
 //!   the spare area of every programmed page and maps each LPN to its newest version.
 //!   Which region a block belonged to is not on flash: recovered blocks are in region 0
@@ -49,6 +52,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -78,6 +82,9 @@ pub struct DacOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for DacOptions {
@@ -88,6 +95,7 @@ impl Default for DacOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
@@ -103,7 +111,7 @@ pub struct DacFtl {
     region: Vec<u8>,
     /// Active block of each region (`NO_BLOCK` until the region is first written).
     active: Vec<u32>,
-    free: VecDeque<Pbn>,
+    free: FreeBlocks,
     index: Victims,
     gc_threshold: u32,
     stats: FtlStats,
@@ -155,7 +163,11 @@ impl DacFtl {
             l2p: vec![UNMAPPED; geo.logical_pages as usize],
             region: vec![0; geo.blocks as usize],
             active: vec![NO_BLOCK; regions as usize],
-            free: (0..geo.blocks).map(Pbn).collect(),
+            free: {
+                let mut f = FreeBlocks::new(geo.blocks, 1, opts.wear_leveling.dynamic());
+                (0..geo.blocks).for_each(|b| f.push(Pbn(b), 0));
+                f
+            },
             index: Victims::new(
                 geo.blocks,
                 geo.pages_per_block,
@@ -201,7 +213,7 @@ impl DacFtl {
             }
             let b = self
                 .free
-                .pop_front()
+                .pop()
                 .expect("dac: free pool empty (GC reserve broken)");
             debug_assert!(flash.is_erased(b));
             self.region[b.idx()] = region as u8;
@@ -245,7 +257,7 @@ impl DacFtl {
             self.stats.gc_pages_copied += 1;
         }
         flash.erase(victim, Cause::Gc);
-        self.free.push_back(victim);
+        self.free.push(victim, flash.erase_count(victim));
         self.stats.gc_invocations += 1;
     }
 
@@ -297,7 +309,8 @@ impl Ftl for DacFtl {
         self.region.fill(0);
         self.active.fill(NO_BLOCK);
         let mut opened = 0;
-        scan::sort_blocks(flash, &mut self.free, &mut self.index, |b| {
+        let mut free = VecDeque::new();
+        scan::sort_blocks(flash, &mut free, &mut self.index, |b| {
             let open = opened < self.active.len();
             if open {
                 self.region[b.idx()] = opened as u8;
@@ -306,6 +319,10 @@ impl Ftl for DacFtl {
             }
             Ok(open)
         })?;
+        self.free.clear();
+        for b in free {
+            self.free.push(b, flash.erase_count(b));
+        }
         self.collect(flash);
         Ok(())
     }
@@ -323,7 +340,8 @@ impl Ftl for DacFtl {
             .filter(|&&a| a != NO_BLOCK)
             .map(|&a| Pbn(a))
             .collect();
-        scan::check_blocks(flash, &self.free, &self.index, &actives)
+        let free: VecDeque<Pbn> = self.free.iter().collect();
+        scan::check_blocks(flash, &free, &self.index, &actives)
     }
 
     fn stats(&self) -> FtlStats {
@@ -535,5 +553,38 @@ mod tests {
                 assert_eq!(d.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
             }
         }
+    }
+
+    #[test]
+    fn dynamic_levelling_opens_the_least_erased_free_block() {
+        let g = geo(50.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[("wear_leveling", "dynamic")])).unwrap();
+        let mut version = vec![0u32; g.logical_pages as usize];
+        let mut x: u64 = 9;
+        for i in 0..3000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lpn = ((x >> 33) % 8) as u32;
+            version[lpn as usize] += 1;
+            // Before a write that opens a block, the block it opens is a least-erased
+            // free one.
+            let least = d.free.iter().map(|b| (f.erase_count(b), b.0)).min();
+            let before: Vec<u32> = d.active.clone();
+            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+            let opened: Vec<u32> = d
+                .active
+                .iter()
+                .zip(&before)
+                .filter(|(a, b)| a != b)
+                .map(|(a, _)| *a)
+                .collect();
+            if let ([b], Some((e, _))) = (opened.as_slice(), least) {
+                assert_eq!(f.erase_count(Pbn(*b)), e, "write {i}");
+            }
+        }
+        d.check(&f).unwrap();
+        assert!(d.stats().gc_invocations > 100);
     }
 }

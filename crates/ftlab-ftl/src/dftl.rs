@@ -62,6 +62,7 @@ use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
+use ftlab_core::wear::DynamicWearLeveling;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +94,9 @@ pub struct DftlOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for DftlOptions {
@@ -104,6 +108,7 @@ impl Default for DftlOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
@@ -156,6 +161,7 @@ impl Dftl {
                     d: opts.gc_d,
                     window: opts.gc_window,
                 },
+                opts.wear_leveling,
                 ID,
             ),
             active: None,

@@ -77,7 +77,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
-use ftlab_core::wear::{self, WearHeap, WearLeveling};
+use ftlab_core::wear::{self, FreeBlocks, WearHeap, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -173,55 +173,6 @@ struct StreamCounts {
     victim_valid: [u64; 2],
 }
 
-/// The free blocks of one die: first-in first-out (`wear_leveling = "off"`) or
-/// least-erased first (`dynamic`, `static`).
-enum Pool {
-    Fifo(VecDeque<Pbn>),
-    Worn(WearHeap),
-}
-
-impl Pool {
-    fn len(&self) -> usize {
-        match self {
-            Pool::Fifo(q) => q.len(),
-            Pool::Worn(h) => h.len(),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Adds a free block that has been erased `erases` times.
-    fn push(&mut self, b: Pbn, erases: u32) {
-        match self {
-            Pool::Fifo(q) => q.push_back(b),
-            Pool::Worn(h) => h.push(b, erases),
-        }
-    }
-
-    fn pop(&mut self) -> Option<Pbn> {
-        match self {
-            Pool::Fifo(q) => q.pop_front(),
-            Pool::Worn(h) => h.pop(),
-        }
-    }
-
-    fn clear(&mut self) {
-        match self {
-            Pool::Fifo(q) => q.clear(),
-            Pool::Worn(h) => h.clear(),
-        }
-    }
-
-    fn blocks(&self, out: &mut VecDeque<Pbn>) {
-        match self {
-            Pool::Fifo(q) => out.extend(q.iter().copied()),
-            Pool::Worn(h) => out.extend(h.iter()),
-        }
-    }
-}
-
 /// Static wear levelling's state (`wear_leveling = "static"`).
 struct StaticWl {
     /// The sealed blocks by erase count.
@@ -240,7 +191,7 @@ pub struct PageFtl {
     l2p: Vec<u32>,
     /// Free blocks per die (one pool under `single`), first-in first-out in each, or
     /// least-erased first under wear levelling.
-    free: Vec<Pool>,
+    free: Vec<FreeBlocks>,
     /// Free blocks in all pools.
     free_count: u32,
     /// Open blocks: one per die (one under `single`).
@@ -304,13 +255,9 @@ impl PageFtl {
                 ),
             ));
         }
-        let mut free: Vec<Pool> = (0..streams)
-            .map(|_| match opts.wear_leveling {
-                WearLeveling::Off => Pool::Fifo(VecDeque::new()),
-                WearLeveling::Dynamic | WearLeveling::Static => {
-                    Pool::Worn(WearHeap::new(geo.blocks, streams))
-                }
-            })
+        let dynamic = opts.wear_leveling != WearLeveling::Off;
+        let mut free: Vec<FreeBlocks> = (0..streams)
+            .map(|_| FreeBlocks::new(geo.blocks, streams, dynamic))
             .collect();
         // A new device: no block erased yet.
         for b in 0..geo.blocks {
@@ -385,7 +332,7 @@ impl PageFtl {
     /// with the most free blocks.
     fn take_free(&mut self, s: usize) -> Pbn {
         let from = if self.free[s].is_empty() {
-            let most = self.free.iter().map(Pool::len).max().unwrap_or(0);
+            let most = self.free.iter().map(FreeBlocks::len).max().unwrap_or(0);
             self.free
                 .iter()
                 .position(|f| f.len() == most)
@@ -561,11 +508,7 @@ impl PageFtl {
 
     /// Every free block, pool by pool (for the checks).
     fn free_blocks(&self) -> VecDeque<Pbn> {
-        let mut out = VecDeque::new();
-        for p in &self.free {
-            p.blocks(&mut out);
-        }
-        out
+        self.free.iter().flat_map(FreeBlocks::iter).collect()
     }
 
     #[inline]
@@ -623,7 +566,7 @@ impl Ftl for PageFtl {
             }
             Ok(slot.is_some())
         })?;
-        self.free.iter_mut().for_each(Pool::clear);
+        self.free.iter_mut().for_each(FreeBlocks::clear);
         self.free_count = all_free.len() as u32;
         for b in all_free {
             self.free[b.idx() % streams].push(b, flash.erase_count(b));

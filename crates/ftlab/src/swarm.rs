@@ -162,6 +162,7 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         gap_max_us: d.pick(&[0, 100, 5000]),
     });
     draw_gc_policy(&mut d, &mut cfg);
+    draw_wear_options(&mut d, &mut cfg);
     // Die-aware allocation of the page FTL (issue 22), where there are dies to spread
     // over; drawn only there, so every other case of a seed is as before.
     if cfg.ftl == "page" && cfg.timing == TimingModel::Parallel {
@@ -207,9 +208,16 @@ fn draw_gc_policy(d: &mut Draw, cfg: &mut Config) {
             cfg.ftl_options.insert(name.into(), n.into());
         }
     }
-    // Enum options of issue 23 beyond the victim policy, each drawn (from its values in
-    // the schema) only where the scheme declares it, so other schemes' cases are as
-    // before.
+}
+
+/// The other scheme options of issue 23 (frontiers, wear levelling), each drawn (enums
+/// from their values in the schema) only where the scheme declares it, so the cases of
+/// schemes that declare none are as before. Drawn after the victim policy.
+fn draw_wear_options(d: &mut Draw, cfg: &mut Config) {
+    let Some(entry) = FTLS.iter().find(|e| e.id == cfg.ftl) else {
+        return;
+    };
+    let fields = entry.options.fields();
     for name in DRAWN_ENUMS {
         if let Some(f) = fields.iter().find(|f| f.name == name) {
             let values: Vec<&str> = f.kind.split(" | ").collect();

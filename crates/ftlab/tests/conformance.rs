@@ -36,7 +36,7 @@ fn case(
             cfg.ftl_options.insert("gc_d".into(), 2.into());
             cfg.ftl_options.insert("gc_window".into(), 4.into());
         }
-        if k == "wear_leveling" {
+        if v == "static" {
             // A low threshold, so static levelling moves data on small devices.
             cfg.ftl_options.insert("wl_threshold".into(), 2.into());
         }

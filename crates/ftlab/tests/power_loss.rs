@@ -265,7 +265,9 @@ fn every_wear_leveling_recovers() {
             for frontier in ["shared", "separate"] {
                 let mut cfg = with_power_losses(f.id, 1, 4);
                 cfg.ftl_options.insert("wear_leveling".into(), wl.into());
-                cfg.ftl_options.insert("wl_threshold".into(), 2.into());
+                if fields.iter().any(|o| o.name == "wl_threshold") {
+                    cfg.ftl_options.insert("wl_threshold".into(), 2.into());
+                }
                 if fields.iter().any(|o| o.name == "gc_frontier") {
                     cfg.ftl_options
                         .insert("gc_frontier".into(), frontier.into());
