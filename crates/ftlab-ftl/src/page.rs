@@ -68,6 +68,15 @@
 //!   needs at least logical blocks + gc_threshold + 2 x dies blocks.
 //!   A least-busy-die policy needs the die clocks, which FTLs do not see (the timing
 //!   model owns them); it is not offered.
+//! - Endurance (issue 23 item 4, in part; not in the papers): `pe_limit` (default 0:
+//!   blocks never retire). A block erased `pe_limit` times retires: it is not returned
+//!   to the free pool and never written again (`ftl.extra.retired_blocks`). The scheme
+//!   works on with fewer blocks while at least its geometry rule's minimum (logical
+//!   blocks + GC reserve + open blocks) remains; past that the device is worn out and
+//!   the scheme panics saying so (the run ends as an internal failure with that
+//!   message: a clean "worn out" end, TBW and days of life, `--until-worn-out` and the
+//!   presets' limits taken automatically are not built). Retirement is derived from the
+//!   erase counts on flash, so recovery keeps retired blocks retired.
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
@@ -116,6 +125,9 @@ pub struct PageOptions {
     /// Erase-count spread (max - min) above which wear_leveling = static moves data.
     #[schemars(range(min = 1))]
     pub wl_threshold: u32,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 /// Die-aware allocation of the `page` FTL (`die_alloc`).
@@ -142,6 +154,7 @@ impl Default for PageOptions {
             gc_frontier: GcFrontier::Shared,
             wear_leveling: WearLeveling::Off,
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
+            pe_limit: 0,
         }
     }
 }
@@ -210,6 +223,13 @@ pub struct PageFtl {
     index: Victims,
     /// Static wear levelling, if on.
     wl: Option<StaticWl>,
+    /// Erases after which a block retires (0: never).
+    pe_limit: u32,
+    /// Retired blocks (erased, never used again); capacity for every block.
+    retired: Vec<Pbn>,
+    /// The fewest blocks the scheme runs on (its geometry rule); fewer usable blocks
+    /// left is a worn-out device.
+    min_blocks: u32,
     gc_threshold: u32,
     stats: FtlStats,
 }
@@ -303,6 +323,13 @@ impl PageFtl {
                 migrations: 0,
                 pages: 0,
             }),
+            pe_limit: opts.pe_limit,
+            retired: Vec::with_capacity(if opts.pe_limit > 0 {
+                geo.blocks as usize
+            } else {
+                0
+            }),
+            min_blocks: needed,
             gc_threshold,
             stats: FtlStats::default(),
         })
@@ -395,8 +422,19 @@ impl PageFtl {
         self.geo.ppn(open, flash.write_ptr(open))
     }
 
-    /// GC while free blocks are fewer than the threshold.
+    /// GC while free blocks are fewer than the threshold; then, under static wear
+    /// levelling, at most one levelling move.
     fn collect(&mut self, flash: &mut Flash) {
+        self.gc_rounds(flash);
+        // A levelling move frees as many blocks as it takes, unless its block
+        // retires: then GC once more (no second move).
+        if self.wl.is_some() && self.level(flash) && self.free_count < self.gc_threshold {
+            self.gc_rounds(flash);
+        }
+    }
+
+    /// GC rounds while free blocks are fewer than the threshold.
+    fn gc_rounds(&mut self, flash: &mut Flash) {
         while self.free_count < self.gc_threshold {
             let (victim, valid) = self
                 .index
@@ -415,9 +453,6 @@ impl PageFtl {
             }
             self.reclaim(flash, victim);
             self.stats.gc_invocations += 1;
-        }
-        if self.wl.is_some() {
-            self.level(flash);
         }
     }
 
@@ -442,9 +477,29 @@ impl PageFtl {
         if let Some(wl) = &mut self.wl {
             wl.max_erase = wl.max_erase.max(erases);
         }
+        if self.pe_limit > 0 && erases >= self.pe_limit {
+            self.retire(victim);
+            return;
+        }
         let pools = self.free.len();
         self.free[victim.idx() % pools].push(victim, erases);
         self.free_count += 1;
+    }
+
+    /// Retires an erased block that reached `pe_limit`. Panics when the blocks left
+    /// are fewer than the scheme runs on (the device is worn out; module docs).
+    fn retire(&mut self, b: Pbn) {
+        self.retired.push(b);
+        let usable = self.geo.blocks - self.retired.len() as u32;
+        assert!(
+            usable >= self.min_blocks,
+            "page FTL: device worn out: {} of {} blocks retired at pe_limit {}, {usable} \
+             left, the scheme needs {}",
+            self.retired.len(),
+            self.geo.blocks,
+            self.pe_limit,
+            self.min_blocks
+        );
     }
 
     /// Static wear levelling, checked after each collection: when the most-erased
@@ -452,16 +507,17 @@ impl PageFtl {
     /// sealed block, that block's data moves (GC copies, `Cause::Gc`, to the GC's
     /// frontier) and the block is erased and freed; the least-worn-first pool hands
     /// it out next. One block per check; the free pool does not shrink (a block's
-    /// copies open at most one block, its erase frees one).
-    fn level(&mut self, flash: &mut Flash) {
+    /// copies open at most one block, its erase frees one) unless the block retires.
+    /// Whether a block moved.
+    fn level(&mut self, flash: &mut Flash) -> bool {
         let Some(wl) = &self.wl else {
-            return;
+            return false;
         };
         let Some((cold, erases)) = wl.sealed.peek() else {
-            return;
+            return false;
         };
         if wl.max_erase - erases <= wl.threshold {
-            return;
+            return false;
         }
         self.index.remove(cold);
         let valid = flash.valid_count(cold) as u64;
@@ -471,6 +527,7 @@ impl PageFtl {
         let wl = self.wl.as_mut().expect("checked above");
         wl.migrations += 1;
         wl.pages += valid;
+        true
     }
 
     /// Copies the valid pages of `victim`, each to the frontier of the stream `pick`
@@ -567,6 +624,13 @@ impl Ftl for PageFtl {
             Ok(slot.is_some())
         })?;
         self.free.iter_mut().for_each(FreeBlocks::clear);
+        // Erased blocks at the P/E limit stay retired (the erase counts are on flash).
+        self.retired.clear();
+        let limit = self.pe_limit;
+        let (retired, all_free): (Vec<Pbn>, Vec<Pbn>) = all_free
+            .into_iter()
+            .partition(|&b| limit > 0 && flash.erase_count(b) >= limit);
+        self.retired.extend(retired);
         self.free_count = all_free.len() as u32;
         for b in all_free {
             self.free[b.idx() % streams].push(b, flash.erase_count(b));
@@ -618,10 +682,20 @@ impl Ftl for PageFtl {
                 free.len()
             ));
         }
-        if self.gc_active.is_empty() {
+        if self.gc_active.is_empty() && self.retired.is_empty() {
             return scan::check_blocks(flash, &free, &self.index, &self.active);
         }
-        let open: Vec<Pbn> = self.active.iter().chain(&self.gc_active).copied().collect();
+        if let Some(b) = self.retired.iter().find(|&&b| !flash.is_erased(b)) {
+            return Err(format!("retired {b:?} is not erased"));
+        }
+        // Retired blocks count with the open ones: neither free nor sealed.
+        let open: Vec<Pbn> = self
+            .active
+            .iter()
+            .chain(&self.gc_active)
+            .chain(&self.retired)
+            .copied()
+            .collect();
         if let Some(b) = self.gc_active.iter().find(|b| self.active.contains(b)) {
             return Err(format!("{b:?} is open for host writes and for GC copies"));
         }
@@ -655,6 +729,10 @@ impl Ftl for PageFtl {
                 e.counter(keys[2], "blocks", c.victims[i] as f64);
                 e.counter(keys[3], "pages", c.victim_valid[i] as f64);
             }
+        }
+        if self.pe_limit > 0 {
+            st.extra
+                .gauge("retired_blocks", "blocks", self.retired.len() as f64);
         }
         if let Some(wl) = &self.wl {
             st.extra
@@ -960,6 +1038,69 @@ mod tests {
             }
         }
         assert!(!off.stats().extra.contains_key("wl_migrations"));
+    }
+
+    #[test]
+    fn blocks_retire_at_the_pe_limit_until_the_device_is_worn_out() {
+        let g = geo();
+        let opts = PageOptions {
+            pe_limit: 6,
+            ..PageOptions::default()
+        };
+        let (mut f, mut flash) = (PageFtl::new(&g, &opts).unwrap(), Flash::new(&g));
+        let n = g.logical_pages;
+        let mut rng = ftlab_core::rng::SplitMix64::new(8);
+        let mut version = vec![0u32; n as usize];
+        let mut retired_seen = 0.0;
+        let mut recovered = false;
+        let worn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // Checks every 8 writes: with first-in first-out reuse the blocks wear
+            // evenly, so they reach the limit within a few hundred writes of each other.
+            for round in 0.. {
+                for _ in 0..8 {
+                    let l = rng.below(n as u64) as u32;
+                    version[l as usize] += 1;
+                    f.write(
+                        &mut flash,
+                        &[PageWrite {
+                            lpn: Lpn(l),
+                            version: version[l as usize],
+                        }],
+                    );
+                }
+                f.check(&flash).unwrap();
+                let r = f.stats().extra["retired_blocks"];
+                assert!(r >= retired_seen);
+                retired_seen = r;
+                // Every LPN still reads its newest version.
+                for l in 0..n {
+                    if version[l as usize] > 0 {
+                        let t = f.read(&mut flash, Lpn(l)).unwrap();
+                        assert_eq!(t.version, version[l as usize]);
+                    }
+                }
+                // Once blocks have retired, a power loss keeps them retired.
+                if r > 0.0 && !recovered {
+                    recovered = true;
+                    let mut g2 = PageFtl::new(&g, &opts).unwrap();
+                    flash.power_cycle();
+                    g2.recover(&mut flash).unwrap();
+                    g2.check(&flash).unwrap();
+                    assert_eq!(g2.stats().extra["retired_blocks"], r);
+                    f = g2;
+                }
+                assert!(round < 100_000, "never wore out");
+            }
+        }));
+        let msg = worn.unwrap_err();
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("device worn out") && msg.contains("pe_limit 6"),
+            "{msg}"
+        );
+        assert!(recovered && retired_seen > 0.0);
+        // Every erase count stays at or below the limit.
+        assert!(flash.erase_counts().iter().all(|&e| e <= 6));
     }
 
     #[test]

@@ -253,3 +253,28 @@ fn a_non_greedy_gc_policy_at_the_least_op_finishes() {
         assert!(out.failure.is_none(), "{policy}: {:?}", out.failure);
     }
 }
+
+/// Issue 23 item 4, in part: `page` with `pe_limit` retires blocks and, when too few are
+/// left, the run ends with a report and a failure that says the device wore out (an
+/// internal failure for now: a clean worn-out end is not built).
+#[test]
+fn a_device_that_wears_out_ends_with_a_report_saying_so() {
+    let mut c = small();
+    c.capacity = "4MiB".parse().unwrap();
+    c.op = 25.0;
+    c.synthetic.count = 20_000;
+    c.synthetic.read_ratio = 0.0;
+    c.ftl_options.insert("pe_limit".into(), 4.into());
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    match &out.failure {
+        Some(Failure::Internal { message, .. }) => {
+            assert!(message.contains("device worn out"), "{message}")
+        }
+        other => panic!("expected a worn-out failure, got {other:?}"),
+    }
+    assert!(out.report.flash.erase_count.max <= 4);
+    assert!(out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0) > 0.0);
+}
