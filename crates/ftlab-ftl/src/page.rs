@@ -72,17 +72,17 @@
 //!   blocks never retire). A block erased `pe_limit` times retires: it is not returned
 //!   to the free pool and never written again (`ftl.extra.retired_blocks`). The scheme
 //!   works on with fewer blocks while at least its geometry rule's minimum (logical
-//!   blocks + GC reserve + open blocks) remains; past that the device is worn out and
-//!   the scheme panics saying so (the run ends as an internal failure with that
-//!   message: a clean "worn out" end, TBW and days of life, `--until-worn-out` and the
-//!   presets' limits taken automatically are not built). Retirement is derived from the
+//!   blocks + GC reserve + open blocks) remains; past that the device is worn out: the
+//!   scheme raises [`WornOut`] mid-request and the run ends with `Failure::WornOut`
+//!   (not a bug; the report is written). Not built: TBW and days of life,
+//!   `--until-worn-out`, the presets' limits taken automatically, initial bad blocks. Retirement is derived from the
 //!   erase counts on flash, so recovery keeps retired blocks retired.
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, WornOut};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
@@ -486,20 +486,21 @@ impl PageFtl {
         self.free_count += 1;
     }
 
-    /// Retires an erased block that reached `pe_limit`. Panics when the blocks left
-    /// are fewer than the scheme runs on (the device is worn out; module docs).
+    /// Retires an erased block that reached `pe_limit`. Raises [`WornOut`] when the
+    /// blocks left are fewer than the scheme runs on (module docs).
     fn retire(&mut self, b: Pbn) {
         self.retired.push(b);
         let usable = self.geo.blocks - self.retired.len() as u32;
-        assert!(
-            usable >= self.min_blocks,
-            "page FTL: device worn out: {} of {} blocks retired at pe_limit {}, {usable} \
-             left, the scheme needs {}",
-            self.retired.len(),
-            self.geo.blocks,
-            self.pe_limit,
-            self.min_blocks
-        );
+        if usable < self.min_blocks {
+            std::panic::panic_any(WornOut(format!(
+                "page FTL: device worn out: {} of {} blocks retired at pe_limit {}, \
+                 {usable} left, the scheme needs {}",
+                self.retired.len(),
+                self.geo.blocks,
+                self.pe_limit,
+                self.min_blocks
+            )));
+        }
     }
 
     /// Static wear levelling, checked after each collection: when the most-erased
@@ -1093,7 +1094,10 @@ mod tests {
             }
         }));
         let msg = worn.unwrap_err();
-        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        let msg = msg
+            .downcast_ref::<WornOut>()
+            .map(|w| w.0.clone())
+            .unwrap_or_default();
         assert!(
             msg.contains("device worn out") && msg.contains("pe_limit 6"),
             "{msg}"

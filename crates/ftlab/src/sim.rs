@@ -45,6 +45,15 @@ pub enum Failure {
         /// Why.
         why: RecoverError,
     },
+    /// The device wore out: a scheme had too few blocks left to write on (issue 23 item
+    /// 4; `ftlab_core::ftl::WornOut`). The end of the device's life, not a bug.
+    #[error("the device wore out at request {request}: {message}")]
+    WornOut {
+        /// What the scheme said.
+        message: String,
+        /// Requests submitted before it.
+        request: u64,
+    },
     /// A panic inside the engine or a scheme: a bug in ftlab, not in the input.
     #[error("internal error (a bug in ftlab, please report it) at request {request}, seed {seed}: {message}")]
     Internal {
@@ -673,10 +682,16 @@ impl Simulation {
         let input_error = match looped {
             Ok(r) => r.err(),
             Err(p) => {
-                st.failure = Some(Failure::Internal {
-                    message: panic_message(p.as_ref()),
-                    request: st.done,
-                    seed: cfg.seed,
+                st.failure = Some(match p.downcast_ref::<ftlab_core::ftl::WornOut>() {
+                    Some(w) => Failure::WornOut {
+                        message: w.0.clone(),
+                        request: st.done,
+                    },
+                    None => Failure::Internal {
+                        message: panic_message(p.as_ref()),
+                        request: st.done,
+                        seed: cfg.seed,
+                    },
                 });
                 None
             }

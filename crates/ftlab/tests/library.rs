@@ -255,8 +255,7 @@ fn a_non_greedy_gc_policy_at_the_least_op_finishes() {
 }
 
 /// Issue 23 item 4, in part: `page` with `pe_limit` retires blocks and, when too few are
-/// left, the run ends with a report and a failure that says the device wore out (an
-/// internal failure for now: a clean worn-out end is not built).
+/// left, the run ends with a report and `Failure::WornOut` (not an internal error).
 #[test]
 fn a_device_that_wears_out_ends_with_a_report_saying_so() {
     let mut c = small();
@@ -270,8 +269,9 @@ fn a_device_that_wears_out_ends_with_a_report_saying_so() {
         .run(Workload::Configured, &mut NoObserver)
         .unwrap();
     match &out.failure {
-        Some(Failure::Internal { message, .. }) => {
-            assert!(message.contains("device worn out"), "{message}")
+        Some(Failure::WornOut { message, request }) => {
+            assert!(message.contains("device worn out"), "{message}");
+            assert!(*request > 0);
         }
         other => panic!("expected a worn-out failure, got {other:?}"),
     }
