@@ -33,8 +33,8 @@
 //!   lowest number; per die under a multi-die `die_alloc`, whose pools are per die);
 //!   `"static"` does the same and, after every collection, when the most-erased block
 //!   has more than `wl_threshold` (default 16) erases more than the least-erased sealed
-//!   block, moves that block's valid pages (GC copies, `Cause::Gc`, through the GC
-//!   frontier) and erases it, so its little-used erase budget goes back into
+//!   block, moves that block's valid pages (GC copies, `Cause::Gc`, to where GC copies
+//!   go) and erases it, so its little-used erase budget goes back into
 //!   circulation; one block per check. Open choices, made here: the spread is taken
 //!   against sealed blocks only (free and open blocks are handed out least-worn first
 //!   anyway); the moved data goes where GC copies go (not to the most-worn free block);
@@ -49,8 +49,9 @@
 //! - Power-loss recovery (not in the papers): the scheme keeps no checkpoint, so it
 //!   scans the spare area of every programmed page and maps each LPN to its newest
 //!   version (a GC copy and its source hold the same version; the first found wins).
-//!   Erased blocks become free, one partly written block becomes the active block, the
-//!   rest are sealed GC candidates. Trims are not persisted, so a trimmed page may
+//!   Erased blocks become free (or stay retired, see `pe_limit`), partly written blocks
+//!   reopen as open blocks (one per die, and under `gc_frontier = "separate"` as many
+//!   again for GC copies), the rest are sealed GC candidates. Trims are not persisted, so a trimmed page may
 //!   come back.
 //! - Die-aware allocation (issue 22; not in the papers, which model one chip):
 //!   `die_alloc = "single"` (default, the papers' one write frontier), `"round_robin"`
@@ -74,9 +75,10 @@
 //!   works on with fewer blocks while at least its geometry rule's minimum (logical
 //!   blocks + GC reserve + open blocks) remains; past that the device is worn out: the
 //!   scheme raises [`WornOut`] mid-request and the run ends with `Failure::WornOut`
-//!   (not a bug; the report is written). Not built: TBW and days of life,
-//!   `--until-worn-out`, the presets' limits taken automatically, initial bad blocks. Retirement is derived from the
-//!   erase counts on flash, so recovery keeps retired blocks retired.
+//!   (not a bug; the report is written). Retirement is derived from the erase counts
+//!   on flash, so recovery keeps retired blocks retired. Not built: TBW and days of
+//!   life, `--until-worn-out`, the presets' limits (`nand::NandPreset::pe_cycles`)
+//!   taken automatically, initial bad blocks.
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
