@@ -293,3 +293,32 @@ fn every_wear_leveling_recovers() {
     }
     assert!(covered > 0);
 }
+
+/// Issue 23 items 4 and 6: `page` with `pe_limit` through many power losses (twice the
+/// profiles' spare blocks, so blocks retire well before the device wears out): the run
+/// ends at its end or with the device worn out, never with a violation or a failed
+/// recovery, and no block is erased past the limit. (Whether a loss falls between the
+/// first retirement and the wear-out depends on the run; the unit test
+/// `page::tests::blocks_retire_at_the_pe_limit_until_the_device_is_worn_out` recovers
+/// with retired blocks on purpose.)
+#[test]
+fn power_loss_with_retired_blocks_recovers() {
+    for (profile, limit) in [(0, 30), (0, 60), (1, 8), (1, 16)] {
+        let mut cfg = with_power_losses("page", profile, 5);
+        // Spare blocks to retire: the profiles are near the least the scheme takes.
+        cfg.op += 100.0;
+        cfg.ftl_options.insert("pe_limit".into(), limit.into());
+        let out = run(&cfg, &mut NoObserver).unwrap();
+        match &out.failure {
+            None | Some(ftlab::Failure::WornOut { .. }) => {}
+            Some(f) => panic!("profile {profile}, pe_limit {limit}: {f}"),
+        }
+        assert!(out.report.flash.erase_count.max <= limit, "{limit}");
+        let retired = out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0);
+        assert!(retired > 0.0, "profile {profile}, pe_limit {limit}");
+        assert!(
+            out.report.power_loss.events > 2,
+            "profile {profile}, pe_limit {limit}"
+        );
+    }
+}
