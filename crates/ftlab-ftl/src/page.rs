@@ -76,9 +76,11 @@
 //!   blocks + GC reserve + open blocks) remains; past that the device is worn out: the
 //!   scheme raises [`WornOut`] mid-request and the run ends with `Failure::WornOut`
 //!   (not a bug; the report is written). Retirement is derived from the erase counts
-//!   on flash, so recovery keeps retired blocks retired. Not built: TBW and days of
-//!   life, `--until-worn-out`, the presets' limits (`nand::NandPreset::pe_cycles`)
-//!   taken automatically, initial bad blocks.
+//!   on flash, so recovery keeps retired blocks retired. `--until-worn-out` (config
+//!   `until_worn_out`) replays the workload until then, with the NAND preset's rated
+//!   cycles (`nand::NandPreset::pe_cycles`) as `pe_limit` unless it is set, and reports
+//!   TBW and simulated days (`endurance`). Not built: initial bad blocks, a limit per
+//!   block (every block has the same), retirement in the other schemes.
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 

@@ -540,6 +540,29 @@ pub struct Report {
     /// at the end of the run, recorded with the timeline; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributions: Option<Distributions>,
+    /// How the device's life ended, under `until_worn_out` (issue 23 item 4); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endurance: Option<EnduranceReport>,
+}
+
+/// `endurance`: the end of a run replayed until the device wore out.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct EnduranceReport {
+    /// Which limit ended it: `pe_limit` (blocks retired at the FTL's P/E limit until
+    /// too few were left).
+    pub ended_by: &'static str,
+    /// What the FTL said.
+    pub message: String,
+    /// Requests submitted before the device wore out.
+    pub request: u64,
+    /// Host bytes written in the measured passes (the warm-up passes and the
+    /// preconditioning wrote more).
+    pub host_bytes_written: u64,
+    /// The same in terabytes (10^12 bytes): the TBW the device reached.
+    pub tbw: f64,
+    /// Simulated days the measured passes took at the workload's rate.
+    pub days: f64,
 }
 
 fn ratio(num: u64, den: u64) -> Option<f64> {
@@ -729,6 +752,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
         config: labels.config,
         timeline: None,
         distributions: None,
+        endurance: None,
     }
 }
 
