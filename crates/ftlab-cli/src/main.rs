@@ -528,6 +528,12 @@ struct RunArgs {
     /// Measured passes over the workload (after the warm-up ones) [default: 1]
     #[arg(long, value_name = "N")]
     replay: Option<u32>,
+    /// Replay the workload until the device wears out (the FTL's pe_limit, from the NAND
+    /// preset's rated cycles unless set; page only); the report's `endurance` says
+    /// after how many host bytes and simulated days
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    until_worn_out: bool,
     #[serde(skip)]
     #[command(flatten)]
     workload: WorkloadArgs,

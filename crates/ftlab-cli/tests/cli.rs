@@ -332,7 +332,7 @@ fn config_show_prints_a_config_that_runs_and_schema_is_json() {
     assert!(r.status.success(), "{}", stderr(&r));
     let report: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(report["config"]["op"], 12.5);
-    assert_eq!(report["report_version"], 5);
+    assert_eq!(report["report_version"], 6);
 
     let s = ftlab(&["config", "schema"]);
     assert!(s.status.success());

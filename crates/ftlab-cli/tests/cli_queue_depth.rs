@@ -62,7 +62,7 @@ fn serial_chip_gains_nothing_from_depth_and_its_response_grows_with_it() {
     assert_eq!(h1["read_response_ns"]["requests"], 4000);
     assert_eq!(h1["write_response_ns"]["requests"], 0);
     assert_eq!(r8["config"]["queue_depth"], 8);
-    assert_eq!(r8["report_version"], 5);
+    assert_eq!(r8["report_version"], 6);
 }
 
 #[test]

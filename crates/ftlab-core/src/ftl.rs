@@ -61,6 +61,13 @@ pub enum RecoverError {
     Failed(String),
 }
 
+/// The device is worn out: too few blocks are left for the scheme to write on (issue 23
+/// item 4). A scheme raises it with `std::panic::panic_any(WornOut(why))` in the middle
+/// of a request (it cannot finish the request); the run catches it at its boundary, as
+/// any panic, but reports it as the end of the device's life, not as a bug.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WornOut(pub String);
+
 /// A question a write buffer may ask the FTL (co-op-buffer-ftl.txt Table 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Query {

@@ -1,6 +1,6 @@
 //! ftlab core: units, geometry, NAND presets, the `Flash` model, timing, the engine,
 //! the oracle and host metrics, and the data structures schemes share ([`lru`] lists,
-//! the [`u32map`] map, the [`victim`] index). FTLs and buffers plug in through the
+//! the [`u32map`] map, the [`victim`] index, the [`wear`] heap). FTLs and buffers plug in through the
 //! [`ftl::Ftl`] and [`buffer::Buffer`] traits; see `docs/design.md` for how the pieces
 //! fit.
 
@@ -23,5 +23,6 @@ pub mod timing;
 pub mod u32map;
 pub mod units;
 pub mod victim;
+pub mod wear;
 
 pub use units::{Lbn, Lpn, Nanos, PageTag, PageWrite, Pbn, Ppn};

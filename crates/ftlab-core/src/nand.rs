@@ -22,6 +22,15 @@
 //! than a page (a 4 KiB read moves the whole 8 KiB page); 256 pages per block and 448
 //! spare bytes are this preset's choices, not MQSim's figures.
 //!
+//! Endurance (`pe_cycles`, issue 23 item 4): the rated program/erase cycles per block.
+//! None of the papers' tables gives one, and the collection holds no datasheets; the
+//! figures are the usual class values (c-lash.txt §2: "the limited number of
+//! write/erase cycles (from 10^4 to 10^6)"): 100,000 for the SLC parts and models,
+//! 10,000 for the 2-bit MLC parts and for `mqsim-8k` (MQSim's default SSD has no
+//! endurance figure). They are not used by default: the `page` FTL's `pe_limit` (0 =
+//! off) retires blocks at the limit it is given, and `--until-worn-out` gives it the
+//! preset's figure when it is not set.
+//!
 //! Choice left open: only the superblock paper gives a separate spare-area read latency.
 //! For the other presets a spare read costs a full page read (`spare_read_us = read_us`),
 //! the conservative reading; override it with `--set nand_params.spare_read_us=...`.
@@ -55,6 +64,8 @@ pub struct NandPreset {
     /// The SSD organisation the preset names, used by parallel timing unless the
     /// configuration sets its own; `None` for the papers' single chips.
     pub organisation: Option<Organisation>,
+    /// Rated program/erase cycles per block (module docs: class figures).
+    pub pe_cycles: u32,
 }
 
 /// Channels, dies and channel rate of a preset that names a whole SSD.
@@ -82,6 +93,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 298.9,
         erase_us: 1998.7,
         organisation: None,
+        pe_cycles: 100_000,
     },
     NandPreset {
         id: "mlc-k9gag08u0m",
@@ -95,6 +107,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 905.8,
         erase_us: 1500.0,
         organisation: None,
+        pe_cycles: 10_000,
     },
     NandPreset {
         id: "slc-k9wag08u1m",
@@ -108,6 +121,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 252.8,
         erase_us: 1500.0,
         organisation: None,
+        pe_cycles: 100_000,
     },
     NandPreset {
         id: "mlc-k9gag08uxm",
@@ -121,6 +135,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 905.6,
         erase_us: 1500.0,
         organisation: None,
+        pe_cycles: 10_000,
     },
     NandPreset {
         id: "micron-2k",
@@ -134,6 +149,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 405.9,
         erase_us: 2000.0,
         organisation: None,
+        pe_cycles: 100_000,
     },
     NandPreset {
         id: "agrawal-4k",
@@ -147,6 +163,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 200.0,
         erase_us: 1500.0,
         organisation: None,
+        pe_cycles: 100_000,
     },
     NandPreset {
         id: "flashsim-2k",
@@ -160,6 +177,7 @@ pub const PRESETS: &[NandPreset] = &[
         program_us: 205.9,
         erase_us: 1500.0,
         organisation: None,
+        pe_cycles: 100_000,
     },
     NandPreset {
         id: "mqsim-8k",
@@ -181,6 +199,7 @@ pub const PRESETS: &[NandPreset] = &[
             // 333 MB/s = 333e6 / 2^20 MiB/s.
             channel_mib_s: 317.574,
         }),
+        pe_cycles: 10_000,
     },
 ];
 
@@ -229,6 +248,7 @@ mod tests {
             assert!(PRESETS[i + 1..].iter().all(|q| q.id != p.id), "{}", p.id);
             assert!(p.page_size.is_power_of_two());
             assert!(p.spare_read_us <= p.read_us);
+            assert!(p.pe_cycles >= 1_000, "{}", p.id);
         }
         assert!(preset(DEFAULT_PRESET).is_some());
     }

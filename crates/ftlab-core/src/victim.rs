@@ -262,6 +262,34 @@ impl GcPolicy {
     ];
 }
 
+/// Where a page-mapped scheme writes its GC copies (the `gc_frontier` option of `page`;
+/// issue 23 item 2, hot/cold separation by write origin).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum GcFrontier {
+    /// GC copies and host writes share one open block (the papers' model).
+    #[default]
+    Shared,
+    /// GC copies go to an open block of their own: data that survived a collection
+    /// (cold) is kept apart from fresh host writes (hot).
+    Separate,
+}
+
+impl GcFrontier {
+    /// Both values, in declaration order (for tests and the swarm).
+    pub const ALL: [GcFrontier; 2] = [GcFrontier::Shared, GcFrontier::Separate];
+}
+
 /// Default of the `gc_d` option.
 pub const DEFAULT_D: u32 = 8;
 /// Default of the `gc_window` option.

@@ -100,6 +100,10 @@
 //!   is [`RecoverError::Failed`].
 //! - `osm` and `ba_gc` keep no state between requests, so they work on after recovery.
 //! - Cost: one spare read per programmed page, no page read, program or erase.
+//! - Wear levelling (issue 23 item 3, not in the papers): `wear_leveling = "off"`
+//!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
+//!   block first); the pool and what is left open are in [`crate::logblock`]. After a
+//!   power loss the pool is rebuilt from the erased blocks with their erase counts.
 
 use crate::auto::AutoOr;
 use crate::logblock::{self, compose, FreePool, Group, MergeCounters, Scan, Src, MIXED, NONE};
@@ -108,6 +112,7 @@ use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, Recov
 use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
+use ftlab_core::wear::DynamicWearLeveling;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -128,6 +133,9 @@ pub struct BastOptions {
     /// BA-GC with a bagc buffer: BA-VBS victim choice and BA-BM full merges
     /// (co-op-buffer-ftl.txt §3, §6).
     pub ba_gc: bool,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for BastOptions {
@@ -136,6 +144,7 @@ impl Default for BastOptions {
             log_blocks: AutoOr::Auto,
             osm: false,
             ba_gc: false,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
@@ -222,7 +231,7 @@ impl Bast {
             slot_of: vec![NO_SLOT; (log_blocks * ppb) as usize],
             free_desc: (0..log_blocks).rev().collect(),
             lru: Lru::new(log_blocks),
-            pool: FreePool::all(geo),
+            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
             srcs: vec![Src::Hole; ppb as usize],
             counters: MergeCounters::default(),
             stats: FtlStats::default(),
@@ -663,7 +672,8 @@ impl Ftl for Bast {
             self.recover_log(flash, &mut scan, desc as u32, lbn, Pbn(pbn));
         }
         self.free_desc = (logs as u32..self.logs.len() as u32).rev().collect();
-        self.pool = scan.install_data_blocks(flash, &mut self.dmap, roles.iter().map(|r| r.0));
+        let pool = scan.install_data_blocks(flash, &mut self.dmap, roles.iter().map(|r| r.0));
+        self.pool.refill(flash, pool);
         Ok(())
     }
 

@@ -50,12 +50,17 @@
 //!   power loss is programmed and comes back after recovery.
 //! - Cost: one spare read per programmed page, no program and no erase (tested in
 //!   `recovery_reads_every_programmed_spare_once`).
+//! - Wear levelling (issue 23 item 3, not in the papers): `wear_leveling = "off"`
+//!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
+//!   block first); the pool and what is left open are in [`crate::logblock`]. After a
+//!   power loss the pool is rebuilt from the erased blocks with their erase counts.
 
 use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
+use ftlab_core::wear::DynamicWearLeveling;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +77,9 @@ pub struct BlockOptions {
     /// in_place: read, erase and reprogram the same block (cach-ftl.txt §4.2.3);
     /// out_of_place: program a free block, then erase the old one.
     pub update: Update,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for BlockOptions {
@@ -79,6 +87,7 @@ impl Default for BlockOptions {
         BlockOptions {
             grouped: true,
             update: Update::InPlace,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
@@ -126,7 +135,7 @@ impl BlockFtl {
             geo: geo.clone(),
             ppb: geo.pages_per_block,
             dmap: vec![NONE; geo.logical_blocks() as usize],
-            pool: FreePool::all(geo),
+            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
             grouped,
             in_place,
             srcs: vec![Src::Hole; geo.pages_per_block as usize],
@@ -291,7 +300,7 @@ impl Ftl for BlockFtl {
                 )));
             }
         }
-        self.pool = erased_pool(flash);
+        self.pool.refill(flash, erased_pool(flash));
         Ok(())
     }
 

@@ -29,8 +29,21 @@
 //!   [`ftlab_core::victim`]); the active blocks are never victims. A policy other than
 //!   greedy may take a fully valid block: its copies open at most one block, as a
 //!   greedy victim's do, so `gc_threshold` 2 stays safe.
-//! - Free blocks are reused first-in first-out; GC is checked when a host write opens a
-//!   new active block, the moment the free pool shrinks.
+//! - Where GC copies go (issue 23 item 2, not in the paper): `gc_frontier = "shared"`
+//!   (default: a demoted page joins the host writes of its new region in that region's
+//!   active block) or `"separate"` (each region has a second open block for GC copies
+//!   only, opened when the first copy arrives; so K regions keep up to 2K open blocks,
+//!   `auto` regions are `min(4, (blocks - logical_blocks - gc_threshold) / 2)` and an
+//!   explicit K needs `logical_blocks + gc_threshold + 2K` blocks). Recovery cannot tell
+//!   a GC block from a host block: partly written blocks reopen as the host blocks of
+//!   regions 0, 1, ... and then as the GC blocks of regions 0, 1, ... (any beyond 2K are
+//!   sealed). Under `separate`, `ftl.extra` reports per stream (`host`, `gc`) the pages
+//!   programmed (`stream_*_programs`) and the blocks opened (`stream_*_blocks`).
+//! - Free blocks are reused first-in first-out (`wear_leveling = "off"`, default), or
+//!   least-erased first (`"dynamic"`, issue 23 item 3, not in the paper; ties by the
+//!   lowest block number; [`ftlab_core::wear`]); static levelling is not offered here
+//!   (`page` has it). GC is checked when a host write opens a new active block, the
+//!   moment the free pool shrinks.
 //! - Power-loss recovery (not in the paper): DAC keeps no checkpoint, so start-up reads
 //!   the spare area of every programmed page and maps each LPN to its newest version.
 //!   Which region a block belonged to is not on flash: recovered blocks are in region 0
@@ -48,7 +61,8 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
-use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
+use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -78,6 +92,12 @@ pub struct DacOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
+    /// Where GC copies are written: shared (the active block of the region they are
+    /// demoted to) or separate (a second open block per region, for GC copies only).
+    pub gc_frontier: GcFrontier,
 }
 
 impl Default for DacOptions {
@@ -88,6 +108,8 @@ impl Default for DacOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
+            wear_leveling: DynamicWearLeveling::Off,
+            gc_frontier: GcFrontier::Shared,
         }
     }
 }
@@ -103,7 +125,13 @@ pub struct DacFtl {
     region: Vec<u8>,
     /// Active block of each region (`NO_BLOCK` until the region is first written).
     active: Vec<u32>,
-    free: VecDeque<Pbn>,
+    /// Under `gc_frontier = "separate"`: the GC copies' open block of each region
+    /// (`NO_BLOCK` until its first copy); empty under `shared`.
+    gc_active: Vec<u32>,
+    /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
+    stream_programs: [u64; 2],
+    stream_blocks: [u64; 2],
+    free: FreeBlocks,
     index: Victims,
     gc_threshold: u32,
     stats: FtlStats,
@@ -116,17 +144,25 @@ impl DacFtl {
     pub fn new(geo: &Geometry, opts: &DacOptions) -> Result<DacFtl, SchemeError> {
         let gc_threshold = opts.gc_threshold.max(2);
         let spare = geo.blocks.saturating_sub(geo.logical_blocks());
+        // Open blocks per region: the active block, and under `separate` the GC's.
+        let separate = opts.gc_frontier == GcFrontier::Separate;
+        let per = if separate { 2 } else { 1 };
+        let what = if separate {
+            "two open blocks per region (gc_frontier = \"separate\")"
+        } else {
+            "one active block per region"
+        };
         let regions = match opts.regions {
             AutoOr::Auto => {
-                let fit = spare.saturating_sub(gc_threshold);
+                let fit = spare.saturating_sub(gc_threshold) / per;
                 if fit == 0 {
                     return Err(geometry_error(
                         ID,
                         format!(
                             "needs at least {} physical blocks (logical blocks + gc_threshold \
-                             + 1 region) but the geometry has {}; raise --op or lower \
-                             gc_threshold",
-                            geo.logical_blocks() + gc_threshold + 1,
+                             + 1 region, {what}) but the geometry has {}; raise --op or \
+                             lower gc_threshold",
+                            geo.logical_blocks() + gc_threshold + per,
                             geo.blocks
                         ),
                     ));
@@ -135,14 +171,14 @@ impl DacFtl {
             }
             AutoOr::Value(k) => {
                 let k = k.clamp(1, 255);
-                let needed = geo.logical_blocks() + gc_threshold + k;
+                let needed = geo.logical_blocks() + gc_threshold + per * k;
                 if geo.blocks < needed {
                     return Err(geometry_error(
                         ID,
                         format!(
                             "regions = {k} needs at least {needed} physical blocks (logical \
-                             blocks + gc_threshold + one active block per region) but the \
-                             geometry has {}; raise --op or lower regions",
+                             blocks + gc_threshold + {what}) but the geometry has {}; raise \
+                             --op or lower regions",
                             geo.blocks
                         ),
                     ));
@@ -155,7 +191,18 @@ impl DacFtl {
             l2p: vec![UNMAPPED; geo.logical_pages as usize],
             region: vec![0; geo.blocks as usize],
             active: vec![NO_BLOCK; regions as usize],
-            free: (0..geo.blocks).map(Pbn).collect(),
+            gc_active: if separate {
+                vec![NO_BLOCK; regions as usize]
+            } else {
+                Vec::new()
+            },
+            stream_programs: [0; 2],
+            stream_blocks: [0; 2],
+            free: {
+                let mut f = FreeBlocks::new(geo.blocks, 1, opts.wear_leveling.dynamic());
+                (0..geo.blocks).for_each(|b| f.push(Pbn(b), 0));
+                f
+            },
             index: Victims::new(
                 geo.blocks,
                 geo.pages_per_block,
@@ -191,6 +238,9 @@ impl DacFtl {
     /// The next free page of `region`'s active block, opening a new one when it is full
     /// (and, for host writes, collecting garbage after opening it).
     fn frontier(&mut self, flash: &mut Flash, region: usize, in_gc: bool) -> Ppn {
+        if in_gc && !self.gc_active.is_empty() {
+            return self.gc_frontier(flash, region);
+        }
         loop {
             let a = self.active[region];
             if a != NO_BLOCK && !flash.is_full(Pbn(a)) {
@@ -201,15 +251,37 @@ impl DacFtl {
             }
             let b = self
                 .free
-                .pop_front()
+                .pop()
                 .expect("dac: free pool empty (GC reserve broken)");
             debug_assert!(flash.is_erased(b));
             self.region[b.idx()] = region as u8;
             self.active[region] = b.0;
+            self.stream_blocks[0] += 1;
             if !in_gc {
                 self.collect(flash);
             }
         }
+    }
+
+    /// The next free page of `region`'s GC block (`gc_frontier = "separate"`), opening
+    /// one when it is full or not yet open (inside a collection: no nested one).
+    fn gc_frontier(&mut self, flash: &mut Flash, region: usize) -> Ppn {
+        let a = self.gc_active[region];
+        if a == NO_BLOCK || flash.is_full(Pbn(a)) {
+            if a != NO_BLOCK {
+                self.index.insert(Pbn(a), flash.valid_count(Pbn(a)));
+            }
+            let b = self
+                .free
+                .pop()
+                .expect("dac: free pool empty (GC reserve broken)");
+            self.region[b.idx()] = region as u8;
+            self.gc_active[region] = b.0;
+            self.stream_blocks[1] += 1;
+        }
+        self.stream_programs[1] += 1;
+        let a = Pbn(self.gc_active[region]);
+        self.geo.ppn(a, flash.write_ptr(a))
     }
 
     /// GC while free blocks are fewer than the threshold. Each victim's valid
@@ -245,7 +317,7 @@ impl DacFtl {
             self.stats.gc_pages_copied += 1;
         }
         flash.erase(victim, Cause::Gc);
-        self.free.push_back(victim);
+        self.free.push(victim, flash.erase_count(victim));
         self.stats.gc_invocations += 1;
     }
 
@@ -279,6 +351,7 @@ impl Ftl for DacFtl {
             flash.program(ppn, tag, Cause::Host);
             self.l2p[tag.lpn.idx()] = ppn.0;
         }
+        self.stream_programs[0] += pages.len() as u64;
     }
 
     // `read` and `trim` are `page`'s: both are a direct page map, and the three lines
@@ -296,34 +369,48 @@ impl Ftl for DacFtl {
         self.l2p = scan::newest_copies(flash, &mut ())?;
         self.region.fill(0);
         self.active.fill(NO_BLOCK);
+        self.gc_active.fill(NO_BLOCK);
         let mut opened = 0;
-        scan::sort_blocks(flash, &mut self.free, &mut self.index, |b| {
-            let open = opened < self.active.len();
+        let mut free = VecDeque::new();
+        let k = self.active.len();
+        scan::sort_blocks(flash, &mut free, &mut self.index, |b| {
+            let open = opened < k + self.gc_active.len();
             if open {
-                self.region[b.idx()] = opened as u8;
-                self.active[opened] = b.0;
+                self.region[b.idx()] = (opened % k) as u8;
+                if opened < k {
+                    self.active[opened] = b.0;
+                } else {
+                    self.gc_active[opened - k] = b.0;
+                }
                 opened += 1;
             }
             Ok(open)
         })?;
+        self.free.clear();
+        for b in free {
+            self.free.push(b, flash.erase_count(b));
+        }
         self.collect(flash);
         Ok(())
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         scan::check_l2p(flash, &self.l2p)?;
-        for (r, &a) in self.active.iter().enumerate() {
-            if a != NO_BLOCK && self.region[a as usize] as usize != r {
-                return Err(format!("active block {a} of region {r} is mislabelled"));
+        let k = self.active.len();
+        for (i, &a) in self.active.iter().chain(&self.gc_active).enumerate() {
+            if a != NO_BLOCK && self.region[a as usize] as usize != i % k {
+                return Err(format!("open block {a} of region {} is mislabelled", i % k));
             }
         }
         let actives: Vec<Pbn> = self
             .active
             .iter()
+            .chain(&self.gc_active)
             .filter(|&&a| a != NO_BLOCK)
             .map(|&a| Pbn(a))
             .collect();
-        scan::check_blocks(flash, &self.free, &self.index, &actives)
+        let free: VecDeque<Pbn> = self.free.iter().collect();
+        scan::check_blocks(flash, &free, &self.index, &actives)
     }
 
     fn stats(&self) -> FtlStats {
@@ -332,6 +419,21 @@ impl Ftl for DacFtl {
             .gauge("regions", "regions", self.active.len() as f64);
         s.extra
             .counter("merge_count", "merges", s.gc_invocations as f64);
+        if !self.gc_active.is_empty() {
+            let e = &mut s.extra;
+            e.counter(
+                "stream_host_programs",
+                "pages",
+                self.stream_programs[0] as f64,
+            );
+            e.counter(
+                "stream_gc_programs",
+                "pages",
+                self.stream_programs[1] as f64,
+            );
+            e.counter("stream_host_blocks", "blocks", self.stream_blocks[0] as f64);
+            e.counter("stream_gc_blocks", "blocks", self.stream_blocks[1] as f64);
+        }
         if s.gc_invocations > 0 {
             s.extra.gauge(
                 "u_avg",
@@ -346,6 +448,8 @@ impl Ftl for DacFtl {
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.victim_pages_written = 0;
+        self.stream_programs = [0; 2];
+        self.stream_blocks = [0; 2];
     }
 
     fn mapping_bytes(&self) -> u64 {
@@ -535,5 +639,87 @@ mod tests {
                 assert_eq!(d.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
             }
         }
+    }
+
+    #[test]
+    fn a_separate_gc_frontier_halves_auto_regions_and_keeps_copies_apart() {
+        // 8 logical + 100% = 16 blocks: 8 spare, 2 for the GC reserve, 6 / 2 -> K = 3.
+        let sep = [("gc_frontier", "separate")];
+        let d = DacFtl::new(&geo(100.0), &opts(&sep)).unwrap();
+        assert_eq!(d.regions(), 3);
+        let e = DacFtl::new(&geo(100.0), &opts(&[sep[0], ("regions", "4")]))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("needs at least 18") && e.contains("gc_frontier"),
+            "{e}"
+        );
+        let g = geo(100.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&sep)).unwrap();
+        let mut version = vec![0u32; g.logical_pages as usize];
+        let mut x: u64 = 3;
+        for _ in 0..4000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lpn = if (x >> 60) < 12 {
+                ((x >> 33) % 8) as u32
+            } else {
+                ((x >> 33) % g.logical_pages as u64) as u32
+            };
+            version[lpn as usize] += 1;
+            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+        }
+        d.check(&f).unwrap();
+        let s = d.stats();
+        assert!(s.gc_pages_copied > 0);
+        assert_eq!(s.extra["stream_gc_programs"], s.gc_pages_copied as f64);
+        assert_eq!(s.extra["stream_host_programs"], 4000.0);
+        // A power loss: both kinds of open block reopen; every LPN on its newest
+        // version.
+        f.power_cycle();
+        let mut r = DacFtl::new(&g, &opts(&sep)).unwrap();
+        r.recover(&mut f).unwrap();
+        r.check(&f).unwrap();
+        for (l, &v) in version.iter().enumerate() {
+            if v > 0 {
+                assert_eq!(r.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
+            }
+        }
+    }
+
+    #[test]
+    fn dynamic_levelling_opens_the_least_erased_free_block() {
+        let g = geo(50.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[("wear_leveling", "dynamic")])).unwrap();
+        let mut version = vec![0u32; g.logical_pages as usize];
+        let mut x: u64 = 9;
+        for i in 0..3000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lpn = ((x >> 33) % 8) as u32;
+            version[lpn as usize] += 1;
+            // Before a write that opens a block, the block it opens is a least-erased
+            // free one.
+            let least = d.free.iter().map(|b| (f.erase_count(b), b.0)).min();
+            let before: Vec<u32> = d.active.clone();
+            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+            let opened: Vec<u32> = d
+                .active
+                .iter()
+                .zip(&before)
+                .filter(|(a, b)| a != b)
+                .map(|(a, _)| *a)
+                .collect();
+            if let ([b], Some((e, _))) = (opened.as_slice(), least) {
+                assert_eq!(f.erase_count(Pbn(*b)), e, "write {i}");
+            }
+        }
+        d.check(&f).unwrap();
+        assert!(d.stats().gc_invocations > 100);
     }
 }

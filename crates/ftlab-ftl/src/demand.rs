@@ -70,7 +70,10 @@
 //!   block is collected, go through flash with `Cause::Map`; data copies and the erases
 //!   of GC victims use `Cause::Gc`. The split by reason (miss, eviction, GC) is in
 //!   `FtlStats::extra`.
-//! - Free blocks are reused first-in first-out, as in `page`.
+//! - Free blocks are reused first-in first-out, as in `page` (`wear_leveling = "off"`,
+//!   default), or least-erased first (`"dynamic"`, issue 23 item 3, not in the papers;
+//!   ties by the lowest block number; [`ftlab_core::wear`]). Static levelling is not
+//!   offered here (`page` has it).
 //!
 //! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
 //! `recover` of each scheme):
@@ -120,6 +123,7 @@ use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::victim::{VictimPolicy, Victims};
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -530,7 +534,7 @@ pub(crate) struct Space {
     pub geo: Geometry,
     pub lay: Layout,
     pub gc_threshold: u32,
-    pub free: VecDeque<Pbn>,
+    pub free: FreeBlocks,
     pub kind: Vec<Kind>,
     pub index: Victims,
     /// This GC invocation takes greedy victims whatever the policy (see
@@ -558,13 +562,16 @@ impl Space {
         lay: Layout,
         gc_threshold: u32,
         policy: VictimPolicy,
+        wear: DynamicWearLeveling,
         scheme: &'static str,
     ) -> Space {
+        let mut free = FreeBlocks::new(geo.blocks, 1, wear.dynamic());
+        (0..geo.blocks).for_each(|b| free.push(Pbn(b), 0));
         Space {
             geo: geo.clone(),
             lay,
             gc_threshold,
-            free: (0..geo.blocks).map(Pbn).collect(),
+            free,
             kind: vec![Kind::Free; geo.blocks as usize],
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
             greedy_now: false,
@@ -611,7 +618,7 @@ impl Space {
 
     /// Takes the next free block for `kind`.
     pub(crate) fn open_block(&mut self, kind: Kind) -> Pbn {
-        let b = self.free.pop_front().unwrap_or_else(|| {
+        let b = self.free.pop().unwrap_or_else(|| {
             panic!(
                 "{}: free pool empty (the geometry check and GC reserve should prevent this)",
                 self.scheme
@@ -644,7 +651,7 @@ impl Space {
     pub(crate) fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
         flash.erase(victim, Cause::Gc);
         self.kind[victim.idx()] = Kind::Free;
-        self.free.push_back(victim);
+        self.free.push(victim, flash.erase_count(victim));
     }
 
     /// Free pages left in the active translation block.
@@ -947,7 +954,8 @@ impl Space {
         self.content[..l2p.len()].copy_from_slice(&l2p);
         let mut open = Vec::new();
         let (kind, trans_active) = (&self.kind, &mut self.trans_active);
-        scan::sort_blocks(flash, &mut self.free, &mut self.index, |pbn| {
+        let mut free = VecDeque::new();
+        scan::sort_blocks(flash, &mut free, &mut self.index, |pbn| {
             match kind[pbn.idx()] {
                 Kind::Data => open.push(pbn),
                 Kind::Trans if trans_active.is_none() => *trans_active = Some(pbn),
@@ -960,6 +968,10 @@ impl Space {
             }
             Ok(true)
         })?;
+        self.free.clear();
+        for b in free {
+            self.free.push(b, flash.erase_count(b));
+        }
         Ok(open)
     }
 
@@ -1028,7 +1040,7 @@ impl Space {
                 self.free.len()
             ));
         }
-        for &b in &self.free {
+        for b in self.free.iter() {
             if self.kind[b.idx()] != Kind::Free || !flash.is_erased(b) || self.index.contains(b) {
                 return Err(format!("pool block {b:?} is in use or not erased"));
             }

@@ -125,6 +125,10 @@
 //!   adaptive RW threshold (`rw_adapt`) restarts at its initial value (`rw_threshold`),
 //!   like the FM-hit counters, since it lived in RAM only.
 //! - Cost: one spare read per programmed page, no page read, program or erase.
+//! - Wear levelling (issue 23 item 3, not in the papers): `wear_leveling = "off"`
+//!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
+//!   block first); the pool and what is left open are in [`crate::logblock`]. After a
+//!   power loss the pool is rebuilt from the erased blocks with their erase counts.
 
 use crate::auto::AutoOr;
 use crate::logblock::{
@@ -134,6 +138,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
+use ftlab_core::wear::DynamicWearLeveling;
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
@@ -165,6 +170,9 @@ pub struct FastOptions {
     /// BA-GC with a bagc buffer: BA-VBS RW victim choice and BA-BM full merges
     /// (co-op-buffer-ftl.txt §3).
     pub ba_gc: bool,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for FastOptions {
@@ -176,6 +184,7 @@ impl Default for FastOptions {
             rw_adapt: true,
             osm: false,
             ba_gc: false,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
@@ -305,7 +314,7 @@ impl Fast {
             sw: vec![free_sw; sw_logs as usize],
             clock: 0,
             rw_threshold,
-            pool: FreePool::all(geo),
+            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
             srcs: vec![Src::Hole; ppb as usize],
             lbns: Vec::with_capacity(ppb as usize),
             counters: MergeCounters::default(),
@@ -920,7 +929,8 @@ impl Ftl for Fast {
             }
         }
         self.clock = roles.sw.len() as u64;
-        self.pool = scan.install_data_blocks(flash, &mut self.dmap, roles.data);
+        let pool = scan.install_data_blocks(flash, &mut self.dmap, roles.data);
+        self.pool.refill(flash, pool);
         Ok(())
     }
 

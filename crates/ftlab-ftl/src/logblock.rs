@@ -20,7 +20,12 @@
 //!   there are no holes and no fillers. Offsets after the last live one stay free, so a
 //!   later write of the next offset can still be appended in place.
 //! - Which blocks are free: first in, first out (erased blocks go to the back), which
-//!   spreads wear without a wear-leveling policy, as in the `page` FTL.
+//!   spreads wear without a wear-leveling policy, as in the `page` FTL
+//!   (`wear_leveling = "off"`, default); or least-erased first (`"dynamic"`, issue 23
+//!   item 3, not in the papers; ties by the lowest block number;
+//!   [`ftlab_core::wear`]). Static levelling (moving cold data) is not offered for this
+//!   family: a data block's place is its logical block's, and moving it is a merge the
+//!   papers' cost models do not have.
 //! - Power-loss recovery of `bast` and `fast` starts from [`Scan`]: one spare read per
 //!   programmed page (`Cause::Recovery`), the newest version of every LPN, and the
 //!   *shape* of every block (which logical blocks its pages belong to, whether every
@@ -33,8 +38,8 @@ use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{BufferView, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
+use ftlab_core::wear::FreeBlocks;
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
-use std::collections::VecDeque;
 
 /// "No entry" in the `u32` tables of this family.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -42,32 +47,35 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// [`Shape::lbn`] of a block holding pages of several logical blocks.
 pub(crate) const MIXED: u32 = u32::MAX - 1;
 
-/// The pool of erased blocks, first in first out.
+/// The pool of erased blocks, first in first out, or least-erased first under dynamic
+/// wear levelling.
 #[derive(Clone, Debug)]
 pub(crate) struct FreePool {
-    blocks: VecDeque<Pbn>,
+    blocks: FreeBlocks,
 }
 
 impl FreePool {
-    /// A pool holding every block of the device.
-    pub(crate) fn all(geo: &Geometry) -> FreePool {
-        let mut blocks = VecDeque::with_capacity(geo.blocks as usize);
-        blocks.extend((0..geo.blocks).map(Pbn));
+    /// A pool holding every block of the device (a new device: none erased yet),
+    /// least-erased first if `dynamic`.
+    pub(crate) fn all(geo: &Geometry, dynamic: bool) -> FreePool {
+        let mut blocks = FreeBlocks::new(geo.blocks, 1, dynamic);
+        (0..geo.blocks).for_each(|b| blocks.push(Pbn(b), 0));
         FreePool { blocks }
     }
 
-    /// An empty pool with room for every block of the device (recovery fills it).
+    /// An empty first-in first-out pool with room for every block of the device
+    /// (recovery fills it; [`FreePool::refill`] moves it into the scheme's pool).
     pub(crate) fn empty(geo: &Geometry) -> FreePool {
         FreePool {
-            blocks: VecDeque::with_capacity(geo.blocks as usize),
+            blocks: FreeBlocks::new(geo.blocks, 1, false),
         }
     }
 
-    /// Takes the oldest erased block. Panics if none is left: each scheme sizes its
-    /// reserve so that this cannot happen.
+    /// Takes the oldest (or least-erased) erased block. Panics if none is left: each
+    /// scheme sizes its reserve so that this cannot happen.
     pub(crate) fn take(&mut self, scheme: &str) -> Pbn {
         self.blocks
-            .pop_front()
+            .pop()
             .unwrap_or_else(|| panic!("{scheme}: no free block left (merge reserve broken)"))
     }
 
@@ -77,12 +85,21 @@ impl FreePool {
             flash.is_erased(pbn),
             "{pbn:?} returned to the pool unerased"
         );
-        self.blocks.push_back(pbn);
+        self.blocks.push(pbn, flash.erase_count(pbn));
     }
 
-    /// The blocks, oldest first.
+    /// Empties this pool and puts `from`'s blocks in it, in `from`'s order, keeping
+    /// this pool's kind (recovery: the scan's pool into the scheme's).
+    pub(crate) fn refill(&mut self, flash: &Flash, from: FreePool) {
+        self.blocks.clear();
+        for b in from.iter() {
+            self.put(flash, b);
+        }
+    }
+
+    /// The blocks, oldest first (least-erased first: in no particular order).
     pub(crate) fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
-        self.blocks.iter().copied()
+        self.blocks.iter()
     }
 }
 
@@ -627,6 +644,32 @@ impl LpnIndex {
 pub(crate) mod tests {
     use super::*;
     use ftlab_core::flash::PageState;
+
+    #[test]
+    fn a_dynamic_pool_hands_out_the_least_erased_block_and_refill_keeps_its_kind() {
+        let g = geometry(4, 4, 8);
+        let mut flash = Flash::new(&g);
+        let mut pool = FreePool::all(&g, true);
+        // Erase blocks 0..4 (0 twice), as merges would, and return them.
+        let taken: Vec<Pbn> = (0..4).map(|_| pool.take("t")).collect();
+        assert_eq!(taken, [Pbn(0), Pbn(1), Pbn(2), Pbn(3)]);
+        for &b in &taken {
+            flash.erase(b, Cause::Merge);
+        }
+        flash.erase(Pbn(0), Cause::Merge);
+        for &b in taken.iter().rev() {
+            pool.put(&flash, b);
+        }
+        // Never-erased 4..8 first, then 1, 2, 3 (once each, by number), then 0.
+        let order: Vec<u32> = (0..8).map(|_| pool.take("t").0).collect();
+        assert_eq!(order, [4, 5, 6, 7, 1, 2, 3, 0]);
+        // Recovery's pool (block-number order) moves in keeping least-erased first.
+        pool.refill(&flash, erased_pool(&flash));
+        assert_eq!(pool.take("t"), Pbn(4));
+        let mut fifo = FreePool::all(&g, false);
+        fifo.refill(&flash, erased_pool(&flash));
+        assert_eq!(fifo.take("t"), Pbn(0));
+    }
 
     /// A geometry of `logical_blocks` full blocks of `ppb` pages and `blocks` physical
     /// blocks, built directly so tests control the spare count exactly.

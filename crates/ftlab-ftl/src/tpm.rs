@@ -73,6 +73,7 @@ use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
+use ftlab_core::wear::DynamicWearLeveling;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +109,9 @@ pub struct TpmOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for TpmOptions {
@@ -120,6 +124,7 @@ impl Default for TpmOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
@@ -202,6 +207,7 @@ impl Tpm {
                     d: opts.gc_d,
                     window: opts.gc_window,
                 },
+                opts.wear_leveling,
                 ID,
             ),
             lru: Lru::new(slots),

@@ -288,6 +288,7 @@ pub fn run<'py>(
                     Failure::Violation(_) => "violation",
                     Failure::Recovery { .. } => "recovery",
                     Failure::Internal { .. } => "internal",
+                    Failure::WornOut { .. } => "worn_out",
                 };
                 (kind, f.to_string())
             });

@@ -150,7 +150,7 @@ pub struct CauseCounts {
     pub block_erases: u64,
 }
 
-/// min/mean/max of per-block erase counts.
+/// min/mean/max, standard deviation and histogram of per-block erase counts.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct EraseCount {
     /// Least-erased block.
@@ -159,6 +159,35 @@ pub struct EraseCount {
     pub mean: f64,
     /// Most-erased block.
     pub max: u32,
+    /// Population standard deviation over blocks (report layout 6).
+    pub stddev: f64,
+    /// Blocks by erase count, `min..=max` in at most 64 bins of equal width (the
+    /// binning of `distributions.erase_count`; report layout 6).
+    pub histogram: Vec<timeline::Bin>,
+}
+
+impl EraseCount {
+    /// The figures of per-block erase counts `counts`, with `min`, `mean` and `max` as
+    /// the engine's outcome gives them.
+    pub fn of(counts: &[u32], min: u32, mean: f64, max: u32) -> EraseCount {
+        let n = counts.len().max(1) as f64;
+        let var = counts
+            .iter()
+            .map(|&c| (c as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        EraseCount {
+            min,
+            mean: (mean * 1e6).round() / 1e6,
+            max,
+            stddev: (var.sqrt() * 1e6).round() / 1e6,
+            histogram: if counts.is_empty() {
+                Vec::new()
+            } else {
+                timeline::bins(counts.iter().map(|&c| c as u64), min as u64, max as u64)
+            },
+        }
+    }
 }
 
 /// `flash.*`
@@ -463,7 +492,7 @@ impl std::fmt::Display for Notice {
 }
 
 /// The layout version of [`Report`] (its `report_version` key).
-pub const REPORT_VERSION: u32 = 5;
+pub const REPORT_VERSION: u32 = 6;
 
 /// The whole report. Field order is the JSON key order.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -511,6 +540,29 @@ pub struct Report {
     /// at the end of the run, recorded with the timeline; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributions: Option<Distributions>,
+    /// How the device's life ended, under `until_worn_out` (issue 23 item 4); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endurance: Option<EnduranceReport>,
+}
+
+/// `endurance`: the end of a run replayed until the device wore out.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct EnduranceReport {
+    /// Which limit ended it: `pe_limit` (blocks retired at the FTL's P/E limit until
+    /// too few were left).
+    pub ended_by: &'static str,
+    /// What the FTL said.
+    pub message: String,
+    /// Requests submitted before the device wore out.
+    pub request: u64,
+    /// Host bytes written in the measured passes (the warm-up passes and the
+    /// preconditioning wrote more).
+    pub host_bytes_written: u64,
+    /// The same in terabytes (10^12 bytes): the TBW the device reached.
+    pub tbw: f64,
+    /// Simulated days the measured passes took at the workload's rate.
+    pub days: f64,
 }
 
 fn ratio(num: u64, den: u64) -> Option<f64> {
@@ -537,6 +589,9 @@ pub struct Labels<'a> {
     pub violations: u64,
     /// The resolved configuration to echo.
     pub config: serde_json::Value,
+    /// Per-block erase counts at the end (for `flash.erase_count`'s deviation and
+    /// histogram).
+    pub erase_counts: &'a [u32],
 }
 
 /// Builds the report.
@@ -635,11 +690,12 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
             spare_reads: total(&f.spare_reads),
             page_programs: programs,
             block_erases: total(&f.erases),
-            erase_count: EraseCount {
-                min: o.erase_count.0,
-                mean: (o.erase_count.1 * 1e6).round() / 1e6,
-                max: o.erase_count.2,
-            },
+            erase_count: EraseCount::of(
+                labels.erase_counts,
+                o.erase_count.0,
+                o.erase_count.1,
+                o.erase_count.2,
+            ),
             by_cause,
         },
         waf: ratio(programs, h.pages_written).filter(|_| programs > 0),
@@ -696,6 +752,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
         config: labels.config,
         timeline: None,
         distributions: None,
+        endurance: None,
     }
 }
 

@@ -290,6 +290,12 @@ pub struct Config {
     pub warmup: u32,
     /// Measured passes over the workload (after the warm-up ones).
     pub replay: u32,
+    /// Replay the workload until the device wears out (issue 23 item 4): measured
+    /// passes without end; the FTL's `pe_limit` comes from the NAND preset's rated
+    /// cycles unless set (only `page` retires blocks). The report's `endurance` says
+    /// after how many host bytes and simulated days. A workload that never writes
+    /// runs until interrupted.
+    pub until_worn_out: bool,
     /// Trace file; none runs the synthetic workload.
     pub trace: Option<String>,
     /// Trace format (`ftlab list`).
@@ -403,6 +409,7 @@ impl Default for Config {
             limit: None,
             sort_window: 4096,
             absolute_time: false,
+            until_worn_out: false,
             max_dropped_share: 0.99,
             skip_bad: false,
             flush_every: None,

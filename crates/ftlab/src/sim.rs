@@ -45,6 +45,15 @@ pub enum Failure {
         /// Why.
         why: RecoverError,
     },
+    /// The device wore out: a scheme had too few blocks left to write on (issue 23 item
+    /// 4; `ftlab_core::ftl::WornOut`). The end of the device's life, not a bug.
+    #[error("the device wore out at request {request}: {message}")]
+    WornOut {
+        /// What the scheme said.
+        message: String,
+        /// Requests submitted before it.
+        request: u64,
+    },
     /// A panic inside the engine or a scheme: a bug in ftlab, not in the input.
     #[error("internal error (a bug in ftlab, please report it) at request {request}, seed {seed}: {message}")]
     Internal {
@@ -393,6 +402,19 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
 
 /// Resolves a config into a ready engine.
 pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+    if cfg.until_worn_out
+        && !registry::ftl(&cfg.ftl)
+            .is_some_and(|e| e.options.fields().iter().any(|f| f.name == "pe_limit"))
+    {
+        return Err(setting(
+            "until_worn_out",
+            format!(
+                "`{}` has no endurance model (no pe_limit option): only `page` retires \
+                 blocks; use --ftl page",
+                cfg.ftl
+            ),
+        ));
+    }
     let Resolved {
         geo,
         latencies,
@@ -532,6 +554,9 @@ fn builds(c: &Config) -> Result<(), RunError> {
 /// Requests the configured workload will submit in all (warm-up and measured passes),
 /// if known in advance.
 pub fn total_requests(cfg: &Config) -> Option<u64> {
+    if cfg.until_worn_out {
+        return None;
+    }
     requests_per_pass(cfg).map(|n| n * (cfg.warmup as u64 + cfg.replay as u64))
 }
 
@@ -543,6 +568,25 @@ pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
         (None, None) => cfg.synthetic.count,
     };
     Some(cfg.limit.map_or(n, |l| l.min(n)))
+}
+
+/// Installs (once per process) a panic hook that stays silent for
+/// [`ftlab_core::ftl::WornOut`], the expected end of a device's life (the run reports
+/// it), and hands every other panic to the hook that was there before.
+fn quiet_worn_out() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info
+                .payload()
+                .downcast_ref::<ftlab_core::ftl::WornOut>()
+                .is_none()
+            {
+                previous(info);
+            }
+        }));
+    });
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -577,6 +621,20 @@ pub fn imply(cfg: &mut Config) -> Vec<&'static str> {
         cfg.ftl_options
             .insert("osm".into(), serde_json::Value::Bool(true));
         set.push("ftl_options.osm");
+    }
+    // Until worn out: the FTL's P/E limit is the preset's rated cycles unless set.
+    let declares_limit = registry::ftl(&cfg.ftl)
+        .is_some_and(|e| e.options.fields().iter().any(|f| f.name == "pe_limit"));
+    let limit_set = cfg
+        .ftl_options
+        .get("pe_limit")
+        .is_some_and(|v| v.as_u64() != Some(0));
+    if cfg.until_worn_out && declares_limit && !limit_set {
+        if let Some(p) = nand::preset(&cfg.nand) {
+            cfg.ftl_options
+                .insert("pe_limit".into(), serde_json::Value::from(p.pe_cycles));
+            set.push("ftl_options.pe_limit");
+        }
     }
     set
 }
@@ -657,6 +715,7 @@ impl Simulation {
             notices: Vec::new(),
             timeline: cfg.timeline.map(Recorder::new),
         };
+        quiet_worn_out();
         let looped = catch_unwind(AssertUnwindSafe(|| {
             drive(
                 &cfg,
@@ -673,10 +732,16 @@ impl Simulation {
         let input_error = match looped {
             Ok(r) => r.err(),
             Err(p) => {
-                st.failure = Some(Failure::Internal {
-                    message: panic_message(p.as_ref()),
-                    request: st.done,
-                    seed: cfg.seed,
+                st.failure = Some(match p.downcast_ref::<ftlab_core::ftl::WornOut>() {
+                    Some(w) => Failure::WornOut {
+                        message: w.0.clone(),
+                        request: st.done,
+                    },
+                    None => Failure::Internal {
+                        message: panic_message(p.as_ref()),
+                        request: st.done,
+                        seed: cfg.seed,
+                    },
                 });
                 None
             }
@@ -728,12 +793,33 @@ impl Simulation {
             observer.snapshot(&progress, &engine);
             let recorded = timeline.map(|t| t.finish(&engine));
             let mut outcome = engine.outcome();
+            // Taken with the outcome: the read-back below may still erase (a
+            // demand-paged FTL's map writes can collect garbage).
+            let erase_counts = engine.flash().erase_counts().to_vec();
             if failure.is_none() {
                 match engine.verify_readback() {
                     Ok(n) => outcome.reads_checked += n,
                     Err(e) => failure = Some(Failure::Violation(e)),
                 }
             }
+            // Until worn out, wearing out is the end the run asked for, not a failure.
+            let endurance = match failure.take() {
+                Some(Failure::WornOut { message, request }) if cfg.until_worn_out => {
+                    let h = &outcome.host;
+                    Some(ftlab_report::EnduranceReport {
+                        ended_by: "pe_limit",
+                        message,
+                        request,
+                        host_bytes_written: h.bytes_written,
+                        tbw: h.bytes_written as f64 / 1e12,
+                        days: h.sim_time().0 as f64 / 86_400e9,
+                    })
+                }
+                f => {
+                    failure = f;
+                    None
+                }
+            };
             let violations = u64::from(failure.is_some());
             let mut report = ftlab_report::build(
                 &outcome,
@@ -743,6 +829,7 @@ impl Simulation {
                     latencies,
                     violations,
                     config: echo,
+                    erase_counts: &erase_counts,
                 },
             );
             report.workload = WorkloadReport {
@@ -780,6 +867,7 @@ impl Simulation {
                 split_records: counters.split_records.get(),
             };
             report.end_of_run = end;
+            report.endurance = endurance;
             report.notices = notices;
             if let Some((timeline, distributions)) = recorded {
                 report.timeline = Some(timeline);

@@ -202,7 +202,11 @@ pub fn workload_stream(
             pass == 0,
         ))
     });
-    let passes = cfg.warmup.saturating_add(cfg.replay);
+    let passes = if cfg.until_worn_out {
+        u32::MAX
+    } else {
+        cfg.warmup.saturating_add(cfg.replay)
+    };
     let all: RecordStream = Box::new(Replay::new(open, passes));
     let capacity = geo.logical_bytes();
     Ok(match (cfg.fold, cfg.fold_mode) {

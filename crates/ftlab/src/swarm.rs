@@ -162,6 +162,7 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         gap_max_us: d.pick(&[0, 100, 5000]),
     });
     draw_gc_policy(&mut d, &mut cfg);
+    draw_wear_options(&mut d, &mut cfg);
     // Die-aware allocation of the page FTL (issue 22), where there are dies to spread
     // over; drawn only there, so every other case of a seed is as before.
     if cfg.ftl == "page" && cfg.timing == TimingModel::Parallel {
@@ -208,6 +209,41 @@ fn draw_gc_policy(d: &mut Draw, cfg: &mut Config) {
         }
     }
 }
+
+/// The other scheme options of issue 23 (frontiers, wear levelling), each drawn (enums
+/// from their values in the schema) only where the scheme declares it, so the cases of
+/// schemes that declare none are as before. Drawn after the victim policy.
+fn draw_wear_options(d: &mut Draw, cfg: &mut Config) {
+    let Some(entry) = FTLS.iter().find(|e| e.id == cfg.ftl) else {
+        return;
+    };
+    let fields = entry.options.fields();
+    for name in DRAWN_ENUMS {
+        if let Some(f) = fields.iter().find(|f| f.name == name) {
+            let values: Vec<&str> = f.kind.split(" | ").collect();
+            let v = d.pick(&values);
+            cfg.ftl_options.insert(name.into(), v.into());
+        }
+    }
+    // Numbers of issue 23 beyond gc_d and gc_window, likewise: low wear-levelling
+    // thresholds, so static levelling moves data in a short run.
+    for (name, choices) in DRAWN_NUMBERS {
+        if fields.iter().any(|f| f.name == name) {
+            let n = d.pick(&choices);
+            cfg.ftl_options.insert(name.into(), n.into());
+        }
+    }
+}
+
+/// Number scheme options the swarm draws wherever a scheme declares them, with their
+/// choices. `page`'s `pe_limit` is not drawn: a device that wears out ends its run as
+/// an internal failure (until a clean worn-out end is built, issue 23 item 4), which
+/// the swarm would report as a bug.
+const DRAWN_NUMBERS: [(&str, [u32; 3]); 1] = [("wl_threshold", [1, 2, 16])];
+
+/// Enum scheme options the swarm draws wherever a scheme declares them (besides
+/// `gc_policy` and `die_alloc`).
+const DRAWN_ENUMS: [&str; 2] = ["gc_frontier", "wear_leveling"];
 
 /// The exact `ftlab run` command for `cfg`: one `--set` per setting that differs from
 /// the defaults.
@@ -511,6 +547,37 @@ mod tests {
             .unwrap_err()
             .contains("not an ftlab fuzz ledger"));
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn every_value_of_the_drawn_options_is_drawn() {
+        for name in DRAWN_ENUMS {
+            let declared: std::collections::BTreeSet<String> = FTLS
+                .iter()
+                .flat_map(|e| e.options.fields())
+                .filter(|f| f.name == name)
+                .flat_map(|f| f.kind.split(" | ").map(String::from).collect::<Vec<_>>())
+                .collect();
+            assert!(!declared.is_empty(), "no scheme declares {name}");
+            let mut seen = std::collections::BTreeSet::new();
+            for i in 0..2000 {
+                let c = draw(case_seed(13, i), 3000);
+                if let Some(v) = c.ftl_options.get(name) {
+                    seen.insert(v.as_str().unwrap().to_string());
+                }
+            }
+            assert_eq!(seen, declared, "{name}");
+        }
+        for (name, choices) in DRAWN_NUMBERS {
+            let mut seen = std::collections::BTreeSet::new();
+            for i in 0..2000 {
+                let c = draw(case_seed(13, i), 3000);
+                if let Some(v) = c.ftl_options.get(name) {
+                    seen.insert(v.as_u64().unwrap() as u32);
+                }
+            }
+            assert_eq!(seen.into_iter().collect::<Vec<_>>(), choices, "{name}");
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::Ftl;
 use ftlab_core::geometry::Geometry;
-use ftlab_core::victim::GcPolicy;
+use ftlab_core::victim::{GcFrontier, GcPolicy};
 use ftlab_core::{Lpn, PageTag, PageWrite};
 use ftlab_ftl::page::{PageFtl, PageOptions};
 
@@ -94,11 +94,14 @@ fn measure(
     measured: u32,
     seed: u64,
 ) -> (f64, f64) {
-    measure_mix(policy, logical_blocks, op_pct, measured, seed, false)
+    measure_mix(policy, logical_blocks, op_pct, measured, seed, false, false).0
 }
 
 /// [`measure`], or with `hot_cold` 90% of the overwrites to the first 10% of the
-/// logical pages (uniform within each part).
+/// logical pages (uniform within each part), and with `separate` GC copies on their
+/// own write frontier (`gc_frontier = "separate"`; same device: the GC's open block is
+/// one of its blocks, part of the log in `a` like the host's). Also returns the FTL's
+/// figures at the end.
 fn measure_mix(
     policy: GcPolicy,
     logical_blocks: u32,
@@ -106,12 +109,44 @@ fn measure_mix(
     measured: u32,
     seed: u64,
     hot_cold: bool,
-) -> (f64, f64) {
+    separate: bool,
+) -> ((f64, f64), ftlab_core::ftl::FtlStats) {
+    let opts = PageOptions {
+        gc_policy: policy,
+        gc_frontier: if separate {
+            GcFrontier::Separate
+        } else {
+            GcFrontier::Shared
+        },
+        ..PageOptions::default()
+    };
+    let r = run_mix(opts, logical_blocks, op_pct, measured, seed, hot_cold);
+    ((r.waf, r.a), r.stats)
+}
+
+/// What [`run_mix`] measured.
+struct Run {
+    waf: f64,
+    a: f64,
+    stats: ftlab_core::ftl::FtlStats,
+    /// Per-block erase counts at the end (device life).
+    erases: Vec<u32>,
+}
+
+/// [`measure_mix`] with any options of the `page` FTL (`gc_threshold` is set to
+/// [`THRESHOLD`]).
+fn run_mix(
+    opts: PageOptions,
+    logical_blocks: u32,
+    op_pct: f64,
+    measured: u32,
+    seed: u64,
+    hot_cold: bool,
+) -> Run {
     let (geo, a) = geometry(logical_blocks, op_pct);
     let opts = PageOptions {
         gc_threshold: THRESHOLD,
-        gc_policy: policy,
-        ..PageOptions::default()
+        ..opts
     };
     let mut ftl = PageFtl::new(&geo, &opts).unwrap().with_gc_seed(seed);
     let mut flash = Flash::new(&geo);
@@ -157,7 +192,12 @@ fn measure_mix(
     let host = (after[Cause::Host as usize] - before[Cause::Host as usize]) as f64;
     let gc = (after[Cause::Gc as usize] - before[Cause::Gc as usize]) as f64;
     ftl.check(&flash).unwrap();
-    ((host + gc) / host, a)
+    Run {
+        waf: (host + gc) / host,
+        a,
+        stats: ftl.stats(),
+        erases: flash.erase_counts().to_vec(),
+    }
 }
 
 fn within(measured: f64, model: f64, tol: f64) -> bool {
@@ -292,7 +332,7 @@ fn gc_model_table() {
 
 /// Hot/cold (90% of writes to 10% of the pages), one write frontier: cost-benefit and
 /// greedy stay close (issue 23: cost-benefit pulls clearly ahead only with GC writes on
-/// their own frontier, item 2, not built yet).
+/// their own frontier, item 2: `hot_cold_separate_frontier_cost_benefit_beats_greedy`).
 #[test]
 fn hot_cold_one_frontier_cost_benefit_near_greedy() {
     println!("| policy | OP | mix | measured |");
@@ -300,7 +340,7 @@ fn hot_cold_one_frontier_cost_benefit_near_greedy() {
     for op in [10.0, 28.0] {
         let mut w = Vec::new();
         for p in GcPolicy::ALL {
-            let (waf, _) = measure_mix(p, 512, op, 4, 12, true);
+            let ((waf, _), _) = measure_mix(p, 512, op, 4, 12, true, false);
             println!("| {p:?} | {op}% | 90/10 | {waf:.3} |");
             w.push((p, waf));
         }
@@ -311,4 +351,117 @@ fn hot_cold_one_frontier_cost_benefit_near_greedy() {
             "{op}%: greedy {g:.3}, cost-benefit {cb:.3}"
         );
     }
+}
+
+/// Hot/cold (90% of writes to 10% of the pages), GC copies on their own write frontier
+/// (`gc_frontier = "separate"`, issue 23 item 2): cost-benefit beats greedy clearly
+/// (issue 23 quotes an independent model: 3.4 against 6.3 at 10% OP), by at least 20%
+/// at 10% OP; at 28% OP the gap is printed, not asserted. Same device for both
+/// frontiers. `-- --nocapture` prints the table of docs/results.md.
+#[test]
+fn hot_cold_separate_frontier_cost_benefit_beats_greedy() {
+    println!(
+        "| policy | OP | shared | separate | victims from the GC stream | their valid share |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for op in [10.0, 28.0] {
+        let mut w = Vec::new();
+        for p in [GcPolicy::Greedy, GcPolicy::CostBenefit] {
+            let ((one, _), _) = measure_mix(p, 512, op, 4, 12, true, false);
+            let ((two, _), st) = measure_mix(p, 512, op, 4, 12, true, true);
+            let victims = st.extra["stream_host_victims"] + st.extra["stream_gc_victims"];
+            let gc_share = st.extra["stream_gc_victims"] / victims;
+            let gc_valid = st.extra["stream_gc_victim_valid"]
+                / (st.extra["stream_gc_victims"] * PPB as f64).max(1.0);
+            println!(
+                "| {p:?} | {op}% | {one:.3} | {two:.3} | {:.1}% | {:.3} |",
+                gc_share * 100.0,
+                gc_valid
+            );
+            w.push((p, two));
+        }
+        let (g, cb) = (w[0].1, w[1].1);
+        if op == 10.0 {
+            assert!(
+                cb < g * 0.8,
+                "{op}%: separate frontier, greedy {g:.3}, cost-benefit {cb:.3}"
+            );
+        }
+    }
+}
+
+/// (min, max, standard deviation) of per-block erase counts.
+fn wear(erases: &[u32]) -> (u32, u32, f64) {
+    let n = erases.len() as f64;
+    let mean = erases.iter().map(|&e| e as f64).sum::<f64>() / n;
+    let var = erases
+        .iter()
+        .map(|&e| (e as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    (
+        *erases.iter().min().unwrap(),
+        *erases.iter().max().unwrap(),
+        var.sqrt(),
+    )
+}
+
+/// Wear levelling (issue 23 item 3) on the 90/10 hot/cold mix, 256 logical blocks at
+/// 28% OP, greedy GC, 16 device writes measured after the warm-up (seed 21): static
+/// levelling keeps the erase-count spread (max - min) within two of its threshold, at a
+/// measured WAF cost (asserted below 25%). `-- --nocapture` prints the table of
+/// docs/results.md.
+#[test]
+fn static_wear_levelling_narrows_the_spread_at_a_waf_cost() {
+    use ftlab_core::wear::WearLeveling;
+    println!("| wear_leveling | wl_threshold | WAF | erases min | max | spread | std dev | blocks moved | pages moved |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for (wl, th) in [
+        (WearLeveling::Off, 16),
+        (WearLeveling::Dynamic, 16),
+        (WearLeveling::Static, 16),
+        (WearLeveling::Static, 4),
+    ] {
+        let opts = PageOptions {
+            wear_leveling: wl,
+            wl_threshold: th,
+            ..PageOptions::default()
+        };
+        let r = run_mix(opts, 256, 28.0, 16, 21, true);
+        let (min, max, sd) = wear(&r.erases);
+        let x = |k: &str| r.stats.extra.get(k).unwrap_or(0.0);
+        println!(
+            "| {wl:?} | {th} | {:.3} | {min} | {max} | {} | {sd:.2} | {} | {} |",
+            r.waf,
+            max - min,
+            x("wl_migrations"),
+            x("wl_pages_copied")
+        );
+        rows.push((wl, th, r.waf, max - min, sd));
+    }
+    // Off and dynamic leave the spread where the mix puts it; static keeps it within
+    // two erases of its threshold, narrower the lower the threshold, and pays for it in
+    // WAF (its moves are GC programs), more the lower the threshold.
+    let (off, s16, s4) = (rows[0], rows[2], rows[3]);
+    assert!(
+        s16.3 <= 16 + 2 && s4.3 <= 4 + 2,
+        "spread {} {}",
+        s16.3,
+        s4.3
+    );
+    assert!(off.3 > s16.3 && s16.3 > s4.3, "spread off {}", off.3);
+    assert!(
+        s4.4 < off.4 / 4.0,
+        "std dev: off {}, static {}",
+        off.4,
+        s4.4
+    );
+    assert!(
+        off.2 < s16.2 && s16.2 < s4.2 && s4.2 < off.2 * 1.25,
+        "WAF: off {:.3}, static {:.3} / {:.3}",
+        off.2,
+        s16.2,
+        s4.2
+    );
 }

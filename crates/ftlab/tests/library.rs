@@ -253,3 +253,67 @@ fn a_non_greedy_gc_policy_at_the_least_op_finishes() {
         assert!(out.failure.is_none(), "{policy}: {:?}", out.failure);
     }
 }
+
+/// Issue 23 item 4, in part: `page` with `pe_limit` retires blocks and, when too few are
+/// left, the run ends with a report and `Failure::WornOut` (not an internal error).
+#[test]
+fn a_device_that_wears_out_ends_with_a_report_saying_so() {
+    let mut c = small();
+    c.capacity = "4MiB".parse().unwrap();
+    c.op = 25.0;
+    c.synthetic.count = 20_000;
+    c.synthetic.read_ratio = 0.0;
+    c.ftl_options.insert("pe_limit".into(), 4.into());
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    match &out.failure {
+        Some(Failure::WornOut { message, request }) => {
+            assert!(message.contains("device worn out"), "{message}");
+            assert!(*request > 0);
+        }
+        other => panic!("expected a worn-out failure, got {other:?}"),
+    }
+    assert!(out.report.flash.erase_count.max <= 4);
+    assert!(out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0) > 0.0);
+}
+
+/// `until_worn_out` (issue 23 item 4): the workload replays until the device wears out;
+/// that end is no failure, and the report's `endurance` says after how many host bytes
+/// (TBW) and simulated days. The limit comes from the NAND preset unless set; a scheme
+/// without an endurance model is refused naming the key.
+#[test]
+fn until_worn_out_replays_to_the_end_of_the_device_life() {
+    let mut c = small();
+    c.capacity = "4MiB".parse().unwrap();
+    c.op = 25.0;
+    c.synthetic.count = 2_000;
+    c.synthetic.read_ratio = 0.0;
+    c.until_worn_out = true;
+    c.ftl_options.insert("pe_limit".into(), 5.into());
+    let out = Simulation::new(c.clone())
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    assert!(out.failure.is_none(), "{:?}", out.failure);
+    let e = out.report.endurance.as_ref().expect("an endurance section");
+    assert_eq!(e.ended_by, "pe_limit");
+    assert!(e.message.contains("device worn out"), "{}", e.message);
+    // More than one pass of 2000 requests went by, every byte counted.
+    assert!(e.request > 2_000, "{}", e.request);
+    assert!(e.tbw > 0.0 && e.days > 0.0);
+    assert_eq!(e.tbw, e.host_bytes_written as f64 / 1e12);
+    let json = serde_json::to_value(&out.report).unwrap();
+    assert!(json["endurance"]["tbw"].as_f64().unwrap() > 0.0);
+
+    // The preset's rated cycles when pe_limit is not given.
+    c.ftl_options.remove("pe_limit");
+    let sim = Simulation::new(c.clone()).unwrap();
+    let rated = ftlab_core::nand::preset(&c.nand).unwrap().pe_cycles;
+    assert_eq!(sim.config().ftl_options["pe_limit"], rated);
+
+    c.ftl = "dac".into();
+    let e = Simulation::new(c).err().unwrap().to_string();
+    assert!(e.contains("until_worn_out") && e.contains("dac"), "{e}");
+}

@@ -212,3 +212,113 @@ fn every_gc_policy_recovers() {
         }
     }
 }
+
+/// `gc_frontier = "separate"` (issue 23 item 2) of every FTL that declares it, read off
+/// its options: a loss may leave two partly written blocks (the host's and the GC's
+/// open block) per die; both reopen, as either frontier.
+#[test]
+fn a_separate_gc_frontier_recovers() {
+    let mut covered = 0;
+    for f in FTLS {
+        if !f.options.fields().iter().any(|o| o.name == "gc_frontier") {
+            continue;
+        }
+        covered += 1;
+        for policy in ["greedy", "cost_benefit"] {
+            for profile in 0..2 {
+                let mut cfg = with_power_losses(f.id, profile, 3);
+                cfg.ftl_options
+                    .insert("gc_frontier".into(), "separate".into());
+                cfg.ftl_options.insert("gc_policy".into(), policy.into());
+                // One more open block: the tiny device needs more spare blocks.
+                cfg.op = cfg.op.max(ftlab::sim::least_op(&cfg).unwrap());
+                let out = run(&cfg, &mut NoObserver).unwrap();
+                assert!(
+                    out.failure.is_none(),
+                    "{} {policy} profile {profile}: {:?}",
+                    f.id,
+                    out.failure
+                );
+                assert_eq!(out.report.power_loss.events, 13, "{} {policy}", f.id);
+                assert!(out.report.ftl.gc.invocations > 0, "{} {policy}", f.id);
+                let x = &out.report.ftl.extra;
+                assert!(x.contains_key("stream_gc_programs"), "{}", f.id);
+            }
+        }
+    }
+    assert!(covered > 0);
+}
+
+/// Wear levelling (issue 23 item 3) of every FTL that declares `wear_leveling`, read off
+/// its options, each value with a low threshold and both GC frontiers: recovery reads
+/// the erase counts back from the flash and rebuilds the least-worn-first pools.
+#[test]
+fn every_wear_leveling_recovers() {
+    let mut covered = 0;
+    for f in FTLS {
+        let fields = f.options.fields();
+        let Some(field) = fields.iter().find(|o| o.name == "wear_leveling") else {
+            continue;
+        };
+        covered += 1;
+        for wl in field.kind.split(" | ") {
+            for frontier in ["shared", "separate"] {
+                let mut cfg = with_power_losses(f.id, 1, 4);
+                cfg.ftl_options.insert("wear_leveling".into(), wl.into());
+                if fields.iter().any(|o| o.name == "wl_threshold") {
+                    cfg.ftl_options.insert("wl_threshold".into(), 2.into());
+                }
+                if fields.iter().any(|o| o.name == "gc_frontier") {
+                    cfg.ftl_options
+                        .insert("gc_frontier".into(), frontier.into());
+                    cfg.op = cfg.op.max(ftlab::sim::least_op(&cfg).unwrap());
+                }
+                let out = run(&cfg, &mut NoObserver).unwrap();
+                assert!(
+                    out.failure.is_none(),
+                    "{} {wl} {frontier}: {:?}",
+                    f.id,
+                    out.failure
+                );
+                assert_eq!(out.report.power_loss.events, 13, "{} {wl}", f.id);
+                if wl == "static" {
+                    assert!(
+                        out.report.ftl.extra.get("wl_migrations").unwrap_or(0.0) > 0.0,
+                        "{} {frontier}: static levelling never moved data",
+                        f.id
+                    );
+                }
+            }
+        }
+    }
+    assert!(covered > 0);
+}
+
+/// Issue 23 items 4 and 6: `page` with `pe_limit` through many power losses (twice the
+/// profiles' spare blocks, so blocks retire well before the device wears out): the run
+/// ends at its end or with the device worn out, never with a violation or a failed
+/// recovery, and no block is erased past the limit. (Whether a loss falls between the
+/// first retirement and the wear-out depends on the run; the unit test
+/// `page::tests::blocks_retire_at_the_pe_limit_until_the_device_is_worn_out` recovers
+/// with retired blocks on purpose.)
+#[test]
+fn power_loss_with_retired_blocks_recovers() {
+    for (profile, limit) in [(0, 30), (0, 60), (1, 8), (1, 16)] {
+        let mut cfg = with_power_losses("page", profile, 5);
+        // Spare blocks to retire: the profiles are near the least the scheme takes.
+        cfg.op += 100.0;
+        cfg.ftl_options.insert("pe_limit".into(), limit.into());
+        let out = run(&cfg, &mut NoObserver).unwrap();
+        match &out.failure {
+            None | Some(ftlab::Failure::WornOut { .. }) => {}
+            Some(f) => panic!("profile {profile}, pe_limit {limit}: {f}"),
+        }
+        assert!(out.report.flash.erase_count.max <= limit, "{limit}");
+        let retired = out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0);
+        assert!(retired > 0.0, "profile {profile}, pe_limit {limit}");
+        assert!(
+            out.report.power_loss.events > 2,
+            "profile {profile}, pe_limit {limit}"
+        );
+    }
+}

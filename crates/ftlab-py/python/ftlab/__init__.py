@@ -161,8 +161,8 @@ class Report:
     - ``intervals``: the report's own timeline (the ``timeline`` config key), one
       numpy array per column, or None when not recorded.
     - ``failure``: None, or why the run stopped early (the oracle found a violation, a
-      recovery failed); ``failure_kind`` is ``"violation"``, ``"recovery"``,
-      ``"internal"`` or None.
+      recovery failed, the device wore out); ``failure_kind`` is ``"violation"``,
+      ``"recovery"``, ``"internal"``, ``"worn_out"`` or None.
     - ``text`` (and ``str(report)``): the command's human summary.
     - ``report["host.response_ns.p99"]``: any figure by its dotted key.
     """
@@ -176,7 +176,7 @@ class Report:
         self.text: str = raw["text"]
         #: None, or why the run stopped before its end.
         self.failure: Optional[str] = raw["failure"]
-        #: None, ``"violation"``, ``"recovery"`` or ``"internal"``.
+        #: None, ``"violation"``, ``"recovery"``, ``"internal"`` or ``"worn_out"``.
         self.failure_kind: Optional[str] = raw["failure_kind"]
         #: Requests simulated (all passes, warm-up included).
         self.requests: int = raw["requests"]
