@@ -36,7 +36,7 @@ use crate::nand::Latencies;
 use crate::oracle::{Oracle, Violation};
 use crate::request::{Op, Request};
 use crate::timing::{ClosedLoop, Timing};
-use crate::units::{Lpn, Nanos, PageWrite};
+use crate::units::{Lpn, Nanos, PageTag, PageWrite};
 use thiserror::Error;
 
 /// How much checking a run does.
@@ -631,6 +631,19 @@ impl Engine {
         }
     }
 
+    /// Reads one page through the buffer and the FTL as a host read does, untimed and
+    /// unchecked: what a test with a model of its own compares (the oracle is not
+    /// consulted and counts nothing).
+    pub fn read_unchecked(&mut self, lpn: Lpn) -> Option<PageTag> {
+        let mut be = Backend {
+            ftl: &mut *self.ftl,
+            flash: &mut self.flash,
+        };
+        let found = self.buffer.read(&mut be, lpn);
+        self.flash.clear_log();
+        found
+    }
+
     /// Reads back every LPN ever written, through the buffer and FTL, and checks it.
     /// Call after taking the [`Engine::outcome`]: these reads are not part of the
     /// measurement. Returns the number of pages checked.
@@ -669,7 +682,7 @@ mod tests {
     use crate::ftl::FtlStats;
     use crate::geometry::GeometryBuilder;
     use crate::timing::{ParallelTiming, SerialTiming};
-    use crate::units::{PageTag, Ppn};
+    use crate::units::Ppn;
 
     /// A trivial FTL for engine tests: LPN n lives at PPN n, written once per erase.
     struct Direct;
