@@ -21,7 +21,10 @@
 //!   version (a GC copy and its source hold the same version; the first found wins).
 //!   Erased blocks become free, one partly written block becomes the active block, the
 //!   rest are sealed GC candidates. Trims are not persisted, so a trimmed page may
-//!   come back.
+//!   come back; not only as its last version: GC may erase the block of the trimmed
+//!   (invalid) last version while an older stale copy survives in another block, and
+//!   the scan then maps that copy (`TrimRecovery::AnyEarlier`, which the oracle checks:
+//!   zeroes or a version written before the trim, never a newer one).
 //! - Die-aware allocation (issue 22; not in the papers, which model one chip):
 //!   `die_alloc = "single"` (default, the papers' one write frontier), `"round_robin"`
 //!   (one open block per die, consecutive page writes dealt to the dies in turn: a
@@ -43,7 +46,7 @@
 
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
@@ -339,6 +342,12 @@ impl Ftl for PageFtl {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.unmap(flash, lpn);
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // Trims are not persisted and GC may erase a trimmed last version before an
+        // older, stale copy of the page (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

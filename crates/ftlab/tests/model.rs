@@ -9,10 +9,13 @@
 //! checks): it keeps its own version counter per page, applies the documented page
 //! rules (a write covers every page it touches, a trim only the pages it covers whole)
 //! and the documented guarantees after a power loss (docs/reliability.md): a page whose
-//! newest data the engine reported lost (it lived only in a volatile buffer, or in an
-//! FTL's RAM) reads as the last version acknowledged as durable or a later one handed
-//! to the FTL; a trimmed page reads as zeroes or as a version written before the trim;
-//! everything else reads exactly as last written. It also checks what the oracle does
+//! newest data the engine reported lost (it lived only in a volatile buffer) reads as
+//! the last version acknowledged as durable (written with no buffer, or before a
+//! completed flush) or a later one, never older and never zeroes when a durable version
+//! exists; a trimmed page reads as zeroes or its content before the trim (any earlier
+//! version for a scheme that declares `TrimRecovery::AnyEarlier`); a page an FTL held
+//! only in RAM (CACH-FTL's documented window) as zeroes or an older version; everything
+//! else exactly as last written. It also checks what the oracle does
 //! not: a flush empties the buffer (no page written before it is reported lost), a
 //! device without a buffer loses nothing, and the content a read finds after a power
 //! loss stays put until the next write or trim.
@@ -23,6 +26,7 @@ use ftlab::config::{Config, VerifyLevel};
 use ftlab::registry::{Recovery, BUFFERS, FTLS};
 use ftlab::sim::{build_schemes, imply, prepare, smallest_op, Prepared};
 use ftlab_core::engine::Engine;
+use ftlab_core::ftl::TrimRecovery;
 use ftlab_core::request::{Op as ReqOp, Request};
 use ftlab_core::{Lpn, Nanos, PageTag};
 use proptest::prelude::*;
@@ -104,37 +108,87 @@ fn case() -> impl Strategy<Value = (Device, Vec<Step>)> {
     (device(), prop::collection::vec(step(), 1..120))
 }
 
-/// What a read of one page may return.
+/// What a read of one page may return: zeroes if `zeroes`, and versions `lo..=hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Want {
-    /// Exactly this (`None`: zeroes, never written or trimmed).
-    Exact(Option<u32>),
-    /// After a power loss: zeroes, or any version from `from` to `to`.
-    Range { zeroes: bool, from: u32, to: u32 },
+struct Want {
+    zeroes: bool,
+    lo: u32,
+    hi: u32,
 }
 
-/// The model: per logical page, its version counter (kept as the engine numbers
-/// versions: one more per write; a version lost with a volatile buffer is not on flash,
-/// so its number is given again) and what a read may return.
+impl Want {
+    /// Exactly version `v` (0: exactly zeroes).
+    fn exact(v: u32) -> Want {
+        Want {
+            zeroes: v == 0,
+            lo: v.max(1),
+            hi: v,
+        }
+    }
+
+    /// Everything either allows (and what lies between: versions are contiguous here).
+    fn or(self, o: Want) -> Want {
+        let (a, b) = (self.lo <= self.hi, o.lo <= o.hi);
+        let (lo, hi) = match (a, b) {
+            (true, true) => (self.lo.min(o.lo), self.hi.max(o.hi)),
+            (true, false) => (self.lo, self.hi),
+            (false, true) => (o.lo, o.hi),
+            (false, false) => (1, 0),
+        };
+        Want {
+            zeroes: self.zeroes || o.zeroes,
+            lo,
+            hi,
+        }
+    }
+
+    fn allows(&self, v: Option<u32>) -> bool {
+        match v {
+            None => self.zeroes,
+            Some(v) => self.lo <= v && v <= self.hi,
+        }
+    }
+}
+
+/// The model: per logical page, its version counter (one more per write, as the engine
+/// numbers versions; never given twice), what a read may return now, and what it may
+/// return if the power fails now.
+///
+/// The rule after a power loss (issue 25, item 2): a page reads as the last version
+/// acknowledged as durable (written with no buffer, or written before a completed
+/// flush) or a later one the device was given, never older and never zeroes when a
+/// durable version exists; a page the engine reports lost cannot read as its newest
+/// version; a trimmed page reads as zeroes or what it held before the trim (any
+/// earlier version, for a scheme that says [`TrimRecovery::AnyEarlier`]). The oracle
+/// holds each page to exactly the newest version the FTL was handed, which lies in
+/// this set.
 struct Model {
     stamp: Vec<u32>,
     want: Vec<Want>,
-    /// Last operation was a trim.
+    /// What a read may return if the power fails now.
+    on_loss: Vec<Want>,
+    /// Last operation was a trim (never persisted: it stays uncertain).
     trimmed: Vec<bool>,
     /// Pages written since the last flush or power loss (a superset of what the buffer
     /// may still hold).
     dirty: BTreeSet<u32>,
+    /// Every write reaches the FTL before it completes (no buffer).
+    write_through: bool,
+    trim_rule: TrimRecovery,
     /// A deliberately wrong model, for the harness's own test.
     broken: bool,
 }
 
 impl Model {
-    fn new(pages: u32, broken: bool) -> Model {
+    fn new(pages: u32, write_through: bool, trim_rule: TrimRecovery, broken: bool) -> Model {
         Model {
             stamp: vec![0; pages as usize],
-            want: vec![Want::Exact(None); pages as usize],
+            want: vec![Want::exact(0); pages as usize],
+            on_loss: vec![Want::exact(0); pages as usize],
             trimmed: vec![false; pages as usize],
             dirty: BTreeSet::new(),
+            write_through,
+            trim_rule,
             broken,
         }
     }
@@ -142,25 +196,49 @@ impl Model {
     fn write(&mut self, l: u32) {
         let i = l as usize;
         self.stamp[i] += 1;
-        self.want[i] = Want::Exact(Some(self.stamp[i]));
+        let v = Want::exact(self.stamp[i]);
+        self.want[i] = v;
+        // Durable at once with no buffer; else it may or may not reach the FTL.
+        self.on_loss[i] = if self.write_through {
+            v
+        } else {
+            self.on_loss[i].or(v)
+        };
         self.trimmed[i] = false;
         self.dirty.insert(l);
     }
 
     fn trim(&mut self, l: u32) {
         let i = l as usize;
-        self.want[i] = Want::Exact(None);
-        self.trimmed[i] = self.stamp[i] > 0;
+        self.want[i] = Want::exact(0);
+        if self.stamp[i] == 0 || self.trimmed[i] {
+            return;
+        }
+        let before = self.on_loss[i];
+        self.on_loss[i] = match self.trim_rule {
+            TrimRecovery::LastVersion => before.or(Want::exact(0)),
+            TrimRecovery::AnyEarlier => Want {
+                zeroes: true,
+                lo: 1,
+                hi: before.hi,
+            },
+        };
+        self.trimmed[i] = true;
+    }
+
+    fn flush(&mut self) {
+        for &l in &self.dirty {
+            let i = l as usize;
+            if !self.trimmed[i] {
+                self.on_loss[i] = self.want[i];
+            }
+        }
+        self.dirty.clear();
     }
 
     /// A power loss that lost the newest data of `lost`.
     fn power_loss(&mut self, lost: &[Lpn], ftl_keeps_ram_data: bool) -> Result<(), String> {
         for &Lpn(l) in lost {
-            if !ftl_keeps_ram_data && !self.dirty.contains(&l) {
-                return Err(format!(
-                    "LPN {l} reported lost, but it was not written since the last flush"
-                ));
-            }
             let i = l as usize;
             if self.stamp[i] == 0 {
                 return Err(format!("LPN {l} reported lost but never written"));
@@ -168,21 +246,29 @@ impl Model {
             if self.broken {
                 continue; // the toy bug: believes buffered data survives
             }
-            self.stamp[i] -= 1;
-            self.want[i] = Want::Range {
-                zeroes: true,
-                from: 1,
-                to: self.stamp[i],
-            };
+            if ftl_keeps_ram_data {
+                // The scheme's documented window: zeroes or an older version.
+                self.want[i] = Want {
+                    zeroes: true,
+                    lo: 1,
+                    hi: self.stamp[i] - 1,
+                };
+                continue;
+            }
+            if !self.dirty.contains(&l) {
+                return Err(format!(
+                    "LPN {l} reported lost, but it was not written since the last flush"
+                ));
+            }
+            let mut w = self.on_loss[i];
+            w.hi = w.hi.min(self.stamp[i] - 1);
+            self.want[i] = w;
         }
         for i in 0..self.stamp.len() {
             if self.trimmed[i] {
-                // The trim may be undone: zeroes or a version from before it.
-                self.want[i] = Want::Range {
-                    zeroes: true,
-                    from: 1,
-                    to: self.stamp[i],
-                };
+                self.want[i] = self.on_loss[i];
+            } else {
+                self.on_loss[i] = self.want[i];
             }
         }
         self.dirty.clear();
@@ -200,14 +286,7 @@ impl Model {
             }
         }
         let got = found.map(|t| t.version);
-        let ok = match self.want[i] {
-            Want::Exact(v) => got == v,
-            Want::Range { zeroes, from, to } => match got {
-                None => zeroes,
-                Some(v) => (from..=to).contains(&v),
-            },
-        };
-        if !ok {
+        if !self.want[i].allows(got) {
             return Err(format!(
                 "LPN {l}: expected {:?}, read {}",
                 self.want[i],
@@ -215,7 +294,10 @@ impl Model {
             ));
         }
         // What a recovered device returns stays put until the page changes.
-        self.want[i] = Want::Exact(got);
+        self.want[i] = Want::exact(got.unwrap_or(0));
+        if !self.trimmed[i] && !self.dirty.contains(&l) {
+            self.on_loss[i] = self.want[i];
+        }
         Ok(())
     }
 }
@@ -287,7 +369,16 @@ fn build(pair: Pair, d: &Device) -> Result<(Config, Prepared), String> {
 }
 
 /// Runs one case; `Err` describes the first disagreement.
-fn run_case(pair: Pair, d: &Device, steps: &[Step], broken: bool) -> Result<(), String> {
+/// Deliberate deviations, for the harness's own tests.
+#[derive(Clone, Copy, Default)]
+struct Knobs {
+    /// The model believes buffered data survives a power loss.
+    broken: bool,
+    /// The model holds trimmed pages to this rule instead of the scheme's.
+    trim_rule: Option<TrimRecovery>,
+}
+
+fn run_case(pair: Pair, d: &Device, steps: &[Step], knobs: Knobs) -> Result<(), String> {
     let (cfg, prepared) = build(pair, d)?;
     let Prepared {
         geo,
@@ -296,14 +387,18 @@ fn run_case(pair: Pair, d: &Device, steps: &[Step], broken: bool) -> Result<(), 
         ..
     } = prepared;
     let n = geo.logical_pages;
-    let recovers = build_schemes(&cfg, &geo, latencies)
-        .map_err(|e| e.to_string())?
-        .ftl
-        .recovers();
+    let probe = build_schemes(&cfg, &geo, latencies).map_err(|e| e.to_string())?;
+    let (recovers, trim_rule) = (probe.ftl.recovers(), probe.ftl.trim_recovery());
+    if recovers {
+        // As a run with planned power losses does: the oracle holds every page to the
+        // newest version the FTL was handed.
+        engine.track_power_loss();
+    }
     // Only an FTL that keeps data in RAM between requests may report pages lost that
     // were not written since the last flush (cach's interruptible BMR-GC).
     let ftl_keeps_ram_data = pair.ftl == "cach";
-    let mut m = Model::new(n, broken);
+    let trim_rule = knobs.trim_rule.unwrap_or(trim_rule);
+    let mut m = Model::new(n, pair.buffer == "none", trim_rule, knobs.broken);
     let mut now = 0u64;
     let submit = |engine: &mut Engine, op: ReqOp, offset: u64, len: u64, now: &mut u64| {
         *now += 100_000;
@@ -379,7 +474,7 @@ fn run_case(pair: Pair, d: &Device, steps: &[Step], broken: bool) -> Result<(), 
             }
             Step::Flush => {
                 submit(&mut engine, ReqOp::Flush, 0, 0, &mut now).map_err(at)?;
-                m.dirty.clear();
+                m.flush();
             }
             Step::Idle { ms } => now += ms as u64 * 1_000_000,
             Step::PowerLoss if recovers => power_loss(&mut engine, &mut m).map_err(at)?,
@@ -393,7 +488,7 @@ fn run_case(pair: Pair, d: &Device, steps: &[Step], broken: bool) -> Result<(), 
     }
     // Shutdown: the buffer drains; then the power goes and nothing buffered is lost.
     engine.drain();
-    m.dirty.clear();
+    m.flush();
     if recovers {
         power_loss(&mut engine, &mut m).map_err(end)?;
     }
@@ -417,7 +512,7 @@ fn env(name: &str, default: u64) -> u64 {
 }
 
 /// Runs `cases` cases of `pair`; on failure, the minimal sequence proptest shrank to.
-fn check_pair(pair: Pair, seed: u64, cases: u32, broken: bool) -> Result<(), String> {
+fn check_pair(pair: Pair, seed: u64, cases: u32, knobs: Knobs) -> Result<(), String> {
     let mut key = [0u8; 32];
     let h = seed
         ^ (pair.ftl.len() as u64 * 0x9E37_79B9)
@@ -437,7 +532,7 @@ fn check_pair(pair: Pair, seed: u64, cases: u32, broken: bool) -> Result<(), Str
         TestRng::from_seed(RngAlgorithm::ChaCha, &key),
     );
     match runner.run(&case(), |(d, steps)| {
-        run_case(pair, &d, &steps, broken).map_err(TestCaseError::fail)
+        run_case(pair, &d, &steps, knobs).map_err(TestCaseError::fail)
     }) {
         Ok(()) => Ok(()),
         Err(TestError::Fail(why, (d, steps))) => Err(format!(
@@ -468,7 +563,7 @@ fn every_ftl_and_buffer_agrees_with_the_map_model() {
                 ftl: f.id,
                 buffer: b.id,
             };
-            if let Err(e) = check_pair(pair, seed, cases, false) {
+            if let Err(e) = check_pair(pair, seed, cases, Knobs::default()) {
                 failures.push(e);
             }
         }
@@ -498,10 +593,67 @@ fn a_wrong_model_fails_and_shrinks_to_a_minimal_sequence() {
         ftl: "page",
         buffer: "lru",
     };
-    let err = check_pair(pair, 1, 64, true).expect_err("the broken model must disagree");
+    let broken = Knobs {
+        broken: true,
+        ..Knobs::default()
+    };
+    let err = check_pair(pair, 1, 64, broken).expect_err("the broken model must disagree");
     assert!(err.contains("minimal sequence"), "{err}");
     let steps = err.matches("\n    ").count();
     assert!(steps <= 3, "not shrunk: {err}");
     // The honest model agrees with the same cases.
-    check_pair(pair, 1, 64, false).unwrap();
+    check_pair(pair, 1, 64, Knobs::default()).unwrap();
+}
+
+/// Regression (found by this test, issue 25): no scheme persists trims, and in the
+/// page-mapped schemes (`page`, `dftl`, `tpm`, `dac`), `fast` and `cach` a trimmed page
+/// can come back after a power loss as a version older than its last one (GC or a
+/// merge erased the trimmed last copy while an older stale copy survived). They say
+/// so ([`TrimRecovery::AnyEarlier`]) and the oracle and the model accept exactly that;
+/// held to the stricter rule, the page-mapped ones fail on this sequence: LPN 0 gets
+/// version 1 (block A, whose other pages stay valid) and version 2 (block B, whose
+/// other pages are overwritten), is trimmed, and GC then erases B first.
+#[test]
+fn a_trimmed_page_comes_back_as_its_scheme_documents() {
+    let w = |lpn, pages| Step::Write {
+        lpn,
+        pages,
+        partial: false,
+    };
+    let mut steps = vec![
+        w(0, 4),
+        w(0, 1),
+        w(8, 3),
+        w(8, 3),
+        Step::Trim {
+            lpn: 0,
+            pages: 1,
+            partial: false,
+        },
+    ];
+    steps.extend((0..40).map(|k| w(12 + k % 8, 1)));
+    steps.extend([Step::PowerLoss, Step::Read { lpn: 0, pages: 1 }]);
+    let d = Device {
+        pages_per_block: 4,
+        logical_blocks: 8,
+        buffer: 0,
+        small_map: false,
+        rmw: false,
+    };
+    for f in FTLS.iter().filter(|f| f.caps.recovery != Recovery::Never) {
+        let pair = Pair {
+            ftl: f.id,
+            buffer: "none",
+        };
+        run_case(pair, &d, &steps, Knobs::default()).unwrap_or_else(|e| panic!("{}: {e}", f.id));
+        let strict = Knobs {
+            trim_rule: Some(TrimRecovery::LastVersion),
+            ..Knobs::default()
+        };
+        let held_to_last = run_case(pair, &d, &steps, strict);
+        if ["page", "dftl", "tpm", "dac"].contains(&f.id) {
+            let e = held_to_last.expect_err(f.id);
+            assert!(e.contains("read version 1"), "{}: {e}", f.id);
+        }
+    }
 }
