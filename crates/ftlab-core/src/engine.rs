@@ -443,8 +443,10 @@ impl Engine {
             }
             if direct {
                 self.ftl.write(&mut self.flash, &self.group);
-                // Untimed: drop the log as we go so it never grows with the device.
+                // Untimed: drop the log as we go so it never grows with the device;
+                // so for the pages handed (when tracked).
                 self.flash.clear_log();
+                self.note_handed();
             } else {
                 let mut be = Backend {
                     ftl: &mut *self.ftl,
@@ -926,12 +928,17 @@ mod tests {
             Box::new(ParallelTiming::new(lat, 1, 1, geo.blocks, Nanos(0))),
             EngineConfig::default(),
         );
+        // With power losses tracked, the pages handed to the FTL are passed on as
+        // they go too (not held until the fill ends: 8 bytes a page).
+        e.track_power_loss();
         e.precondition_fill();
         assert!(
             e.flash().log_capacity() <= 4096,
             "{}",
             e.flash().log_capacity()
         );
+        let handed = e.handed.as_ref().expect("tracked").borrow().capacity();
+        assert!(handed <= 4096, "{handed}");
         assert_eq!(e.verify_readback().unwrap(), geo.logical_pages as u64);
     }
 
