@@ -314,6 +314,10 @@ impl Observer for Live {
     fn power_loss_now(&mut self) -> bool {
         self.shared.power_loss.replace(false)
     }
+
+    fn may_lose_power(&self) -> bool {
+        true
+    }
 }
 
 /// The export as the protocol sees it: the store for the bytes, the simulation for

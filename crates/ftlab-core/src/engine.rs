@@ -29,14 +29,18 @@
 
 use crate::buffer::{Backend, Buffer, BufferStats};
 use crate::flash::{Flash, FlashStats};
-use crate::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
+use crate::ftl::{
+    Answer, BufferView, Ftl, FtlStats, GroupInfo, IdleBudget, Query, RecoverError, TrimRecovery,
+};
 use crate::geometry::Geometry;
 use crate::metrics::HostStats;
 use crate::nand::Latencies;
 use crate::oracle::{Oracle, Violation};
 use crate::request::{Op, Request};
 use crate::timing::{ClosedLoop, Timing};
-use crate::units::{Lpn, Nanos, PageWrite};
+use crate::units::{Lbn, Lpn, Nanos, PageTag, PageWrite};
+use std::cell::RefCell;
+use std::rc::Rc;
 use thiserror::Error;
 
 /// How much checking a run does.
@@ -186,6 +190,9 @@ pub struct Engine {
     last_response: Nanos,
     /// Closed-loop admission, if configured.
     closed: Option<ClosedLoop>,
+    /// With power losses tracked ([`Engine::track_power_loss`]): the pages the FTL was
+    /// handed since the oracle last heard of them (the FTL is wrapped in [`Tracked`]).
+    handed: Option<Rc<RefCell<Vec<PageTag>>>>,
 }
 
 impl Engine {
@@ -200,6 +207,8 @@ impl Engine {
     ) -> Engine {
         let mut flash = Flash::new(geo);
         flash.set_logging(timing.needs_ops());
+        let mut oracle = Oracle::new(geo.logical_pages);
+        oracle.set_trim_recovery(ftl.trim_recovery());
         Engine {
             geo: geo.clone(),
             lat,
@@ -207,7 +216,7 @@ impl Engine {
             ftl,
             buffer,
             timing,
-            oracle: Oracle::new(geo.logical_pages),
+            oracle,
             cfg,
             host: HostStats::default(),
             request_no: 0,
@@ -216,6 +225,47 @@ impl Engine {
             recoveries: Vec::new(),
             last_response: Nanos::ZERO,
             closed: cfg.closed_loop.map(|(q, d)| ClosedLoop::new(q, d)),
+            handed: None,
+        }
+    }
+
+    /// Prepares for power losses: from now on the engine tells the oracle which
+    /// versions reach the FTL, so that after a power loss every page is held to the
+    /// newest version the FTL was handed (see [`crate::oracle`]); without this, a page
+    /// whose newest data a buffer lost may read as any older version. Costs a map
+    /// update per page written; a run with no power loss planned leaves it off. Call
+    /// before the first request (later calls do nothing).
+    pub fn track_power_loss(&mut self) {
+        if self.handed.is_some() || self.request_no > 0 {
+            return;
+        }
+        self.oracle.track_handoffs();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let inner = std::mem::replace(&mut self.ftl, Box::new(Unplugged));
+        self.ftl = Box::new(Tracked {
+            inner,
+            log: log.clone(),
+        });
+        self.handed = Some(log);
+    }
+
+    /// Tells the oracle what the FTL was handed since it last heard (tracking only;
+    /// one test and branch otherwise). Late is fine ([`Oracle::handed`]), as long as it
+    /// comes before the next trim and the next power loss.
+    #[inline(always)]
+    fn note_handed(&mut self) {
+        if self.handed.is_some() {
+            self.pass_handed();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn pass_handed(&mut self) {
+        if let Some(log) = &self.handed {
+            for t in log.borrow_mut().drain(..) {
+                self.oracle.handed(t);
+            }
         }
     }
 
@@ -267,6 +317,7 @@ impl Engine {
                 self.buffer.flush(&mut be);
             }
         }
+        self.note_handed();
         let served = self.timing.serve(req.arrival, self.flash.batch());
         self.flash.clear_log();
         if let Some(c) = &mut self.closed {
@@ -298,6 +349,7 @@ impl Engine {
         };
         self.buffer.idle(&mut be, &mut budget);
         self.ftl.idle(&mut self.flash, &mut budget);
+        self.note_handed();
         if !self.flash.batch().is_empty() {
             self.timing.background(idle_at, self.flash.batch());
             self.flash.clear_log();
@@ -391,8 +443,10 @@ impl Engine {
             }
             if direct {
                 self.ftl.write(&mut self.flash, &self.group);
-                // Untimed: drop the log as we go so it never grows with the device.
+                // Untimed: drop the log as we go so it never grows with the device;
+                // so for the pages handed (when tracked).
                 self.flash.clear_log();
+                self.note_handed();
             } else {
                 let mut be = Backend {
                     ftl: &mut *self.ftl,
@@ -410,6 +464,7 @@ impl Engine {
         let ps = self.geo.page_size as u64;
         let first = req.offset.div_ceil(ps) as u32;
         let end = ((req.offset + req.len) / ps) as u32;
+        self.note_handed();
         for l in first..end.max(first) {
             let lpn = Lpn(l);
             self.oracle.trim(lpn);
@@ -428,6 +483,7 @@ impl Engine {
         let n = self.geo.logical_pages;
         self.write_pages(0, n, true);
         self.flash.clear_log();
+        self.note_handed();
     }
 
     /// Writes every logical page whose bit is set in `pages` (one bit per LPN, LPN `n`
@@ -462,6 +518,7 @@ impl Engine {
             written += (l - first) as u64;
         }
         self.flash.clear_log();
+        self.note_handed();
         written
     }
 
@@ -470,6 +527,7 @@ impl Engine {
     pub fn settle(&mut self) {
         self.ftl.settle(&mut self.flash);
         self.flash.clear_log();
+        self.note_handed();
     }
 
     /// Dirty pages the write buffer holds (data not yet handed to the FTL).
@@ -496,6 +554,7 @@ impl Engine {
             flash: &mut self.flash,
         };
         self.buffer.flush(&mut be);
+        self.note_handed();
         let programs = FlashStats::total(&self.flash.stats().programs) - before;
         let start = self.timing.idle_at();
         let end = self.timing.background(start, self.flash.batch());
@@ -531,14 +590,28 @@ impl Engine {
         ftl: Box<dyn Ftl>,
         buffer: Box<dyn Buffer>,
     ) -> Result<&Recovery, RecoverError> {
-        let mut lost = Vec::new();
-        self.buffer.volatile_pages(&mut lost);
-        self.ftl.volatile_pages(&mut lost);
+        self.note_handed();
+        let mut buffer_lost = Vec::new();
+        self.buffer.volatile_pages(&mut buffer_lost);
+        buffer_lost.sort_unstable();
+        buffer_lost.dedup();
+        let mut ftl_lost = Vec::new();
+        self.ftl.volatile_pages(&mut ftl_lost);
+        ftl_lost.sort_unstable();
+        ftl_lost.dedup();
+        let mut lost = buffer_lost.clone();
+        lost.extend_from_slice(&ftl_lost);
         lost.sort_unstable();
         lost.dedup();
         self.carried.0.add_counters(&self.ftl.stats());
         self.carried.1.add_counters(&self.buffer.stats());
-        self.ftl = ftl;
+        self.ftl = match &self.handed {
+            Some(log) => Box::new(Tracked {
+                inner: ftl,
+                log: log.clone(),
+            }),
+            None => ftl,
+        };
         self.buffer = buffer;
         self.flash.power_cycle();
         let before = *self.flash.stats();
@@ -547,7 +620,11 @@ impl Engine {
         let start = self.timing.idle_at();
         let end = self.timing.background(start, self.flash.batch());
         self.flash.clear_log();
-        self.oracle.power_loss(&lost);
+        // Recovery hands nothing new (it rebuilds from flash).
+        if let Some(log) = &self.handed {
+            log.borrow_mut().clear();
+        }
+        self.oracle.power_loss(&buffer_lost, &ftl_lost);
         self.recoveries.push(Recovery {
             after_request: self.request_no,
             lost_lpns: lost,
@@ -631,6 +708,19 @@ impl Engine {
         }
     }
 
+    /// Reads one page through the buffer and the FTL as a host read does, untimed and
+    /// unchecked: what a test with a model of its own compares (the oracle is not
+    /// consulted and counts nothing).
+    pub fn read_unchecked(&mut self, lpn: Lpn) -> Option<PageTag> {
+        let mut be = Backend {
+            ftl: &mut *self.ftl,
+            flash: &mut self.flash,
+        };
+        let found = self.buffer.read(&mut be, lpn);
+        self.flash.clear_log();
+        found
+    }
+
     /// Reads back every LPN ever written, through the buffer and FTL, and checks it.
     /// Call after taking the [`Engine::outcome`]: these reads are not part of the
     /// measurement. Returns the number of pages checked.
@@ -662,6 +752,123 @@ impl Engine {
     }
 }
 
+/// An FTL that reports every page it is handed (to the engine, for the oracle): the
+/// pages of [`Ftl::write`] and [`Ftl::write_with`], and the buffer's copies a
+/// buffer-aware FTL writes itself ([`BufferView::mark_clean`]). Everything else passes
+/// straight through.
+struct Tracked {
+    inner: Box<dyn Ftl>,
+    log: Rc<RefCell<Vec<PageTag>>>,
+}
+
+/// A buffer view that reports the copies the FTL takes from the buffer.
+struct TrackedView<'a> {
+    inner: &'a mut dyn BufferView,
+    log: &'a RefCell<Vec<PageTag>>,
+}
+
+impl BufferView for TrackedView<'_> {
+    fn dirty_pages(&self, lbn: Lbn) -> u32 {
+        self.inner.dirty_pages(lbn)
+    }
+    fn cold_dirty_pages(&self, lbn: Lbn) -> u32 {
+        self.inner.cold_dirty_pages(lbn)
+    }
+    fn dirty_copy(&self, lpn: Lpn) -> Option<PageTag> {
+        self.inner.dirty_copy(lpn)
+    }
+    fn mark_clean(&mut self, lpn: Lpn) {
+        if let Some(t) = self.inner.dirty_copy(lpn) {
+            self.log.borrow_mut().push(t);
+        }
+        self.inner.mark_clean(lpn);
+    }
+}
+
+impl Ftl for Tracked {
+    fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+        self.log.borrow_mut().extend_from_slice(pages);
+        self.inner.write(flash, pages);
+    }
+    fn write_with(&mut self, flash: &mut Flash, pages: &[PageWrite], info: GroupInfo<'_>) {
+        self.log.borrow_mut().extend_from_slice(pages);
+        match info.buffer {
+            None => self.inner.write_with(flash, pages, info),
+            Some(inner) => {
+                let mut view = TrackedView {
+                    inner,
+                    log: &self.log,
+                };
+                let info = GroupInfo {
+                    padded: info.padded,
+                    buffer: Some(&mut view),
+                };
+                self.inner.write_with(flash, pages, info);
+            }
+        }
+    }
+    fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+        self.inner.read(flash, lpn)
+    }
+    fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
+        self.inner.trim(flash, lpn);
+    }
+    fn flush(&mut self, flash: &mut Flash) {
+        self.inner.flush(flash);
+    }
+    fn settle(&mut self, flash: &mut Flash) {
+        self.inner.settle(flash);
+    }
+    fn idle(&mut self, flash: &mut Flash, budget: &mut IdleBudget) {
+        self.inner.idle(flash, budget);
+    }
+    fn check(&self, flash: &Flash) -> Result<(), String> {
+        self.inner.check(flash)
+    }
+    fn stats(&self) -> FtlStats {
+        self.inner.stats()
+    }
+    fn reset_stats(&mut self) {
+        self.inner.reset_stats();
+    }
+    fn mapping_bytes(&self) -> u64 {
+        self.inner.mapping_bytes()
+    }
+    fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
+        self.inner.recover(flash)
+    }
+    fn recovers(&self) -> bool {
+        self.inner.recovers()
+    }
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        self.inner.volatile_pages(out);
+    }
+    fn trim_recovery(&self) -> TrimRecovery {
+        self.inner.trim_recovery()
+    }
+    fn query(&self, q: Query) -> Answer {
+        self.inner.query(q)
+    }
+}
+
+/// Holds the FTL's place for the moment [`Engine::track_power_loss`] wraps it.
+struct Unplugged;
+
+impl Ftl for Unplugged {
+    fn write(&mut self, _: &mut Flash, _: &[PageWrite]) {}
+    fn read(&mut self, _: &mut Flash, _: Lpn) -> Option<PageTag> {
+        None
+    }
+    fn trim(&mut self, _: &mut Flash, _: Lpn) {}
+    fn stats(&self) -> FtlStats {
+        FtlStats::default()
+    }
+    fn reset_stats(&mut self) {}
+    fn mapping_bytes(&self) -> u64 {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,7 +876,7 @@ mod tests {
     use crate::ftl::FtlStats;
     use crate::geometry::GeometryBuilder;
     use crate::timing::{ParallelTiming, SerialTiming};
-    use crate::units::{PageTag, Ppn};
+    use crate::units::Ppn;
 
     /// A trivial FTL for engine tests: LPN n lives at PPN n, written once per erase.
     struct Direct;
@@ -721,12 +928,17 @@ mod tests {
             Box::new(ParallelTiming::new(lat, 1, 1, geo.blocks, Nanos(0))),
             EngineConfig::default(),
         );
+        // With power losses tracked, the pages handed to the FTL are passed on as
+        // they go too (not held until the fill ends: 8 bytes a page).
+        e.track_power_loss();
         e.precondition_fill();
         assert!(
             e.flash().log_capacity() <= 4096,
             "{}",
             e.flash().log_capacity()
         );
+        let handed = e.handed.as_ref().expect("tracked").borrow().capacity();
+        assert!(handed <= 4096, "{handed}");
         assert_eq!(e.verify_readback().unwrap(), geo.logical_pages as u64);
     }
 

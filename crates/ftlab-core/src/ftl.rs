@@ -9,6 +9,7 @@
 
 use crate::flash::Flash;
 use crate::nand::Latencies;
+pub use crate::oracle::TrimRecovery;
 use crate::units::{Lbn, Lpn, Nanos, PageTag, PageWrite};
 
 crate::stats::counters! {
@@ -222,6 +223,17 @@ pub trait Ftl {
     /// [`Buffer::volatile_pages`](crate::buffer::Buffer::volatile_pages). An FTL that
     /// keeps no data only in RAM between requests leaves this empty.
     fn volatile_pages(&self, _out: &mut Vec<Lpn>) {}
+
+    /// What a page trimmed before a power loss reads as after [`Ftl::recover`]: no
+    /// scheme here persists trims, so the trimmed data may come back. The default:
+    /// zeroes or the last version the FTL was handed before the trim (what a scheme
+    /// gives that never erases the last copy of a page before its older copies). A
+    /// scheme whose GC can erase the trimmed last version while an older stale copy
+    /// survives says [`TrimRecovery::AnyEarlier`] and documents why; the oracle checks
+    /// the answer.
+    fn trim_recovery(&self) -> TrimRecovery {
+        TrimRecovery::LastVersion
+    }
 
     /// Answers a buffer's question (co-op-buffer-ftl.txt Table 3).
     fn query(&self, _q: Query) -> Answer {

@@ -104,7 +104,12 @@
 //!   consistent, so `check()` holds right after recovery. A PMR-GC victim whose valid
 //!   pages do not fit the free pages is passed over for BMR-GC, which can only happen in
 //!   such a recovered state.
-//! - Trims are RAM-only: a trimmed page still on flash comes back after recovery.
+//! - Trims are RAM-only: a trimmed page still on flash comes back after recovery, and
+//!   not only as its last version: GC may erase the block of the trimmed (invalid) last
+//!   copy while an older stale copy survives elsewhere (a PMR page under a BMR block, or
+//!   the reverse), and the scan maps the newest copy left (`TrimRecovery::AnyEarlier`:
+//!   the oracle accepts zeroes or any version written before the trim; found by the
+//!   model test, issue 25).
 //! - Cost: one spare read per programmed page, plus the merges above when a retired
 //!   block makes them necessary (out of place only).
 //!
@@ -133,7 +138,7 @@ mod tests;
 
 use crate::auto::AutoOr;
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
+use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
@@ -584,6 +589,11 @@ impl Ftl for CachFtl {
         self.check_maps(flash)?;
         self.check_blocks(flash)?;
         self.check_bmr_blocks(flash)
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // GC can erase the trimmed last copy while an older one survives (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

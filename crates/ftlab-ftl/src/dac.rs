@@ -48,7 +48,10 @@
 //!   the spare area of every programmed page and maps each LPN to its newest version.
 //!   Which region a block belonged to is not on flash: recovered blocks are in region 0
 //!   (the update history is lost), partly written blocks become the active blocks of
-//!   regions 0, 1, ... (any beyond K are sealed). Trims are not persisted.
+//!   regions 0, 1, ... (any beyond K are sealed). Trims are not persisted, and GC may
+//!   erase a trimmed last version before an older stale copy, which the scan then maps:
+//!   a trimmed page reads back as zeroes or any version written before the trim
+//!   (`TrimRecovery::AnyEarlier`, checked by the oracle).
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page) and the region byte
 //!   per block; the GC index is controller bookkeeping every scheme with GC needs.
 //! - Reported `extra`: `regions` (the K in use), `u_avg` (fraction of written pages in GC
@@ -58,7 +61,7 @@
 use crate::auto::AutoOr;
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
@@ -363,6 +366,12 @@ impl Ftl for DacFtl {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.unmap(flash, lpn);
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // Trims are not persisted and GC may erase a trimmed last version before an
+        // older, stale copy of the page (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

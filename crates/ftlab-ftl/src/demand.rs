@@ -87,7 +87,10 @@
 //!   newest version wins (a GC copy and its source, or a buffer's padding rewrite,
 //!   carry the same version and the same data: the first in block order wins); per
 //!   translation page the copy with the highest write counter becomes the GTD entry.
-//!   Trims are not durable: a trimmed page still on flash comes back.
+//!   Trims are not durable: a trimmed page still on flash comes back, and since GC
+//!   may erase the trimmed last version before an older stale copy, possibly as that
+//!   older version (`TrimRecovery::AnyEarlier` in `dftl` and `tpm`, checked by the
+//!   oracle: zeroes or a version written before the trim).
 //! - Where the scanned mapping goes. A translation page never written to flash had
 //!   all its mappings in the CMT, dirty, when the power failed (an uncached mapping
 //!   always has its translation page on flash: misses load it, evictions and GC write

@@ -63,7 +63,7 @@
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, Kind, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
@@ -440,6 +440,12 @@ impl Ftl for Dftl {
                 self.s.write_tpage(flash, t, Why::Evict);
             }
         }
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // Trims are not persisted and GC may erase a trimmed last version before an
+        // older, stale copy of the page (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

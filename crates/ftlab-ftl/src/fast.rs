@@ -113,7 +113,11 @@
 //!   rewrites a page with its version) a RW log copy wins, the newest RW log and last
 //!   slot first, then the SW log, then the data block (merges need the data block's
 //!   copies under a SW log invalid). Fillers are never mapped; trims are RAM-only, so a
-//!   trimmed page still on flash comes back.
+//!   trimmed page still on flash comes back, and not only as its last version: a merge
+//!   has nothing to copy for a logical block whose log copies were all trimmed, so the
+//!   log block is erased while the data block still holds an older (stale) copy, which
+//!   recovery then maps (`TrimRecovery::AnyEarlier`: the oracle accepts zeroes or any
+//!   version written before the trim; found by the model test, issue 25).
 //! - Round-robin order of the RW logs: RW logs are filled one after the other, so when
 //!   two of them hold versions of one LPN, the one with the older version was allocated
 //!   first. The ring is that partial order, completed by block number (full blocks
@@ -135,7 +139,9 @@ use crate::logblock::{
     self, compose, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
 };
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
+use ftlab_core::ftl::{
+    Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError, TrimRecovery,
+};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::wear::DynamicWearLeveling;
@@ -909,6 +915,12 @@ impl Ftl for Fast {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.drop_live(flash, lpn);
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // A merge skips a logical block whose log copies were all trimmed, so the log
+        // block goes while the data block keeps an older copy (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

@@ -51,8 +51,11 @@
 //!   version (a GC copy and its source hold the same version; the first found wins).
 //!   Erased blocks become free (or stay retired, see `pe_limit`), partly written blocks
 //!   reopen as open blocks (one per die, and under `gc_frontier = "separate"` as many
-//!   again for GC copies), the rest are sealed GC candidates. Trims are not persisted, so a trimmed page may
-//!   come back.
+//!   again for GC copies), the rest are sealed GC candidates. Trims are not persisted, so
+//!   a trimmed page may come back; not only as its last version: GC may erase the block
+//!   of the trimmed (invalid) last version while an older stale copy survives in another
+//!   block, and the scan then maps that copy (`TrimRecovery::AnyEarlier`, which the
+//!   oracle checks: zeroes or a version written before the trim, never a newer one).
 //! - Die-aware allocation (issue 22; not in the papers, which model one chip):
 //!   `die_alloc = "single"` (default, the papers' one write frontier), `"round_robin"`
 //!   (one open block per die, consecutive page writes dealt to the dies in turn: a
@@ -86,7 +89,7 @@
 
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, WornOut};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery, WornOut};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
@@ -604,6 +607,12 @@ impl Ftl for PageFtl {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.unmap(flash, lpn);
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // Trims are not persisted and GC may erase a trimmed last version before an
+        // older, stale copy of the page (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

@@ -67,7 +67,7 @@
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, Kind, Space, Why, NONE};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
@@ -578,6 +578,12 @@ impl Ftl for Tpm {
                 self.slot_updates[v as usize] = 0;
             }
         }
+    }
+
+    fn trim_recovery(&self) -> TrimRecovery {
+        // Trims are not persisted and GC may erase a trimmed last version before an
+        // older, stale copy of the page (module docs).
+        TrimRecovery::AnyEarlier
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {

@@ -133,6 +133,15 @@ pub trait Observer {
         false
     }
 
+    /// Whether [`Observer::power_loss_now`] may ever say yes, asked once before the
+    /// run: then the oracle tracks which versions reach the FTL, and holds every page
+    /// to the newest of them after a power loss (as for a planned one). An observer
+    /// that strikes without saying so here gets the looser check: a page whose newest
+    /// data a buffer lost may read as any older version.
+    fn may_lose_power(&self) -> bool {
+        false
+    }
+
     /// Asked after every [`Observer::progress`] call during the run: `true` stops the
     /// run there with [`RunError::Cancelled`] (Ctrl-C, a callback that failed, a live
     /// client that left). The default never stops.
@@ -707,6 +716,9 @@ impl Simulation {
         }
         let warmup = if configured { cfg.warmup } else { 0 };
         let mut plan = PowerLossPlan::new(&cfg, &geo)?;
+        if !plan.is_empty() || observer.may_lose_power() {
+            engine.track_power_loss();
+        }
         let mut st = Loop {
             done: 0,
             sim_time: Nanos(0),
