@@ -314,6 +314,11 @@ impl Observer for Live {
     fn power_loss_now(&mut self) -> bool {
         self.shared.power_loss.replace(false)
     }
+
+    /// `kill -USR1` strikes one at any time.
+    fn may_power_loss(&self) -> bool {
+        true
+    }
 }
 
 /// The export as the protocol sees it: the store for the bytes, the simulation for

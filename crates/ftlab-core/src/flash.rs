@@ -16,6 +16,16 @@
 //! log that the engine drains after each request to time it (the FTL decides *which*
 //! operations happen; the timing model decides *when* they finish).
 //!
+//! Spare tags are stored in one of two ways ([`Flash::new`], [`Flash::with_packed_tags`]):
+//! whole (the LPN and a 32-bit version, 8 bytes a page), or packed into one 32-bit word
+//! a page, the LPN in the low bits (as many as the geometry's logical pages need) and the
+//! version in the rest ([`Flash::version_bits`]). Packed tags halve the largest table of
+//! a run (1 TiB at 4 KiB pages: 2.2 GiB instead of 4.5 GiB) but hold only versions below
+//! `2^version_bits` and LPNs of the logical space, so the engine packs them only for an
+//! FTL that writes no tag of its own and never orders versions (page mapping without
+//! power losses, [`crate::ftl::Ftl::packed_tags`]), and the oracle then counts versions
+//! modulo the same width ([`crate::oracle::Oracle::wrapping`]).
+//!
 //! "Valid" is the FTL's statement that a page holds the live copy of its LPN: the FTL
 //! sets it by programming and clears it with [`Flash::invalidate`], which is bookkeeping
 //! and costs no flash operation.
@@ -184,11 +194,58 @@ pub enum PageState {
 
 const NO_LPN: Lpn = Lpn(u32::MAX);
 
+/// The spare tags of every physical page.
+#[derive(Clone)]
+enum Tags {
+    /// LPN and version whole, 8 bytes a page; erased pages hold `NO_LPN`, version 0.
+    Wide(Vec<PageTag>),
+    /// One word a page: the LPN in the low `lpn_bits`, the version above. Erased pages
+    /// are not cleared (nothing reads a page that is not programmed), so the table is
+    /// left to the allocator's zeroed pages until the pages are programmed.
+    Packed { words: Vec<u32>, lpn_bits: u32 },
+}
+
+impl Tags {
+    #[inline(always)]
+    fn get(&self, i: usize) -> PageTag {
+        match self {
+            Tags::Wide(t) => t[i],
+            Tags::Packed { words, lpn_bits } => {
+                let w = words[i];
+                PageTag {
+                    lpn: Lpn(w & ((1u32 << lpn_bits) - 1)),
+                    version: w >> lpn_bits,
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, tag: PageTag) {
+        match self {
+            Tags::Wide(t) => t[i] = tag,
+            Tags::Packed { words, lpn_bits } => {
+                assert!(
+                    tag.lpn.0 >> *lpn_bits == 0 && (tag.version as u64) >> (32 - *lpn_bits) == 0,
+                    "packed spare tag: {tag:?} does not fit {lpn_bits} LPN bits and {} version bits",
+                    32 - *lpn_bits
+                );
+                words[i] = tag.lpn.0 | tag.version << *lpn_bits;
+            }
+        }
+    }
+}
+
+/// LPN bits of a packed tag on `geo`: enough for every logical page (at least 1).
+fn lpn_bits(geo: &Geometry) -> u32 {
+    (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1)
+}
+
 /// The NAND array. See the module documentation for the rules it enforces.
 #[derive(Clone)]
 pub struct Flash {
     geo: Geometry,
-    tags: Vec<PageTag>,
+    tags: Tags,
     valid: Vec<u64>,
     write_ptr: Vec<u32>,
     valid_count: Vec<u32>,
@@ -210,19 +267,51 @@ pub struct Flash {
 }
 
 impl Flash {
-    /// A fully erased device of the given geometry. Tables are sized here, once.
+    /// A fully erased device of the given geometry, with whole spare tags (any LPN,
+    /// any 32-bit version). Tables are sized here, once.
     pub fn new(geo: &Geometry) -> Flash {
         let pages = geo.physical_pages() as usize;
-        let blocks = geo.blocks as usize;
-        Flash {
-            geo: geo.clone(),
-            tags: vec![
+        Flash::with_tags(
+            geo,
+            Tags::Wide(vec![
                 PageTag {
                     lpn: NO_LPN,
                     version: 0
                 };
                 pages
-            ],
+            ]),
+        )
+    }
+
+    /// A fully erased device whose spare tags are packed into one word a page: the LPN
+    /// (below the geometry's logical pages) in the low bits, the version in the other
+    /// [`Flash::version_bits`]. Programming a tag that does not fit panics.
+    pub fn with_packed_tags(geo: &Geometry) -> Flash {
+        let pages = geo.physical_pages() as usize;
+        Flash::with_tags(
+            geo,
+            Tags::Packed {
+                words: vec![0; pages],
+                lpn_bits: lpn_bits(geo),
+            },
+        )
+    }
+
+    /// Bits of version a spare tag holds: `None` for whole tags (32), `Some(k)` for
+    /// packed ones, which hold versions below `2^k`.
+    pub fn version_bits(&self) -> Option<u32> {
+        match &self.tags {
+            Tags::Wide(_) => None,
+            Tags::Packed { lpn_bits, .. } => Some(32 - lpn_bits),
+        }
+    }
+
+    fn with_tags(geo: &Geometry, tags: Tags) -> Flash {
+        let pages = geo.physical_pages() as usize;
+        let blocks = geo.blocks as usize;
+        Flash {
+            geo: geo.clone(),
+            tags,
             valid: vec![0; pages.div_ceil(64)],
             write_ptr: vec![0; blocks],
             valid_count: vec![0; blocks],
@@ -291,7 +380,7 @@ impl Flash {
         };
         counts[cause as usize] += 1;
         self.log(kind, self.geo.block_of(ppn), cause);
-        self.tags[ppn.idx()]
+        self.tags.get(ppn.idx())
     }
 
     /// Programs a page with `tag` in its spare area and marks it valid.
@@ -314,7 +403,7 @@ impl Flash {
         if wp == 0 {
             self.erased_blocks -= 1;
         }
-        self.tags[ppn.idx()] = tag;
+        self.tags.set(ppn.idx(), tag);
         self.valid[ppn.idx() / 64] |= 1 << (ppn.idx() % 64);
         self.valid_count[pbn.idx()] += 1;
         self.stats.programs[cause as usize] += 1;
@@ -347,11 +436,13 @@ impl Flash {
         );
         let first = self.geo.ppn(pbn, 0).idx();
         let wp = self.write_ptr[pbn.idx()] as usize;
-        for t in &mut self.tags[first..first + wp] {
-            *t = PageTag {
-                lpn: NO_LPN,
-                version: 0,
-            };
+        if let Tags::Wide(tags) = &mut self.tags {
+            for t in &mut tags[first..first + wp] {
+                *t = PageTag {
+                    lpn: NO_LPN,
+                    version: 0,
+                };
+            }
         }
         if !self.payloads.is_empty() {
             let end = (first + self.geo.pages_per_block as usize) as u32;
@@ -528,7 +619,7 @@ impl Flash {
     /// assertions and power-loss scans that account their reads themselves; an FTL's
     /// decisions must go through [`Flash::read`] or [`Flash::read_spare`].
     pub fn peek_tag(&self, ppn: Ppn) -> Option<PageTag> {
-        self.is_programmed(ppn).then(|| self.tags[ppn.idx()])
+        self.is_programmed(ppn).then(|| self.tags.get(ppn.idx()))
     }
 
     /// Operation counters since the last reset.
@@ -833,6 +924,62 @@ mod tests {
         assert_eq!(f.payload(Ppn(1)), None);
         assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
         assert_eq!(f.stats().programs[Cause::Map as usize], 1);
+    }
+
+    #[test]
+    fn packed_tags_hold_lpn_and_version_in_one_word() {
+        let g = flash().geometry().clone();
+        // 16 logical pages: 4 LPN bits, 28 version bits.
+        assert_eq!(g.logical_pages, 16);
+        let mut f = Flash::with_packed_tags(&g);
+        assert_eq!(f.version_bits(), Some(28));
+        assert_eq!(Flash::new(&g).version_bits(), None);
+        let top = PageTag {
+            lpn: Lpn(15),
+            version: (1 << 28) - 1,
+        };
+        f.program(Ppn(0), top, Cause::Host);
+        f.program(Ppn(1), tag(0), Cause::Host);
+        assert_eq!(f.read(Ppn(0), Cause::Host), top);
+        assert_eq!(f.peek_tag(Ppn(1)), Some(tag(0)));
+        assert_eq!(f.peek_tag(Ppn(2)), None);
+        assert_eq!(f.copy(Ppn(0), Ppn(2), Cause::Gc), top);
+        assert_eq!(f.peek_tag(Ppn(2)), Some(top));
+        f.invalidate(Ppn(0));
+        f.invalidate(Ppn(1));
+        f.invalidate(Ppn(2));
+        f.erase(Pbn(0), Cause::Gc);
+        assert_eq!(f.peek_tag(Ppn(0)), None);
+        f.check().unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn packed_tags_refuse_a_version_too_wide() {
+        let g = flash().geometry().clone();
+        let mut f = Flash::with_packed_tags(&g);
+        let t = PageTag {
+            lpn: Lpn(1),
+            version: 1 << 28,
+        };
+        f.program(Ppn(0), t, Cause::Host);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn packed_tags_refuse_an_lpn_beyond_the_logical_space() {
+        let g = flash().geometry().clone();
+        let mut f = Flash::with_packed_tags(&g);
+        f.program(Ppn(0), tag(16), Cause::Host);
+    }
+
+    #[test]
+    fn packed_tags_leave_as_many_version_bits_as_the_lpns_allow() {
+        let mut g = flash().geometry().clone();
+        for (pages, bits) in [(1, 31), (2, 31), (3, 30), (1 << 18, 14), (1 << 28, 4)] {
+            g.logical_pages = pages;
+            assert_eq!(lpn_bits(&g), 32 - bits, "{pages} pages");
+        }
     }
 
     #[test]

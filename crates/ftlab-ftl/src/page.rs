@@ -46,6 +46,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
+use ftlab_core::oracle::{Oracle, Violation};
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy, Victims};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
@@ -400,6 +401,26 @@ impl Ftl for PageFtl {
 
     fn mapping_bytes(&self) -> u64 {
         self.l2p.len() as u64 * 4
+    }
+
+    /// Host and GC writes program the tags they are handed; only recovery orders them.
+    fn packed_tags(&self) -> bool {
+        true
+    }
+
+    fn read_back(&mut self, flash: &mut Flash, oracle: &mut Oracle) -> Result<u64, Violation> {
+        let mut checked = 0;
+        for (l, &ppn) in self.l2p.iter().enumerate() {
+            let lpn = Lpn(l as u32);
+            if !oracle.ever_written(lpn) {
+                continue;
+            }
+            let found = (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host));
+            flash.clear_log();
+            oracle.check(lpn, found)?;
+            checked += 1;
+        }
+        Ok(checked)
     }
 }
 

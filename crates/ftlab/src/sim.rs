@@ -124,6 +124,14 @@ pub trait Observer {
         false
     }
 
+    /// Whether [`Observer::power_loss_now`] may ever say `true`. A run without planned
+    /// power losses packs the flash's spare tags and wraps versions, which a recovery
+    /// cannot order; an observer that may ask for a power loss says so here and the run
+    /// keeps exact versions. The default says no.
+    fn may_power_loss(&self) -> bool {
+        false
+    }
+
     /// Asked after every [`Observer::progress`] call during the run: `true` stops the
     /// run there with [`RunError::Cancelled`] (Ctrl-C, a callback that failed, a live
     /// client that left). The default never stops.
@@ -465,6 +473,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             rmw: cfg.rmw,
             idle: cfg.idle,
             closed_loop: cfg.queue_depth.map(|d| (cfg.queues, d)),
+            packed_tags: cfg.power_loss.is_empty(),
         },
     );
     Ok(Prepared {
@@ -858,6 +867,9 @@ fn drive(
     observer: &mut dyn Observer,
     st: &mut Loop,
 ) -> Result<(), RunError> {
+    if observer.may_power_loss() {
+        engine.exact_versions();
+    }
     match cfg.precondition {
         Precondition::None => {}
         Precondition::Fill => engine.precondition_fill(),

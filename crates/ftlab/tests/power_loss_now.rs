@@ -39,6 +39,10 @@ impl Observer for StrikeAt {
         self.asked += 1;
         self.asked == self.at
     }
+
+    fn may_power_loss(&self) -> bool {
+        true
+    }
 }
 
 #[test]
