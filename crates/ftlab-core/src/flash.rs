@@ -245,6 +245,8 @@ fn lpn_bits(geo: &Geometry) -> u32 {
 #[derive(Clone)]
 pub struct Flash {
     geo: Geometry,
+    /// log2 of the pages per block when a power of two, else 32 ([`Flash::split`]).
+    ppb_shift: u32,
     tags: Tags,
     valid: Vec<u64>,
     write_ptr: Vec<u32>,
@@ -309,8 +311,14 @@ impl Flash {
     fn with_tags(geo: &Geometry, tags: Tags) -> Flash {
         let pages = geo.physical_pages() as usize;
         let blocks = geo.blocks as usize;
+        let ppb = geo.pages_per_block;
         Flash {
             geo: geo.clone(),
+            ppb_shift: if ppb.is_power_of_two() {
+                ppb.trailing_zeros()
+            } else {
+                32
+            },
             tags,
             valid: vec![0; pages.div_ceil(64)],
             write_ptr: vec![0; blocks],
@@ -341,10 +349,24 @@ impl Flash {
         }
     }
 
+    /// A page's block and offset: a shift and a mask when pages per block are a power
+    /// of two (every preset), else the geometry's division.
+    #[inline(always)]
+    fn split(&self, ppn: Ppn) -> (Pbn, u32) {
+        if self.ppb_shift < 32 {
+            (
+                Pbn(ppn.0 >> self.ppb_shift),
+                ppn.0 & ((1 << self.ppb_shift) - 1),
+            )
+        } else {
+            (self.geo.block_of(ppn), self.geo.offset_of(ppn))
+        }
+    }
+
     #[inline]
     fn is_programmed(&self, ppn: Ppn) -> bool {
-        let pbn = self.geo.block_of(ppn);
-        self.geo.offset_of(ppn) < self.write_ptr[pbn.idx()]
+        let (pbn, offset) = self.split(ppn);
+        offset < self.write_ptr[pbn.idx()]
     }
 
     /// Reads a page (data and spare) and returns its spare tag.
@@ -379,7 +401,7 @@ impl Flash {
             &mut self.stats.spare_reads
         };
         counts[cause as usize] += 1;
-        self.log(kind, self.geo.block_of(ppn), cause);
+        self.log(kind, self.split(ppn).0, cause);
         self.tags.get(ppn.idx())
     }
 
@@ -388,8 +410,7 @@ impl Flash {
     /// Panics if the page is not free or is not the next page of its block.
     #[inline]
     pub fn program(&mut self, ppn: Ppn, tag: PageTag, cause: Cause) {
-        let pbn = self.geo.block_of(ppn);
-        let offset = self.geo.offset_of(ppn);
+        let (pbn, offset) = self.split(ppn);
         let wp = self.write_ptr[pbn.idx()];
         assert!(
             offset >= wp,
@@ -422,7 +443,8 @@ impl Flash {
             "invalidate of {ppn:?}, which is not valid"
         );
         *word &= !bit;
-        self.valid_count[self.geo.block_of(ppn).idx()] -= 1;
+        let pbn = self.split(ppn).0;
+        self.valid_count[pbn.idx()] -= 1;
     }
 
     /// Erases a whole block: all its pages become free.
@@ -554,7 +576,8 @@ impl Flash {
             "mark_valid of {ppn:?}, which is already valid"
         );
         *word |= bit;
-        self.valid_count[self.geo.block_of(ppn).idx()] += 1;
+        let pbn = self.split(ppn).0;
+        self.valid_count[pbn.idx()] += 1;
     }
 
     /// The state of a page.

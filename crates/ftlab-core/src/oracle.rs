@@ -249,6 +249,31 @@ impl Oracle {
         }
     }
 
+    /// One page of the end-of-run read-back: when `lpn` was ever written, `read` it and
+    /// check what it returns, in one look at the LPN's entry. Returns whether it was
+    /// read (and checked).
+    #[inline(always)]
+    pub fn read_back(
+        &mut self,
+        lpn: Lpn,
+        read: impl FnOnce() -> Option<PageTag>,
+    ) -> Result<bool, Violation> {
+        let e = self.expected.get(lpn.idx());
+        if e == 0 {
+            return Ok(false);
+        }
+        let found = read();
+        self.reads_checked += 1;
+        // The common case: exact data of a page neither trimmed nor loosened.
+        if let Some(t) = found {
+            if e & (TRIMMED | LOOSE) == 0 && t.lpn == lpn && t.version == e {
+                return Ok(true);
+            }
+        }
+        self.reads_checked -= 1;
+        self.check(lpn, found).map(|()| true)
+    }
+
     /// Reads checked so far.
     pub fn reads_checked(&self) -> u64 {
         self.reads_checked

@@ -411,14 +411,11 @@ impl Ftl for PageFtl {
     fn read_back(&mut self, flash: &mut Flash, oracle: &mut Oracle) -> Result<u64, Violation> {
         let mut checked = 0;
         for (l, &ppn) in self.l2p.iter().enumerate() {
-            let lpn = Lpn(l as u32);
-            if !oracle.ever_written(lpn) {
-                continue;
+            let read = || (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host));
+            checked += oracle.read_back(Lpn(l as u32), read)? as u64;
+            if l % 4096 == 0 {
+                flash.clear_log();
             }
-            let found = (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host));
-            flash.clear_log();
-            oracle.check(lpn, found)?;
-            checked += 1;
         }
         Ok(checked)
     }
