@@ -202,7 +202,13 @@ enum Tags {
     /// One word a page: the LPN in the low `lpn_bits`, the version above. Erased pages
     /// are not cleared (nothing reads a page that is not programmed), so the table is
     /// left to the allocator's zeroed pages until the pages are programmed.
-    Packed { words: Vec<u32>, lpn_bits: u32 },
+    Packed {
+        words: Vec<u32>,
+        lpn_bits: u32,
+        /// `2^lpn_bits` and `2^(32 - lpn_bits)`: a tag fits when below both.
+        lpn_end: u64,
+        version_end: u64,
+    },
 }
 
 impl Tags {
@@ -210,7 +216,9 @@ impl Tags {
     fn get(&self, i: usize) -> PageTag {
         match self {
             Tags::Wide(t) => t[i],
-            Tags::Packed { words, lpn_bits } => {
+            Tags::Packed {
+                words, lpn_bits, ..
+            } => {
                 let w = words[i];
                 PageTag {
                     lpn: Lpn(w & ((1u32 << lpn_bits) - 1)),
@@ -224,14 +232,28 @@ impl Tags {
     fn set(&mut self, i: usize, tag: PageTag) {
         match self {
             Tags::Wide(t) => t[i] = tag,
-            Tags::Packed { words, lpn_bits } => {
+            Tags::Packed {
+                words,
+                lpn_bits,
+                lpn_end,
+                version_end,
+            } => {
                 assert!(
-                    tag.lpn.0 >> *lpn_bits == 0 && (tag.version as u64) >> (32 - *lpn_bits) == 0,
+                    (tag.lpn.0 as u64) < *lpn_end && (tag.version as u64) < *version_end,
                     "packed spare tag: {tag:?} does not fit {lpn_bits} LPN bits and {} version bits",
                     32 - *lpn_bits
                 );
                 words[i] = tag.lpn.0 | tag.version << *lpn_bits;
             }
+        }
+    }
+
+    /// Page `i`'s tag, which was programmed, as page `j`'s (a copy: it fits).
+    #[inline(always)]
+    fn copy(&mut self, i: usize, j: usize) {
+        match self {
+            Tags::Wide(t) => t[j] = t[i],
+            Tags::Packed { words, .. } => words[j] = words[i],
         }
     }
 }
@@ -295,6 +317,8 @@ impl Flash {
             Tags::Packed {
                 words: vec![0; pages],
                 lpn_bits: lpn_bits(geo),
+                lpn_end: 1 << lpn_bits(geo),
+                version_end: 1 << (32 - lpn_bits(geo)),
             },
         )
     }
@@ -410,6 +434,13 @@ impl Flash {
     /// Panics if the page is not free or is not the next page of its block.
     #[inline]
     pub fn program(&mut self, ppn: Ppn, tag: PageTag, cause: Cause) {
+        self.place(ppn, cause);
+        self.tags.set(ppn.idx(), tag);
+    }
+
+    /// [`Flash::program`] but for the tag, which the caller stored.
+    #[inline(always)]
+    fn place(&mut self, ppn: Ppn, cause: Cause) {
         let (pbn, offset) = self.split(ppn);
         let wp = self.write_ptr[pbn.idx()];
         assert!(
@@ -424,7 +455,6 @@ impl Flash {
         if wp == 0 {
             self.erased_blocks -= 1;
         }
-        self.tags.set(ppn.idx(), tag);
         self.valid[ppn.idx() / 64] |= 1 << (ppn.idx() % 64);
         self.valid_count[pbn.idx()] += 1;
         self.stats.programs[cause as usize] += 1;
@@ -486,7 +516,9 @@ impl Flash {
     #[inline]
     pub fn copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> PageTag {
         let tag = self.read(src, cause);
-        self.program(dst, tag, cause);
+        // The source's tag as it is stored (it fits: it was programmed).
+        self.place(dst, cause);
+        self.tags.copy(src.idx(), dst.idx());
         tag
     }
 
