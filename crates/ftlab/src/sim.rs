@@ -399,8 +399,16 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     })
 }
 
-/// Resolves a config into a ready engine.
+/// Resolves a config into a ready engine, with whole spare tags and exact versions, so
+/// the caller may strike a power loss ([`Engine::power_loss`]) at any time.
+/// [`Simulation::new`] packs the tags of a run without planned power losses instead
+/// (`EngineConfig::packed_tags`).
 pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+    prepare_with(cfg, false)
+}
+
+/// [`prepare`], packing the spare tags when `packed` and the FTL allows it.
+fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
     let Resolved {
         geo,
         latencies,
@@ -473,7 +481,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             rmw: cfg.rmw,
             idle: cfg.idle,
             closed_loop: cfg.queue_depth.map(|d| (cfg.queues, d)),
-            packed_tags: cfg.power_loss.is_empty(),
+            packed_tags: packed,
         },
     );
     Ok(Prepared {
@@ -597,7 +605,7 @@ impl Simulation {
     /// report says which.
     pub fn new(mut cfg: Config) -> Result<Simulation, RunError> {
         let implied = imply(&mut cfg);
-        let prepared = prepare(&cfg)?;
+        let prepared = prepare_with(&cfg, cfg.power_loss.is_empty())?;
         Ok(Simulation {
             cfg,
             prepared,
