@@ -315,6 +315,7 @@ impl Observer for Live {
         self.shared.power_loss.replace(false)
     }
 
+    /// `kill -USR1` strikes one at any time.
     fn may_lose_power(&self) -> bool {
         true
     }

@@ -107,6 +107,13 @@ pub trait Buffer {
 
     /// Zeroes the counters.
     fn reset_stats(&mut self);
+
+    /// Whether this buffer may hold pages (and so answer reads itself). The default
+    /// says yes; [`Passthrough`] never does, so the engine's end-of-run read-back goes
+    /// straight to the FTL ([`crate::ftl::Ftl::read_back`]).
+    fn holds_pages(&self) -> bool {
+        true
+    }
 }
 
 /// The `none` buffer: every request goes straight to the FTL.
@@ -134,6 +141,10 @@ impl Buffer for Passthrough {
 
     fn flush(&mut self, be: &mut Backend<'_>) {
         be.ftl.flush(be.flash);
+    }
+
+    fn holds_pages(&self) -> bool {
+        false
     }
 
     fn stats(&self) -> BufferStats {

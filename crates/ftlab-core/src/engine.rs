@@ -70,6 +70,12 @@ pub struct EngineConfig {
     /// requests each, trace timestamps ignored ([`ClosedLoop`]); `None` replays the
     /// timestamps (open loop).
     pub closed_loop: Option<(u32, u32)>,
+    /// Pack the spare tags into one word a page and count versions in the bits left
+    /// ([`Flash::with_packed_tags`], [`Oracle::wrapping`]) when the FTL allows it
+    /// ([`Ftl::packed_tags`]). Only for a run without power losses: a recovery orders
+    /// versions, which wrapping versions do not keep, so [`Engine::power_loss`] then
+    /// fails ([`Engine::exact_versions`] undoes the choice before the first write).
+    pub packed_tags: bool,
 }
 
 impl Default for EngineConfig {
@@ -79,6 +85,7 @@ impl Default for EngineConfig {
             rmw: false,
             idle: true,
             closed_loop: None,
+            packed_tags: false,
         }
     }
 }
@@ -205,9 +212,8 @@ impl Engine {
         timing: Box<dyn Timing>,
         cfg: EngineConfig,
     ) -> Engine {
-        let mut flash = Flash::new(geo);
+        let (mut flash, mut oracle) = Engine::tables(geo, cfg.packed_tags && ftl.packed_tags());
         flash.set_logging(timing.needs_ops());
-        let mut oracle = Oracle::new(geo.logical_pages);
         oracle.set_trim_recovery(ftl.trim_recovery());
         Engine {
             geo: geo.clone(),
@@ -267,6 +273,46 @@ impl Engine {
                 self.oracle.handed(t);
             }
         }
+    }
+
+    /// A fresh flash and oracle: packed tags and wrapping versions of the same width,
+    /// or whole tags and exact versions.
+    fn tables(geo: &Geometry, packed: bool) -> (Flash, Oracle) {
+        if packed {
+            let flash = Flash::with_packed_tags(geo);
+            let bits = flash.version_bits().expect("packed tags");
+            (flash, Oracle::wrapping(geo.logical_pages, bits))
+        } else {
+            (Flash::new(geo), Oracle::new(geo.logical_pages))
+        }
+    }
+
+    /// Whether the spare tags are packed and versions wrap ([`EngineConfig::packed_tags`]).
+    pub fn packed_tags(&self) -> bool {
+        self.flash.version_bits().is_some()
+    }
+
+    /// Goes back to whole tags and exact versions, for a run that may meet a power loss
+    /// it did not plan (a live server's, on request). Only before the first write.
+    ///
+    /// Panics if a page was programmed or a request submitted.
+    pub fn exact_versions(&mut self) {
+        if !self.packed_tags() {
+            return;
+        }
+        assert!(
+            self.flash.erased_blocks() == self.geo.blocks && self.request_no == 0,
+            "exact_versions after the first write"
+        );
+        let (mut flash, mut oracle) = Engine::tables(&self.geo, false);
+        flash.set_logging(self.timing.needs_ops());
+        // The new oracle keeps what the old one was told (trim rule, tracking).
+        oracle.set_trim_recovery(self.ftl.trim_recovery());
+        if self.oracle.tracks_handoffs() {
+            oracle.track_handoffs();
+        }
+        self.flash = flash;
+        self.oracle = oracle;
     }
 
     /// The device geometry.
@@ -590,6 +636,14 @@ impl Engine {
         ftl: Box<dyn Ftl>,
         buffer: Box<dyn Buffer>,
     ) -> Result<&Recovery, RecoverError> {
+        if self.packed_tags() {
+            return Err(RecoverError::Failed(
+                "the run packs spare tags and wraps versions (no power loss was planned), \
+                 so the flash cannot tell the newest copy of a page; plan the power loss \
+                 (--power-loss-at) to keep exact versions"
+                    .into(),
+            ));
+        }
         self.note_handed();
         let mut buffer_lost = Vec::new();
         self.buffer.volatile_pages(&mut buffer_lost);
@@ -727,6 +781,18 @@ impl Engine {
     pub fn verify_readback(&mut self) -> Result<u64, SimError> {
         if self.cfg.verify == Verify::Off {
             return Ok(0);
+        }
+        if !self.buffer.holds_pages() {
+            // Nothing above the FTL: it walks its map and the oracle in one pass.
+            let checked = self
+                .ftl
+                .read_back(&mut self.flash, &mut self.oracle)
+                .map_err(|violation| SimError::Violation {
+                    request: 0,
+                    violation,
+                })?;
+            self.flash.clear_log();
+            return Ok(checked);
         }
         let mut checked = 0;
         for l in 0..self.geo.logical_pages {

@@ -16,6 +16,16 @@
 //! log that the engine drains after each request to time it (the FTL decides *which*
 //! operations happen; the timing model decides *when* they finish).
 //!
+//! Spare tags are stored in one of two ways ([`Flash::new`], [`Flash::with_packed_tags`]):
+//! whole (the LPN and a 32-bit version, 8 bytes a page), or packed into one 32-bit word
+//! a page, the LPN in the low bits (as many as the geometry's logical pages need) and the
+//! version in the rest ([`Flash::version_bits`]). Packed tags halve the largest table of
+//! a run (1 TiB at 4 KiB pages: 2.2 GiB instead of 4.5 GiB) but hold only versions below
+//! `2^version_bits` and LPNs of the logical space, so the engine packs them only for an
+//! FTL that writes no tag of its own and never orders versions (page mapping without
+//! power losses, [`crate::ftl::Ftl::packed_tags`]), and the oracle then counts versions
+//! modulo the same width ([`crate::oracle::Oracle::wrapping`]).
+//!
 //! "Valid" is the FTL's statement that a page holds the live copy of its LPN: the FTL
 //! sets it by programming and clears it with [`Flash::invalidate`], which is bookkeeping
 //! and costs no flash operation.
@@ -184,11 +194,82 @@ pub enum PageState {
 
 const NO_LPN: Lpn = Lpn(u32::MAX);
 
+/// The spare tags of every physical page.
+#[derive(Clone)]
+enum Tags {
+    /// LPN and version whole, 8 bytes a page; erased pages hold `NO_LPN`, version 0.
+    Wide(Vec<PageTag>),
+    /// One word a page: the LPN in the low `lpn_bits`, the version above. Erased pages
+    /// are not cleared (nothing reads a page that is not programmed), so the table is
+    /// left to the allocator's zeroed pages until the pages are programmed.
+    Packed {
+        words: Vec<u32>,
+        lpn_bits: u32,
+        /// `2^lpn_bits` and `2^(32 - lpn_bits)`: a tag fits when below both.
+        lpn_end: u64,
+        version_end: u64,
+    },
+}
+
+impl Tags {
+    #[inline(always)]
+    fn get(&self, i: usize) -> PageTag {
+        match self {
+            Tags::Wide(t) => t[i],
+            Tags::Packed {
+                words, lpn_bits, ..
+            } => {
+                let w = words[i];
+                PageTag {
+                    lpn: Lpn(w & ((1u32 << lpn_bits) - 1)),
+                    version: w >> lpn_bits,
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, tag: PageTag) {
+        match self {
+            Tags::Wide(t) => t[i] = tag,
+            Tags::Packed {
+                words,
+                lpn_bits,
+                lpn_end,
+                version_end,
+            } => {
+                assert!(
+                    (tag.lpn.0 as u64) < *lpn_end && (tag.version as u64) < *version_end,
+                    "packed spare tag: {tag:?} does not fit {lpn_bits} LPN bits and {} version bits",
+                    32 - *lpn_bits
+                );
+                words[i] = tag.lpn.0 | tag.version << *lpn_bits;
+            }
+        }
+    }
+
+    /// Page `i`'s tag, which was programmed, as page `j`'s (a copy: it fits).
+    #[inline(always)]
+    fn copy(&mut self, i: usize, j: usize) {
+        match self {
+            Tags::Wide(t) => t[j] = t[i],
+            Tags::Packed { words, .. } => words[j] = words[i],
+        }
+    }
+}
+
+/// LPN bits of a packed tag on `geo`: enough for every logical page (at least 1).
+fn lpn_bits(geo: &Geometry) -> u32 {
+    (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1)
+}
+
 /// The NAND array. See the module documentation for the rules it enforces.
 #[derive(Clone)]
 pub struct Flash {
     geo: Geometry,
-    tags: Vec<PageTag>,
+    /// log2 of the pages per block when a power of two, else 32 ([`Flash::split`]).
+    ppb_shift: u32,
+    tags: Tags,
     valid: Vec<u64>,
     write_ptr: Vec<u32>,
     valid_count: Vec<u32>,
@@ -210,19 +291,59 @@ pub struct Flash {
 }
 
 impl Flash {
-    /// A fully erased device of the given geometry. Tables are sized here, once.
+    /// A fully erased device of the given geometry, with whole spare tags (any LPN,
+    /// any 32-bit version). Tables are sized here, once.
     pub fn new(geo: &Geometry) -> Flash {
         let pages = geo.physical_pages() as usize;
-        let blocks = geo.blocks as usize;
-        Flash {
-            geo: geo.clone(),
-            tags: vec![
+        Flash::with_tags(
+            geo,
+            Tags::Wide(vec![
                 PageTag {
                     lpn: NO_LPN,
                     version: 0
                 };
                 pages
-            ],
+            ]),
+        )
+    }
+
+    /// A fully erased device whose spare tags are packed into one word a page: the LPN
+    /// (below the geometry's logical pages) in the low bits, the version in the other
+    /// [`Flash::version_bits`]. Programming a tag that does not fit panics.
+    pub fn with_packed_tags(geo: &Geometry) -> Flash {
+        let pages = geo.physical_pages() as usize;
+        Flash::with_tags(
+            geo,
+            Tags::Packed {
+                words: vec![0; pages],
+                lpn_bits: lpn_bits(geo),
+                lpn_end: 1 << lpn_bits(geo),
+                version_end: 1 << (32 - lpn_bits(geo)),
+            },
+        )
+    }
+
+    /// Bits of version a spare tag holds: `None` for whole tags (32), `Some(k)` for
+    /// packed ones, which hold versions below `2^k`.
+    pub fn version_bits(&self) -> Option<u32> {
+        match &self.tags {
+            Tags::Wide(_) => None,
+            Tags::Packed { lpn_bits, .. } => Some(32 - lpn_bits),
+        }
+    }
+
+    fn with_tags(geo: &Geometry, tags: Tags) -> Flash {
+        let pages = geo.physical_pages() as usize;
+        let blocks = geo.blocks as usize;
+        let ppb = geo.pages_per_block;
+        Flash {
+            geo: geo.clone(),
+            ppb_shift: if ppb.is_power_of_two() {
+                ppb.trailing_zeros()
+            } else {
+                32
+            },
+            tags,
             valid: vec![0; pages.div_ceil(64)],
             write_ptr: vec![0; blocks],
             valid_count: vec![0; blocks],
@@ -252,10 +373,24 @@ impl Flash {
         }
     }
 
+    /// A page's block and offset: a shift and a mask when pages per block are a power
+    /// of two (every preset), else the geometry's division.
+    #[inline(always)]
+    fn split(&self, ppn: Ppn) -> (Pbn, u32) {
+        if self.ppb_shift < 32 {
+            (
+                Pbn(ppn.0 >> self.ppb_shift),
+                ppn.0 & ((1 << self.ppb_shift) - 1),
+            )
+        } else {
+            (self.geo.block_of(ppn), self.geo.offset_of(ppn))
+        }
+    }
+
     #[inline]
     fn is_programmed(&self, ppn: Ppn) -> bool {
-        let pbn = self.geo.block_of(ppn);
-        self.geo.offset_of(ppn) < self.write_ptr[pbn.idx()]
+        let (pbn, offset) = self.split(ppn);
+        offset < self.write_ptr[pbn.idx()]
     }
 
     /// Reads a page (data and spare) and returns its spare tag.
@@ -290,8 +425,8 @@ impl Flash {
             &mut self.stats.spare_reads
         };
         counts[cause as usize] += 1;
-        self.log(kind, self.geo.block_of(ppn), cause);
-        self.tags[ppn.idx()]
+        self.log(kind, self.split(ppn).0, cause);
+        self.tags.get(ppn.idx())
     }
 
     /// Programs a page with `tag` in its spare area and marks it valid.
@@ -299,8 +434,14 @@ impl Flash {
     /// Panics if the page is not free or is not the next page of its block.
     #[inline]
     pub fn program(&mut self, ppn: Ppn, tag: PageTag, cause: Cause) {
-        let pbn = self.geo.block_of(ppn);
-        let offset = self.geo.offset_of(ppn);
+        self.place(ppn, cause);
+        self.tags.set(ppn.idx(), tag);
+    }
+
+    /// [`Flash::program`] but for the tag, which the caller stored.
+    #[inline(always)]
+    fn place(&mut self, ppn: Ppn, cause: Cause) {
+        let (pbn, offset) = self.split(ppn);
         let wp = self.write_ptr[pbn.idx()];
         assert!(
             offset >= wp,
@@ -314,7 +455,6 @@ impl Flash {
         if wp == 0 {
             self.erased_blocks -= 1;
         }
-        self.tags[ppn.idx()] = tag;
         self.valid[ppn.idx() / 64] |= 1 << (ppn.idx() % 64);
         self.valid_count[pbn.idx()] += 1;
         self.stats.programs[cause as usize] += 1;
@@ -333,7 +473,8 @@ impl Flash {
             "invalidate of {ppn:?}, which is not valid"
         );
         *word &= !bit;
-        self.valid_count[self.geo.block_of(ppn).idx()] -= 1;
+        let pbn = self.split(ppn).0;
+        self.valid_count[pbn.idx()] -= 1;
     }
 
     /// Erases a whole block: all its pages become free.
@@ -347,11 +488,13 @@ impl Flash {
         );
         let first = self.geo.ppn(pbn, 0).idx();
         let wp = self.write_ptr[pbn.idx()] as usize;
-        for t in &mut self.tags[first..first + wp] {
-            *t = PageTag {
-                lpn: NO_LPN,
-                version: 0,
-            };
+        if let Tags::Wide(tags) = &mut self.tags {
+            for t in &mut tags[first..first + wp] {
+                *t = PageTag {
+                    lpn: NO_LPN,
+                    version: 0,
+                };
+            }
         }
         if !self.payloads.is_empty() {
             let end = (first + self.geo.pages_per_block as usize) as u32;
@@ -373,7 +516,9 @@ impl Flash {
     #[inline]
     pub fn copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> PageTag {
         let tag = self.read(src, cause);
-        self.program(dst, tag, cause);
+        // The source's tag as it is stored (it fits: it was programmed).
+        self.place(dst, cause);
+        self.tags.copy(src.idx(), dst.idx());
         tag
     }
 
@@ -463,7 +608,8 @@ impl Flash {
             "mark_valid of {ppn:?}, which is already valid"
         );
         *word |= bit;
-        self.valid_count[self.geo.block_of(ppn).idx()] += 1;
+        let pbn = self.split(ppn).0;
+        self.valid_count[pbn.idx()] += 1;
     }
 
     /// The state of a page.
@@ -528,7 +674,7 @@ impl Flash {
     /// assertions and power-loss scans that account their reads themselves; an FTL's
     /// decisions must go through [`Flash::read`] or [`Flash::read_spare`].
     pub fn peek_tag(&self, ppn: Ppn) -> Option<PageTag> {
-        self.is_programmed(ppn).then(|| self.tags[ppn.idx()])
+        self.is_programmed(ppn).then(|| self.tags.get(ppn.idx()))
     }
 
     /// Operation counters since the last reset.
@@ -833,6 +979,62 @@ mod tests {
         assert_eq!(f.payload(Ppn(1)), None);
         assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
         assert_eq!(f.stats().programs[Cause::Map as usize], 1);
+    }
+
+    #[test]
+    fn packed_tags_hold_lpn_and_version_in_one_word() {
+        let g = flash().geometry().clone();
+        // 16 logical pages: 4 LPN bits, 28 version bits.
+        assert_eq!(g.logical_pages, 16);
+        let mut f = Flash::with_packed_tags(&g);
+        assert_eq!(f.version_bits(), Some(28));
+        assert_eq!(Flash::new(&g).version_bits(), None);
+        let top = PageTag {
+            lpn: Lpn(15),
+            version: (1 << 28) - 1,
+        };
+        f.program(Ppn(0), top, Cause::Host);
+        f.program(Ppn(1), tag(0), Cause::Host);
+        assert_eq!(f.read(Ppn(0), Cause::Host), top);
+        assert_eq!(f.peek_tag(Ppn(1)), Some(tag(0)));
+        assert_eq!(f.peek_tag(Ppn(2)), None);
+        assert_eq!(f.copy(Ppn(0), Ppn(2), Cause::Gc), top);
+        assert_eq!(f.peek_tag(Ppn(2)), Some(top));
+        f.invalidate(Ppn(0));
+        f.invalidate(Ppn(1));
+        f.invalidate(Ppn(2));
+        f.erase(Pbn(0), Cause::Gc);
+        assert_eq!(f.peek_tag(Ppn(0)), None);
+        f.check().unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn packed_tags_refuse_a_version_too_wide() {
+        let g = flash().geometry().clone();
+        let mut f = Flash::with_packed_tags(&g);
+        let t = PageTag {
+            lpn: Lpn(1),
+            version: 1 << 28,
+        };
+        f.program(Ppn(0), t, Cause::Host);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn packed_tags_refuse_an_lpn_beyond_the_logical_space() {
+        let g = flash().geometry().clone();
+        let mut f = Flash::with_packed_tags(&g);
+        f.program(Ppn(0), tag(16), Cause::Host);
+    }
+
+    #[test]
+    fn packed_tags_leave_as_many_version_bits_as_the_lpns_allow() {
+        let mut g = flash().geometry().clone();
+        for (pages, bits) in [(1, 31), (2, 31), (3, 30), (1 << 18, 14), (1 << 28, 4)] {
+            g.logical_pages = pages;
+            assert_eq!(lpn_bits(&g), 32 - bits, "{pages} pages");
+        }
     }
 
     #[test]

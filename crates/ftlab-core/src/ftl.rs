@@ -10,6 +10,7 @@
 use crate::flash::Flash;
 use crate::nand::Latencies;
 pub use crate::oracle::TrimRecovery;
+use crate::oracle::{Oracle, Violation};
 use crate::units::{Lbn, Lpn, Nanos, PageTag, PageWrite};
 
 crate::stats::counters! {
@@ -238,6 +239,29 @@ pub trait Ftl {
     /// Answers a buffer's question (co-op-buffer-ftl.txt Table 3).
     fn query(&self, _q: Query) -> Answer {
         Answer::NotApplicable
+    }
+
+    /// Whether the engine may pack this FTL's spare tags into one word a page
+    /// ([`Flash::with_packed_tags`]) and wrap versions in the bits left: `true` only for
+    /// an FTL that programs nothing but the tags it was handed (no tag of its own for
+    /// metadata pages or fillers) and orders versions only in [`Ftl::recover`] (the
+    /// engine packs only runs without power losses). The default says no.
+    fn packed_tags(&self) -> bool {
+        false
+    }
+
+    /// The end-of-run read-back with no buffer above the FTL: reads every LPN the oracle
+    /// saw written, as [`Ftl::read`] would (the same flash reads), checks each against
+    /// the oracle and returns how many were checked. The default calls [`Ftl::read`] per
+    /// LPN; a scheme with a flat map walks it and the oracle in one pass.
+    fn read_back(&mut self, flash: &mut Flash, oracle: &mut Oracle) -> Result<u64, Violation> {
+        let mut checked = 0;
+        for l in 0..oracle.logical_pages() {
+            let lpn = Lpn(l);
+            checked += oracle.read_back(lpn, || self.read(flash, lpn))? as u64;
+            flash.clear_log();
+        }
+        Ok(checked)
     }
 }
 

@@ -92,6 +92,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery, WornOut};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
+use ftlab_core::oracle::{Oracle, Violation};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
 use ftlab_core::wear::{self, FreeBlocks, WearHeap, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
@@ -768,6 +769,23 @@ impl Ftl for PageFtl {
 
     fn mapping_bytes(&self) -> u64 {
         self.l2p.len() as u64 * 4
+    }
+
+    /// Host and GC writes program the tags they are handed; only recovery orders them.
+    fn packed_tags(&self) -> bool {
+        true
+    }
+
+    fn read_back(&mut self, flash: &mut Flash, oracle: &mut Oracle) -> Result<u64, Violation> {
+        let mut checked = 0;
+        for (l, &ppn) in self.l2p.iter().enumerate() {
+            let read = || (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host));
+            checked += oracle.read_back(Lpn(l as u32), read)? as u64;
+            if l % 4096 == 0 {
+                flash.clear_log();
+            }
+        }
+        Ok(checked)
     }
 }
 

@@ -135,9 +135,12 @@ pub trait Observer {
 
     /// Whether [`Observer::power_loss_now`] may ever say yes, asked once before the
     /// run: then the oracle tracks which versions reach the FTL, and holds every page
-    /// to the newest of them after a power loss (as for a planned one). An observer
-    /// that strikes without saying so here gets the looser check: a page whose newest
-    /// data a buffer lost may read as any older version.
+    /// to the newest of them after a power loss (as for a planned one), and the run
+    /// keeps whole spare tags and exact versions (a run without power losses packs the
+    /// tags and wraps versions, which a recovery cannot order). An observer that
+    /// strikes without saying so here gets a recovery failure on a packed run, or the
+    /// looser check: a page whose newest data a buffer lost may read as any older
+    /// version. The default says no.
     fn may_lose_power(&self) -> bool {
         false
     }
@@ -409,8 +412,16 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     })
 }
 
-/// Resolves a config into a ready engine.
+/// Resolves a config into a ready engine, with whole spare tags and exact versions, so
+/// the caller may strike a power loss ([`Engine::power_loss`]) at any time.
+/// [`Simulation::new`] packs the tags of a run without planned power losses instead
+/// (`EngineConfig::packed_tags`).
 pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
+    prepare_with(cfg, false)
+}
+
+/// [`prepare`], packing the spare tags when `packed` and the FTL allows it.
+fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
     if cfg.until_worn_out
         && !registry::ftl(&cfg.ftl)
             .is_some_and(|e| e.options.fields().iter().any(|f| f.name == "pe_limit"))
@@ -496,6 +507,7 @@ pub fn prepare(cfg: &Config) -> Result<Prepared, RunError> {
             rmw: cfg.rmw,
             idle: cfg.idle,
             closed_loop: cfg.queue_depth.map(|d| (cfg.queues, d)),
+            packed_tags: packed,
         },
     );
     Ok(Prepared {
@@ -655,7 +667,7 @@ impl Simulation {
     /// report says which.
     pub fn new(mut cfg: Config) -> Result<Simulation, RunError> {
         let implied = imply(&mut cfg);
-        let prepared = prepare(&cfg)?;
+        let prepared = prepare_with(&cfg, cfg.power_loss.is_empty())?;
         Ok(Simulation {
             cfg,
             prepared,
@@ -958,6 +970,9 @@ fn drive(
     observer: &mut dyn Observer,
     st: &mut Loop,
 ) -> Result<(), RunError> {
+    if observer.may_lose_power() {
+        engine.exact_versions();
+    }
     match cfg.precondition {
         Precondition::None => {}
         Precondition::Fill => engine.precondition_fill(),
