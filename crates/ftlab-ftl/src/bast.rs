@@ -102,7 +102,7 @@
 //! - Cost: one spare read per programmed page, no page read, program or erase.
 //! - Wear levelling (issue 23 item 3, not in the papers): `wear_leveling = "off"`
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
-//!   block first); the pool and what is left open are in [`crate::logblock`]. After a
+//!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
 
 use crate::auto::AutoOr;

@@ -52,7 +52,7 @@
 //!   `recovery_reads_every_programmed_spare_once`).
 //! - Wear levelling (issue 23 item 3, not in the papers): `wear_leveling = "off"`
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
-//!   block first); the pool and what is left open are in [`crate::logblock`]. After a
+//!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
 
 use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};

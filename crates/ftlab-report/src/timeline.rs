@@ -177,7 +177,7 @@ pub struct Timeline {
     /// `requests` or `time`.
     pub unit: &'static str,
     /// The intervals, in order; the last one may be partial. In JSON each interval is
-    /// one line of the otherwise pretty-printed report (see [`one_line_each`]).
+    /// one line of the otherwise pretty-printed report (the private `one_line_each`).
     #[serde(serialize_with = "one_line_each")]
     pub intervals: Vec<Interval>,
     /// Power losses, in order.
