@@ -278,9 +278,12 @@ impl Engine {
     /// A fresh flash and oracle: packed tags and wrapping versions of the same width,
     /// or whole tags and exact versions.
     fn tables(geo: &Geometry, packed: bool) -> (Flash, Oracle) {
-        if packed {
+        // Fewer than 4 version bits (beyond 2^28 logical pages, 1 TiB of 4 KiB pages)
+        // would let too many stale copies pass: such a device keeps whole tags.
+        let bits = 32 - (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1);
+        if packed && bits >= 4 {
             let flash = Flash::with_packed_tags(geo);
-            let bits = flash.version_bits().expect("packed tags");
+            debug_assert_eq!(flash.version_bits(), Some(bits));
             (flash, Oracle::wrapping(geo.logical_pages, bits))
         } else {
             (Flash::new(geo), Oracle::new(geo.logical_pages))

@@ -19,6 +19,10 @@
 //!   peak measured before the run): `4 + pages_per_block / 4` words of 4 bytes at the
 //!   paper's m = 2 (measured resident at 1 and 4 GiB after a fill: 99 bytes per logical
 //!   page in all, against 103 estimated).
+//! - Page mapping with no planned power loss packs each spare tag into 4 bytes and
+//!   keeps the oracle's versions in 1 or 2 bytes (`EngineConfig::packed_tags`; 4 bytes
+//!   when more than 14 version bits remain), as the engine does; every other run is
+//!   taken at 8 bytes of tag and 4 of oracle per page.
 //! - The footprint precondition's bitmap (1 bit per logical page), the recovery scan of
 //!   a run with power losses (8 bytes per logical page) and a write buffer's pages (its
 //!   `size` in pages, 96 bytes each: the page LRU allocates 24 upfront, measured with a
@@ -77,17 +81,39 @@ impl Estimate {
     }
 }
 
+/// Bytes of the oracle's entry per logical page when a run packs its spare tags (page
+/// mapping with no planned power loss, `EngineConfig::packed_tags`): the versions left
+/// beside the LPN in a 32-bit tag, in 1, 2 or 4 bytes (`Oracle::wrapping`); `None`
+/// when the run keeps whole 8-byte tags and 4-byte entries.
+fn packed_oracle_bytes(cfg: &Config, geo: &Geometry) -> Option<u64> {
+    if cfg.ftl != "page" || !cfg.power_loss.is_empty() {
+        return None;
+    }
+    let lpn_bits = (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1);
+    match 32 - lpn_bits {
+        0..=3 => None,
+        4..=6 => Some(1),
+        7..=14 => Some(2),
+        _ => Some(4),
+    }
+}
+
 /// The memory `cfg` needs on `geo`, from the geometry alone.
 pub fn estimate(cfg: &Config, geo: &Geometry) -> Estimate {
     let phys = geo.blocks as u64 * geo.pages_per_block as u64;
     let logical = geo.logical_pages as u64;
     let blocks = geo.blocks as u64;
+    let packed = packed_oracle_bytes(cfg, geo);
+    let (tag_bytes, oracle_bytes) = packed.map_or((8, 4), |o| (4, o));
     let mut parts = vec![
         (
             "flash (spare tags, validity)",
-            phys * 8 + phys.div_ceil(8) + blocks * 12,
+            phys * tag_bytes + phys.div_ceil(8) + blocks * 12,
         ),
-        ("oracle (a version per logical page)", logical * 4),
+        (
+            "oracle (a version per logical page)",
+            logical * oracle_bytes,
+        ),
         (
             "FTL tables",
             phys.saturating_mul(ftl_bytes_per_page(&cfg.ftl, geo)),
@@ -212,9 +238,37 @@ mod tests {
         let g = |c: &Config| crate::sim::device_geometry(c).unwrap();
         let (a, b) = (estimate(&small, &g(&small)), estimate(&big, &g(&big)));
         assert!(b.total() > 50 * (a.total() - FIXED_BYTES), "{a:?} {b:?}");
-        // 64 GiB of 2 KiB pages with the page FTL: about 17.5 bytes per logical page.
+        // 64 GiB of 2 KiB pages with the page FTL: packed 4-byte tags and 2-byte
+        // versions (25 LPN bits leave 7), about 11.9 bytes per logical page.
         let per_page = (b.total() - FIXED_BYTES) as f64 / (32u64 << 20) as f64;
-        assert!((16.0..20.0).contains(&per_page), "{per_page}");
+        assert!((11.0..13.0).contains(&per_page), "{per_page}");
+        // With a power loss planned the tags stay whole and the versions exact: about
+        // 17.5 bytes, and the recovery scan's 8 more.
+        let lossy = Config {
+            power_loss: big_power_loss(),
+            ..big.clone()
+        };
+        let e = estimate(&lossy, &g(&lossy));
+        let per_page = (e.total() - FIXED_BYTES) as f64 / (32u64 << 20) as f64;
+        assert!((24.0..28.0).contains(&per_page), "{per_page}");
+        // Other FTLs never pack.
+        let dftl = Config {
+            ftl: "dftl".into(),
+            ..big.clone()
+        };
+        let oracle = |e: &Estimate| {
+            e.parts
+                .iter()
+                .find(|p| p.0.starts_with("oracle"))
+                .unwrap()
+                .1
+        };
+        assert_eq!(oracle(&estimate(&dftl, &g(&dftl))), (32u64 << 20) * 4);
+        assert_eq!(oracle(&b), (32u64 << 20) * 2);
+    }
+
+    fn big_power_loss() -> Vec<String> {
+        vec!["1000".into()]
     }
 
     #[test]
