@@ -280,7 +280,7 @@ impl Engine {
     fn tables(geo: &Geometry, packed: bool) -> (Flash, Oracle) {
         // Fewer than 4 version bits (beyond 2^28 logical pages, 1 TiB of 4 KiB pages)
         // would let too many stale copies pass: such a device keeps whole tags.
-        let bits = 32 - (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1);
+        let bits = 32 - geo.lpn_bits();
         if packed && bits >= 4 {
             let flash = Flash::with_packed_tags(geo);
             debug_assert_eq!(flash.version_bits(), Some(bits));

@@ -258,11 +258,6 @@ impl Tags {
     }
 }
 
-/// LPN bits of a packed tag on `geo`: enough for every logical page (at least 1).
-fn lpn_bits(geo: &Geometry) -> u32 {
-    (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1)
-}
-
 /// The NAND array. See the module documentation for the rules it enforces.
 #[derive(Clone)]
 pub struct Flash {
@@ -316,9 +311,9 @@ impl Flash {
             geo,
             Tags::Packed {
                 words: vec![0; pages],
-                lpn_bits: lpn_bits(geo),
-                lpn_end: 1 << lpn_bits(geo),
-                version_end: 1 << (32 - lpn_bits(geo)),
+                lpn_bits: geo.lpn_bits(),
+                lpn_end: 1 << geo.lpn_bits(),
+                version_end: 1 << (32 - geo.lpn_bits()),
             },
         )
     }
@@ -1033,7 +1028,7 @@ mod tests {
         let mut g = flash().geometry().clone();
         for (pages, bits) in [(1, 31), (2, 31), (3, 30), (1 << 18, 14), (1 << 28, 4)] {
             g.logical_pages = pages;
-            assert_eq!(lpn_bits(&g), 32 - bits, "{pages} pages");
+            assert_eq!(g.lpn_bits(), 32 - bits, "{pages} pages");
         }
     }
 

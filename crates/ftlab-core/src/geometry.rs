@@ -164,6 +164,12 @@ impl Geometry {
         self.logical_pages.div_ceil(self.pages_per_block)
     }
 
+    /// Bits an LPN needs on this device: enough for every logical page (at least 1).
+    /// A packed spare tag keeps the version in the other `32 - lpn_bits` bits.
+    pub fn lpn_bits(&self) -> u32 {
+        (32 - self.logical_pages.saturating_sub(1).leading_zeros()).max(1)
+    }
+
     /// Logical capacity in bytes.
     pub fn logical_bytes(&self) -> u64 {
         self.logical_pages as u64 * self.page_size as u64

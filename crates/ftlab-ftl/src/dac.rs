@@ -618,26 +618,37 @@ mod tests {
         r.check(&f).unwrap();
     }
 
-    #[test]
-    fn gc_keeps_data_under_a_hot_cold_mix() {
-        let g = geo(50.0);
-        let mut f = Flash::new(&g);
-        let mut d = DacFtl::new(&g, &opts(&[])).unwrap();
+    /// `n` single-page writes from seed `x`, three quarters of them to a hot set of 8
+    /// LPNs and the rest anywhere; returns each LPN's last version.
+    fn hot_cold_writes(
+        d: &mut DacFtl,
+        f: &mut Flash,
+        g: &Geometry,
+        mut x: u64,
+        n: u32,
+    ) -> Vec<u32> {
         let mut version = vec![0u32; g.logical_pages as usize];
-        let mut x: u64 = 7;
-        for _ in 0..5000 {
+        for _ in 0..n {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            // A hot quarter and a cold rest.
             let lpn = if (x >> 60) < 12 {
                 ((x >> 33) % 8) as u32
             } else {
                 ((x >> 33) % g.logical_pages as u64) as u32
             };
             version[lpn as usize] += 1;
-            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
+            d.write(f, &[tag(lpn, version[lpn as usize])]);
         }
+        version
+    }
+
+    #[test]
+    fn gc_keeps_data_under_a_hot_cold_mix() {
+        let g = geo(50.0);
+        let mut f = Flash::new(&g);
+        let mut d = DacFtl::new(&g, &opts(&[])).unwrap();
+        let version = hot_cold_writes(&mut d, &mut f, &g, 7, 5000);
         d.check(&f).unwrap();
         f.check().unwrap();
         let s = d.stats();
@@ -667,20 +678,7 @@ mod tests {
         let g = geo(100.0);
         let mut f = Flash::new(&g);
         let mut d = DacFtl::new(&g, &opts(&sep)).unwrap();
-        let mut version = vec![0u32; g.logical_pages as usize];
-        let mut x: u64 = 3;
-        for _ in 0..4000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let lpn = if (x >> 60) < 12 {
-                ((x >> 33) % 8) as u32
-            } else {
-                ((x >> 33) % g.logical_pages as u64) as u32
-            };
-            version[lpn as usize] += 1;
-            d.write(&mut f, &[tag(lpn, version[lpn as usize])]);
-        }
+        let version = hot_cold_writes(&mut d, &mut f, &g, 3, 4000);
         d.check(&f).unwrap();
         let s = d.stats();
         assert!(s.gc_pages_copied > 0);

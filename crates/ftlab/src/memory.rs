@@ -89,8 +89,7 @@ fn packed_oracle_bytes(cfg: &Config, geo: &Geometry) -> Option<u64> {
     if cfg.ftl != "page" || !cfg.power_loss.is_empty() {
         return None;
     }
-    let lpn_bits = (32 - geo.logical_pages.saturating_sub(1).leading_zeros()).max(1);
-    match 32 - lpn_bits {
+    match 32 - geo.lpn_bits() {
         0..=3 => None,
         4..=6 => Some(1),
         7..=14 => Some(2),

@@ -729,6 +729,9 @@ impl Simulation {
         let warmup = if configured { cfg.warmup } else { 0 };
         let mut plan = PowerLossPlan::new(&cfg, &geo)?;
         if !plan.is_empty() || observer.may_lose_power() {
+            // Whole tags and exact versions (a planned loss already has them), then
+            // the hand-off tracking the stricter checks after a loss need.
+            engine.exact_versions();
             engine.track_power_loss();
         }
         let mut st = Loop {
@@ -970,9 +973,6 @@ fn drive(
     observer: &mut dyn Observer,
     st: &mut Loop,
 ) -> Result<(), RunError> {
-    if observer.may_lose_power() {
-        engine.exact_versions();
-    }
     match cfg.precondition {
         Precondition::None => {}
         Precondition::Fill => engine.precondition_fill(),

@@ -269,7 +269,7 @@ impl Latencies {
                     i50 = i;
                     next = t99;
                 }
-                if found50 && cum >= t99 && next != u64::MAX {
+                if cum >= t99 && next != u64::MAX {
                     i99 = i;
                     next = u64::MAX;
                 }
