@@ -209,11 +209,14 @@ impl Engine {
         lat: Latencies,
         ftl: Box<dyn Ftl>,
         buffer: Box<dyn Buffer>,
-        timing: Box<dyn Timing>,
+        mut timing: Box<dyn Timing>,
         cfg: EngineConfig,
     ) -> Engine {
         let (mut flash, mut oracle) = Engine::tables(geo, cfg.packed_tags && ftl.packed_tags());
-        flash.set_logging(timing.needs_ops());
+        match timing.inline_clock() {
+            Some(clock) => flash.install_clock(clock),
+            None => flash.set_logging(timing.needs_ops()),
+        }
         oracle.set_trim_recovery(ftl.trim_recovery());
         Engine {
             geo: geo.clone(),
@@ -308,7 +311,10 @@ impl Engine {
             "exact_versions after the first write"
         );
         let (mut flash, mut oracle) = Engine::tables(&self.geo, false);
-        flash.set_logging(self.timing.needs_ops());
+        match self.flash.take_clock() {
+            Some(clock) => flash.install_clock(clock),
+            None => flash.set_logging(self.timing.needs_ops()),
+        }
         // The new oracle keeps what the old one was told (trim rule, tracking).
         oracle.set_trim_recovery(self.ftl.trim_recovery());
         if self.oracle.tracks_handoffs() {
@@ -352,11 +358,12 @@ impl Engine {
             self.offer_idle(req.arrival);
         }
         debug_assert!(self.flash.batch().is_empty());
+        self.flash.clock_begin(req.arrival);
         self.host.requests += 1;
-        match req.op {
-            Op::Read => self.read(req)?,
-            Op::Write => self.write(req)?,
-            Op::Trim => self.trim(req)?,
+        let done = match req.op {
+            Op::Read => self.read(req),
+            Op::Write => self.write(req),
+            Op::Trim => self.trim(req),
             Op::Flush => {
                 self.host.flush_requests += 1;
                 let mut be = Backend {
@@ -364,10 +371,19 @@ impl Engine {
                     flash: &mut self.flash,
                 };
                 self.buffer.flush(&mut be);
+                Ok(())
             }
+        };
+        if let Err(e) = done {
+            self.flash.clock_end();
+            return Err(e);
         }
         self.note_handed();
-        let served = self.timing.serve(req.arrival, self.flash.batch());
+        let served = if self.flash.clock().is_some() {
+            self.flash.clock_end()
+        } else {
+            self.timing.serve(req.arrival, self.flash.batch())
+        };
         self.flash.clear_log();
         if let Some(c) = &mut self.closed {
             c.complete(served.done);
@@ -384,7 +400,7 @@ impl Engine {
     }
 
     fn offer_idle(&mut self, arrival: Nanos) {
-        let idle_at = self.timing.idle_at();
+        let idle_at = self.idle_at();
         if idle_at >= arrival {
             return;
         }
@@ -392,6 +408,7 @@ impl Engine {
             remaining: arrival.saturating_sub(idle_at),
             latencies: self.lat,
         };
+        self.flash.clock_begin(idle_at);
         let mut be = Backend {
             ftl: &mut *self.ftl,
             flash: &mut self.flash,
@@ -400,9 +417,31 @@ impl Engine {
         self.ftl.idle(&mut self.flash, &mut budget);
         self.note_handed();
         if !self.flash.batch().is_empty() {
-            self.timing.background(idle_at, self.flash.batch());
-            self.flash.clear_log();
+            self.background(idle_at);
+        } else {
+            self.flash.clock_end();
         }
+    }
+
+    /// When the device's dies and channels are all free again.
+    fn idle_at(&self) -> Nanos {
+        match self.flash.clock() {
+            Some(clock) => clock.idle_at(),
+            None => self.timing.idle_at(),
+        }
+    }
+
+    /// Times the operations since the last [`Flash::clear_log`] as background work from
+    /// `start` (opened with [`Flash::clock_begin`] at `start` under an inline clock);
+    /// returns when it ends and clears the log.
+    fn background(&mut self, start: Nanos) -> Nanos {
+        let end = if self.flash.clock().is_some() {
+            self.flash.clock_end().done
+        } else {
+            self.timing.background(start, self.flash.batch())
+        };
+        self.flash.clear_log();
+        end
     }
 
     /// Page range `[first, end)` of a request, or an out-of-range error.
@@ -598,6 +637,8 @@ impl Engine {
             return Drain::default();
         }
         let before = FlashStats::total(&self.flash.stats().programs);
+        let start = self.idle_at();
+        self.flash.clock_begin(start);
         let mut be = Backend {
             ftl: &mut *self.ftl,
             flash: &mut self.flash,
@@ -605,9 +646,7 @@ impl Engine {
         self.buffer.flush(&mut be);
         self.note_handed();
         let programs = FlashStats::total(&self.flash.stats().programs) - before;
-        let start = self.timing.idle_at();
-        let end = self.timing.background(start, self.flash.batch());
-        self.flash.clear_log();
+        let end = self.background(start);
         Drain {
             dirty_pages,
             programs,
@@ -622,7 +661,10 @@ impl Engine {
         self.flash.clear_log();
         self.ftl.reset_stats();
         self.buffer.reset_stats();
-        self.timing.reset();
+        match self.flash.clock_mut() {
+            Some(clock) => clock.reset(),
+            None => self.timing.reset(),
+        }
         self.host = HostStats::default();
         self.carried = Default::default();
         self.recoveries.clear();
@@ -672,11 +714,12 @@ impl Engine {
         self.buffer = buffer;
         self.flash.power_cycle();
         let before = *self.flash.stats();
-        self.ftl.recover(&mut self.flash)?;
+        let start = self.idle_at();
+        self.flash.clock_begin(start);
+        let recovered = self.ftl.recover(&mut self.flash);
+        let end = self.background(start);
+        recovered?;
         let ops = *self.flash.stats() - before;
-        let start = self.timing.idle_at();
-        let end = self.timing.background(start, self.flash.batch());
-        self.flash.clear_log();
         // Recovery hands nothing new (it rebuilds from flash).
         if let Some(log) = &self.handed {
             log.borrow_mut().clear();
@@ -755,7 +798,10 @@ impl Engine {
             ftl,
             mapping_bytes: self.ftl.mapping_bytes(),
             device_busy: {
-                let (busy, dies) = self.timing.busy();
+                let (busy, dies) = match self.flash.clock() {
+                    Some(clock) => clock.busy(),
+                    None => self.timing.busy(),
+                };
                 (busy.0, dies)
             },
             buffer,

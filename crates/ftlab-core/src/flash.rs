@@ -39,7 +39,8 @@
 //! accounts the read ([`Flash::read_spare`], [`Flash::read`]) that fetches them.
 
 use crate::geometry::Geometry;
-use crate::units::{Lpn, PageTag, Pbn, Ppn};
+use crate::timing::{DieClock, Served};
+use crate::units::{Lpn, Nanos, PageTag, Pbn, Ppn};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -258,6 +259,16 @@ impl Tags {
     }
 }
 
+/// What an operation records beyond the tally by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Record {
+    Count,
+    Log,
+    Clock,
+    /// [`Record::Clock`] with exponential array times.
+    ClockExp,
+}
+
 /// The NAND array. See the module documentation for the rules it enforces.
 #[derive(Clone)]
 pub struct Flash {
@@ -278,6 +289,14 @@ pub struct Flash {
     /// Whether each operation is also logged (a timing model that needs each one's die).
     logging: bool,
     log: Vec<FlashOp>,
+    /// What each operation does beyond the tally: nothing, a log entry, or a step of
+    /// the die clock (inside [`Flash::clock_begin`] .. [`Flash::clock_end`]).
+    record: Record,
+    /// The parallel timing model's state, when the engine moved it here
+    /// ([`Flash::install_clock`], `has_clock`); operations outside a clock batch are
+    /// untimed.
+    clock: DieClock,
+    has_clock: bool,
     /// Extra spare words per page (0 until an FTL first stores some).
     spare_words_per_page: usize,
     spare_words: Vec<u32>,
@@ -348,6 +367,9 @@ impl Flash {
             tally: [0; 4],
             logging: true,
             log: Vec::with_capacity(4096),
+            record: Record::Log,
+            clock: DieClock::default(),
+            has_clock: false,
             spare_words_per_page: 0,
             spare_words: Vec::new(),
             payloads: BTreeMap::new(),
@@ -360,11 +382,26 @@ impl Flash {
         &self.geo
     }
 
-    #[inline]
+    #[inline(always)]
     fn log(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
         self.tally[kind as usize] += 1;
-        if self.logging {
-            self.log.push(FlashOp { kind, block, cause });
+        if self.record != Record::Count {
+            if self.record == Record::Clock {
+                self.clock.op::<false>(kind, block);
+            } else {
+                self.record_rest(kind, block, cause);
+            }
+        }
+    }
+
+    /// [`Flash::log`]'s less frequent cases, out of line: the log (a model that needs
+    /// each operation after the fact, tests) and exponential array times.
+    #[inline(never)]
+    fn record_rest(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
+        match self.record {
+            Record::Log => self.log.push(FlashOp { kind, block, cause }),
+            Record::ClockExp => self.clock.op::<true>(kind, block),
+            Record::Count | Record::Clock => {}
         }
     }
 
@@ -703,7 +740,70 @@ impl Flash {
     /// than logging.
     pub fn set_logging(&mut self, on: bool) {
         self.logging = on;
+        self.record = if on { Record::Log } else { Record::Count };
         self.log.clear();
+    }
+
+    /// Keeps the parallel timing model's state here, so that each operation between
+    /// [`Flash::clock_begin`] and [`Flash::clock_end`] is timed as it is performed
+    /// (instead of logged and timed afterwards). Turns logging off.
+    pub fn install_clock(&mut self, clock: DieClock) {
+        self.clock = clock;
+        self.has_clock = true;
+        self.set_logging(false);
+    }
+
+    /// The installed die clock, if any.
+    pub fn clock(&self) -> Option<&DieClock> {
+        self.has_clock.then_some(&self.clock)
+    }
+
+    /// The installed die clock, if any, to reset it.
+    pub fn clock_mut(&mut self) -> Option<&mut DieClock> {
+        self.has_clock.then_some(&mut self.clock)
+    }
+
+    /// Removes the installed die clock (to move it to another flash).
+    pub fn take_clock(&mut self) -> Option<DieClock> {
+        self.record = if self.logging {
+            Record::Log
+        } else {
+            Record::Count
+        };
+        std::mem::replace(&mut self.has_clock, false).then(|| std::mem::take(&mut self.clock))
+    }
+
+    /// Opens a timed batch on the installed clock: the operations from here to
+    /// [`Flash::clock_end`] start no earlier than `start`. Does nothing without a clock.
+    #[inline]
+    pub fn clock_begin(&mut self, start: Nanos) {
+        if self.has_clock {
+            self.clock.begin(start);
+            self.record = if self.clock.exponential() {
+                Record::ClockExp
+            } else {
+                Record::Clock
+            };
+        }
+    }
+
+    /// Closes the timed batch: when its operations completed and how long the first
+    /// waited (`start` and no wait if it had none, or without a clock).
+    #[inline]
+    pub fn clock_end(&mut self) -> Served {
+        self.record = if self.logging {
+            Record::Log
+        } else {
+            Record::Count
+        };
+        if self.has_clock {
+            self.clock.end(&self.tally)
+        } else {
+            Served {
+                done: Nanos::ZERO,
+                wait: Nanos::ZERO,
+            }
+        }
     }
 
     /// Capacity of the operation log (it grows to the largest request's operations).

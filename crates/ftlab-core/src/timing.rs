@@ -2,7 +2,10 @@
 //!
 //! FTLs never see the clock. The engine drains the operations an FTL caused for a
 //! request from [`Flash`](crate::flash::Flash) ([`OpBatch`]: counts by kind, and each
-//! operation when the model needs it) and hands them to a [`Timing`]. docs/timing.md
+//! operation when the model needs it) and hands them to a [`Timing`]; or, for a model
+//! that hands over its state ([`Timing::inline_clock`]: the parallel model's
+//! [`DieClock`]), the flash times each operation as it performs it, between the
+//! engine's `clock_begin` and `clock_end`, with no log of operations. docs/timing.md
 //! is the user's view.
 //!
 //! - [`SerialTiming`] is the papers' model: one operation at a time, requests served
@@ -37,9 +40,9 @@
 //!   service model, under which a closed loop of N random reads over D dies has the
 //!   product-form throughput D N / (N + D - 1) per service time, which a test checks.
 
-use crate::flash::{FlashOp, OpBatch, OpKind};
+use crate::flash::{OpBatch, OpKind};
 use crate::nand::Latencies;
-use crate::units::Nanos;
+use crate::units::{Nanos, Pbn};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -78,6 +81,14 @@ pub trait Timing {
     /// Time the dies were busy since the last reset, summed over dies, and the number
     /// of dies: utilisation is `busy / (dies * elapsed)`.
     fn busy(&self) -> (Nanos, u32);
+
+    /// A model that can time each operation as the flash performs it hands its state
+    /// over here (once, when the engine is built); the engine then keeps it in the
+    /// flash and no longer calls this model. `None` (the default): the engine calls
+    /// [`Timing::serve`] and [`Timing::background`] with each batch.
+    fn inline_clock(&mut self) -> Option<DieClock> {
+        None
+    }
 }
 
 /// Latency of one operation under the serial model.
@@ -178,9 +189,24 @@ impl Timing for SerialTiming {
     }
 }
 
-/// Channels x dies, with per-die array time and per-channel transfer time.
+/// Channels x dies, with per-die array time and per-channel transfer time: the
+/// [`Timing`] face of a [`DieClock`], which the engine moves into the flash
+/// ([`Timing::inline_clock`]) so each operation is timed as it is performed.
 #[derive(Clone, Debug)]
 pub struct ParallelTiming {
+    clock: DieClock,
+}
+
+/// The state of the parallel model, timed one operation at a time: between
+/// [`DieClock::begin`] (the request's arrival, or when background work starts) and
+/// [`DieClock::end`], each [`DieClock::op`] reserves its die and channel.
+///
+/// The engine keeps it in the [`Flash`](crate::flash::Flash), which calls
+/// [`DieClock::op`] from inside each read, program and erase: no log of operations and
+/// no second pass over one (issue 22, item 5). [`ParallelTiming`] replays a logged
+/// batch through the same calls, so both give the same times.
+#[derive(Clone, Debug, Default)]
+pub struct DieClock {
     /// Array time in ns by `OpKind as usize` (the transfer split off reads and programs).
     array: [u64; 4],
     /// Die time of one operation by kind (array plus transfer), for utilisation.
@@ -203,9 +229,17 @@ pub struct ParallelTiming {
     /// Exponential array times ([`ParallelTiming::with_exponential_service`]): the
     /// generator of the draws; `None` for the preset's fixed times.
     exponential: Option<crate::rng::SplitMix64>,
+    /// The open batch: when it started (no operation begins earlier).
+    start: u64,
+    /// When the read a program copies ends (else `start`).
+    dep: u64,
+    /// When the batch's first operation began; `u64::MAX` before it.
+    first: u64,
+    /// When the batch's last operation to finish ends (`start` with none).
+    done: u64,
 }
 
-impl ParallelTiming {
+impl DieClock {
     /// `channels * dies_per_channel` dies over `blocks` blocks (block `b` on die
     /// `b % dies`, die `d` on channel `d % channels`); `xfer` is one page's channel
     /// transfer time.
@@ -223,7 +257,7 @@ impl ParallelTiming {
             array[k as usize] = array[k as usize].saturating_sub(xfer.0);
             die_time[k as usize] = array[k as usize] + xfer.0;
         }
-        ParallelTiming {
+        DieClock {
             array,
             die_time,
             xfer: xfer.0,
@@ -235,6 +269,139 @@ impl ParallelTiming {
             latest: 0,
             busy: 0,
             exponential: None,
+            start: 0,
+            dep: 0,
+            first: u64::MAX,
+            done: 0,
+        }
+    }
+
+    /// Opens a batch: its operations start no earlier than `start`.
+    #[inline]
+    pub fn begin(&mut self, start: Nanos) {
+        self.start = start.0;
+        self.dep = start.0;
+        self.first = u64::MAX;
+        self.done = start.0;
+    }
+
+    /// Times one operation of the open batch on `block`'s die and channel, after the
+    /// batch's earlier ones: it waits for its die (a read, then, for the channel to
+    /// transfer out; a program first for the channel to transfer in, and for the read
+    /// it copies when it directly follows one).
+    /// `EXP`: the array time is an exponential draw (only with
+    /// [`ParallelTiming::with_exponential_service`], [`DieClock::exponential`]); a
+    /// constant, so the fixed-time path carries no test per operation.
+    #[inline(always)]
+    pub fn op<const EXP: bool>(&mut self, kind: OpKind, block: Pbn) {
+        let (d, c) = self.route[block.idx()];
+        let die = &mut self.die_free[d as usize];
+        let chan = &mut self.chan_free[c as usize];
+        let mut array = self.array[kind as usize];
+        if let (true, Some(rng)) = (EXP, &mut self.exponential) {
+            // Inverse transform of a uniform in (0, 1]: -ln(u) has mean 1.
+            let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+            array = (array as f64 * -u.ln()).round() as u64;
+        }
+        let start = self.start;
+        let ready = start.max(*die);
+        let (begin, end) = match kind {
+            OpKind::Read => {
+                let end = (ready + array).max(*chan) + self.xfer;
+                *chan = end;
+                self.dep = end;
+                (ready, end)
+            }
+            OpKind::Program => {
+                let xs = ready.max(*chan).max(self.dep);
+                *chan = xs + self.xfer;
+                self.dep = start;
+                (xs, xs + self.xfer + array)
+            }
+            OpKind::SpareRead | OpKind::Erase => {
+                self.dep = start;
+                (ready, ready + array)
+            }
+        };
+        *die = end;
+        if self.first == u64::MAX {
+            self.first = begin;
+        }
+        self.done = self.done.max(end);
+    }
+
+    /// Closes the batch, whose operations numbered `counts` by kind: when it completed
+    /// and how long its first operation waited.
+    #[inline]
+    pub fn end(&mut self, counts: &[u64; 4]) -> Served {
+        if self.first == u64::MAX {
+            return Served {
+                done: Nanos(self.start),
+                wait: Nanos::ZERO,
+            };
+        }
+        let t = &self.die_time;
+        self.busy += counts[0] * t[0] + counts[1] * t[1] + counts[2] * t[2] + counts[3] * t[3];
+        self.latest = self.latest.max(self.done);
+        Served {
+            done: Nanos(self.done),
+            wait: Nanos(self.first - self.start),
+        }
+    }
+
+    /// Whether array times are exponential draws (call [`DieClock::op`] with `EXP`).
+    #[inline]
+    pub fn exponential(&self) -> bool {
+        self.exponential.is_some()
+    }
+
+    /// When every die and channel is free again.
+    pub fn idle_at(&self) -> Nanos {
+        Nanos(self.latest)
+    }
+
+    /// Forgets all busy state.
+    pub fn reset(&mut self) {
+        self.die_free.fill(0);
+        self.chan_free.fill(0);
+        self.latest = 0;
+        self.busy = 0;
+    }
+
+    /// Die time spent on operations, summed over dies, and the number of dies.
+    pub fn busy(&self) -> (Nanos, u32) {
+        (Nanos(self.busy), self.die_free.len() as u32)
+    }
+
+    /// Times a logged batch from `start`.
+    fn run(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
+        self.begin(start);
+        if self.exponential() {
+            for op in ops.ops {
+                self.op::<true>(op.kind, op.block);
+            }
+        } else {
+            for op in ops.ops {
+                self.op::<false>(op.kind, op.block);
+            }
+        }
+        self.end(&ops.counts)
+    }
+}
+
+impl ParallelTiming {
+    /// `channels * dies_per_channel` dies over `blocks` blocks (block `b` on die
+    /// `b % dies`, die `d` on channel `d % channels`); `xfer` is one page's channel
+    /// transfer time.
+    pub fn new(
+        lat: Latencies,
+        channels: u32,
+        dies_per_channel: u32,
+        blocks: u32,
+        xfer: Nanos,
+    ) -> Self {
+        ParallelTiming {
+            clock: DieClock::new(lat, channels, dies_per_channel, blocks, xfer),
         }
     }
 
@@ -242,107 +409,34 @@ impl ParallelTiming {
     /// the preset's (seeded, so runs repeat), instead of the fixed time. Utilisation
     /// still counts the mean.
     pub fn with_exponential_service(mut self, seed: u64) -> Self {
-        self.exponential = Some(crate::rng::SplitMix64::new(seed));
+        self.clock.exponential = Some(crate::rng::SplitMix64::new(seed));
         self
-    }
-
-    /// Runs one operation from `start`; `dep` is when the read a program copies ends
-    /// (else `start`). Returns when it begins (its die and channel free) and ends, and
-    /// updates `dep` for the next operation.
-    /// `EXP`: the array time is an exponential draw (`exponential` is set); a constant,
-    /// so the fixed-time path carries no test per operation.
-    #[inline(always)]
-    fn step<const EXP: bool>(&mut self, start: u64, op: &FlashOp, dep: &mut u64) -> (u64, u64) {
-        let (d, c) = self.route[op.block.idx()];
-        let die = &mut self.die_free[d as usize];
-        let chan = &mut self.chan_free[c as usize];
-        let mut array = self.array[op.kind as usize];
-        if let (true, Some(rng)) = (EXP, &mut self.exponential) {
-            // Inverse transform of a uniform in (0, 1]: -ln(u) has mean 1.
-            let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-            array = (array as f64 * -u.ln()).round() as u64;
-        }
-        let ready = start.max(*die);
-        let (begin, end) = match op.kind {
-            OpKind::Read => {
-                let end = (ready + array).max(*chan) + self.xfer;
-                *chan = end;
-                *dep = end;
-                (ready, end)
-            }
-            OpKind::Program => {
-                let xs = ready.max(*chan).max(*dep);
-                *chan = xs + self.xfer;
-                *dep = start;
-                (xs, xs + self.xfer + array)
-            }
-            OpKind::SpareRead | OpKind::Erase => {
-                *dep = start;
-                (ready, ready + array)
-            }
-        };
-        *die = end;
-        (begin, end)
-    }
-
-    /// Runs `ops` from `start`; returns their completion and the wait of the first.
-    fn run(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
-        if self.exponential.is_some() {
-            self.run_with::<true>(start, ops)
-        } else {
-            self.run_with::<false>(start, ops)
-        }
-    }
-
-    #[inline(always)]
-    fn run_with<const EXP: bool>(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
-        let start = start.0;
-        let mut dep = start;
-        let mut iter = ops.ops.iter();
-        let Some(first) = iter.next() else {
-            return Served {
-                done: Nanos(start),
-                wait: Nanos::ZERO,
-            };
-        };
-        // The first operation waits for its die (and a program for its channel).
-        let (begin, mut done) = self.step::<EXP>(start, first, &mut dep);
-        for op in iter {
-            done = done.max(self.step::<EXP>(start, op, &mut dep).1);
-        }
-        let c = &ops.counts;
-        let t = &self.die_time;
-        self.busy += c[0] * t[0] + c[1] * t[1] + c[2] * t[2] + c[3] * t[3];
-        self.latest = self.latest.max(done);
-        Served {
-            done: Nanos(done),
-            wait: Nanos(begin - start),
-        }
     }
 }
 
 impl Timing for ParallelTiming {
     fn serve(&mut self, arrival: Nanos, ops: OpBatch<'_>) -> Served {
-        self.run(arrival, &ops)
+        self.clock.run(arrival, &ops)
     }
 
     fn background(&mut self, start: Nanos, ops: OpBatch<'_>) -> Nanos {
-        self.run(start, &ops).done
+        self.clock.run(start, &ops).done
     }
 
     fn idle_at(&self) -> Nanos {
-        Nanos(self.latest)
+        self.clock.idle_at()
     }
 
     fn reset(&mut self) {
-        self.die_free.fill(0);
-        self.chan_free.fill(0);
-        self.latest = 0;
-        self.busy = 0;
+        self.clock.reset();
     }
 
     fn busy(&self) -> (Nanos, u32) {
-        (Nanos(self.busy), self.die_free.len() as u32)
+        self.clock.busy()
+    }
+
+    fn inline_clock(&mut self) -> Option<DieClock> {
+        Some(std::mem::take(&mut self.clock))
     }
 }
 
@@ -407,7 +501,7 @@ impl ClosedLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flash::Cause;
+    use crate::flash::{Cause, FlashOp};
     use crate::units::Pbn;
 
     fn lat() -> Latencies {
