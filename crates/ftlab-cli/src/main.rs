@@ -511,6 +511,13 @@ struct RunArgs {
     /// [default: 1]
     #[arg(long, value_name = "N")]
     queues: Option<u32>,
+    /// Program/erase suspend under --timing parallel: a host read that finds its die
+    /// programming or erasing suspends the operation (after 100 µs for a program, 700 µs
+    /// for an erase: suspend_program_us, suspend_erase_us) and the operation resumes
+    /// after the read; the report counts host.suspensions
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    suspend: bool,
     /// Before measuring: write every logical page once (fill), every page the workload
     /// reads or writes (footprint: short trace excerpts then read real data), or
     /// nothing (none) [default: none]

@@ -143,6 +143,9 @@ pub struct Outcome {
     /// the number of dies ([`Timing::busy`]): utilisation is their ratio to
     /// `dies * sim_time`.
     pub device_busy: (u64, u32),
+    /// Programs and erases suspended by host reads ([`Timing::suspensions`]); `None`
+    /// without program/erase suspend.
+    pub suspensions: Option<u64>,
     /// Buffer counters.
     pub buffer: BufferStats,
     /// Power losses and their recoveries.
@@ -803,6 +806,10 @@ impl Engine {
                     None => self.timing.busy(),
                 };
                 (busy.0, dies)
+            },
+            suspensions: match self.flash.clock() {
+                Some(clock) => clock.suspensions(),
+                None => self.timing.suspensions(),
             },
             buffer,
             recoveries: self.recoveries.clone(),

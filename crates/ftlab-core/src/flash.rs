@@ -265,8 +265,9 @@ enum Record {
     Count,
     Log,
     Clock,
-    /// [`Record::Clock`] with exponential array times.
-    ClockExp,
+    /// [`Record::Clock`] with exponential array times or program/erase suspend
+    /// ([`DieClock::op_caused`]).
+    ClockCaused,
 }
 
 /// The NAND array. See the module documentation for the rules it enforces.
@@ -395,12 +396,13 @@ impl Flash {
     }
 
     /// [`Flash::log`]'s less frequent cases, out of line: the log (a model that needs
-    /// each operation after the fact, tests) and exponential array times.
+    /// each operation after the fact, tests), exponential array times and program/erase
+    /// suspend.
     #[inline(never)]
     fn record_rest(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
         match self.record {
             Record::Log => self.log.push(FlashOp { kind, block, cause }),
-            Record::ClockExp => self.clock.op::<true>(kind, block),
+            Record::ClockCaused => self.clock.op_caused(kind, block, cause),
             Record::Count | Record::Clock => {}
         }
     }
@@ -779,8 +781,8 @@ impl Flash {
     pub fn clock_begin(&mut self, start: Nanos) {
         if self.has_clock {
             self.clock.begin(start);
-            self.record = if self.clock.exponential() {
-                Record::ClockExp
+            self.record = if self.clock.exponential() || self.clock.suspends() {
+                Record::ClockCaused
             } else {
                 Record::Clock
             };

@@ -30,8 +30,18 @@
 //!   their die and channel. Resources are reserved when a request is served, in
 //!   submission order: a later operation never fills an idle gap a reserved one left
 //!   (no backfilling), which keeps the model one pass per operation and makes it
-//!   pessimistic under heavy channel contention. One plane per die; no
-//!   program/erase suspend; GC operations queue like host ones (not preemptible).
+//!   pessimistic under heavy channel contention. One plane per die; GC operations
+//!   queue like host ones (not preemptible).
+//! - Program/erase suspend ([`ParallelTiming::with_suspend`], off by default): a host
+//!   read that finds its die running a program or an erase (in its array time, with
+//!   more of it left than the suspend latency) suspends it: the read starts after the
+//!   suspend latency (MQSim's `Suspend_Program_Time` 100 µs and `Suspend_Erase_Time`
+//!   700 µs by default, which its scheduler adds before such a read), senses and
+//!   transfers ahead of what is queued on its die and channel, and the operation and
+//!   everything queued on the die after it end that much later. Only host reads
+//!   suspend; a read arriving while an earlier read holds the suspended operation
+//!   follows it without a second suspend. The suspended operation's own request keeps
+//!   the completion it was given (requests are served when they arrive).
 //! - Utilisation counts an operation's die time as its array time plus its transfer
 //!   (waits excluded).
 //! - Array times are the preset's, fixed. [`ParallelTiming::with_exponential_service`]
@@ -40,11 +50,11 @@
 //!   service model, under which a closed loop of N random reads over D dies has the
 //!   product-form throughput D N / (N + D - 1) per service time, which a test checks.
 
-use crate::flash::{OpBatch, OpKind};
+use crate::flash::{Cause, OpBatch, OpKind};
 use crate::nand::Latencies;
 use crate::units::{Nanos, Pbn};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// When a request completed and how long it waited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +91,12 @@ pub trait Timing {
     /// Time the dies were busy since the last reset, summed over dies, and the number
     /// of dies: utilisation is `busy / (dies * elapsed)`.
     fn busy(&self) -> (Nanos, u32);
+
+    /// Operations suspended by host reads since the last reset, for a model with
+    /// program/erase suspend; `None` (the default) for one without.
+    fn suspensions(&self) -> Option<u64> {
+        None
+    }
 
     /// A model that can time each operation as the flash performs it hands its state
     /// over here (once, when the engine is built); the engine then keeps it in the
@@ -237,6 +253,35 @@ pub struct DieClock {
     first: u64,
     /// When the batch's last operation to finish ends (`start` with none).
     done: u64,
+    /// Program/erase suspend ([`ParallelTiming::with_suspend`]): the suspend latencies
+    /// and, per die, the program or erase it ran last; `None`: off.
+    suspend: Option<Box<Suspend>>,
+}
+
+/// Program/erase suspend state of a [`DieClock`].
+#[derive(Clone, Debug, Default)]
+struct Suspend {
+    /// What a suspend costs before the read can start, ns: of a program, of an erase.
+    program: u64,
+    erase: u64,
+    /// Per die: the operations reserved on it that have not ended by the current
+    /// batch's start, in order (what runs at a given time is found by its end).
+    pending: Vec<VecDeque<Running>>,
+    /// Operations suspended since the last reset.
+    count: u64,
+}
+
+/// An operation reserved on a die; a host read may suspend it if it is a program or an
+/// erase.
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    kind: OpKind,
+    /// When it ends (later if reads suspended it).
+    end: u64,
+    /// When its array time begins (a program's data is transferred in before).
+    array_begin: u64,
+    /// Until when reads that suspended it hold the die (0: none did).
+    reads_until: u64,
 }
 
 impl DieClock {
@@ -273,7 +318,124 @@ impl DieClock {
             dep: 0,
             first: u64::MAX,
             done: 0,
+            suspend: None,
         }
+    }
+
+    /// Whether program/erase suspend is on ([`ParallelTiming::with_suspend`]); then
+    /// operations go through [`DieClock::op_caused`].
+    #[inline]
+    pub fn suspends(&self) -> bool {
+        self.suspend.is_some()
+    }
+
+    /// Operations suspended by host reads since the last reset; `None` with suspend off.
+    pub fn suspensions(&self) -> Option<u64> {
+        self.suspend.as_ref().map(|s| s.count)
+    }
+
+    /// [`DieClock::op`] for any configuration, with the operation's cause: under
+    /// program/erase suspend a host read may suspend the program or erase its die is
+    /// running (module documentation, "Choices").
+    pub fn op_caused(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
+        let exp = self.exponential();
+        let Some(mut sus) = self.suspend.take() else {
+            if exp {
+                self.op::<true>(kind, block);
+            } else {
+                self.op::<false>(kind, block);
+            }
+            return;
+        };
+        let (d, _) = self.route[block.idx()];
+        let d = d as usize;
+        let queue = &mut sus.pending[d];
+        while queue.front().is_some_and(|r| r.end <= self.start) {
+            queue.pop_front();
+        }
+        let host_read = kind == OpKind::Read && cause == Cause::Host;
+        if host_read && self.try_suspend(&mut sus, d, block, exp) {
+            self.suspend = Some(sus);
+            return;
+        }
+        let array_begin = if exp {
+            self.op::<true>(kind, block)
+        } else {
+            self.op::<false>(kind, block)
+        };
+        sus.pending[d].push_back(Running {
+            kind,
+            end: self.die_free[d],
+            array_begin,
+            reads_until: 0,
+        });
+        self.suspend = Some(sus);
+    }
+
+    /// A host read on die `d` suspends the program or erase the die is running, if one
+    /// is and enough of it is left to be worth the suspend's latency. Returns whether it
+    /// did (the read is then timed).
+    fn try_suspend(&mut self, sus: &mut Suspend, d: usize, block: Pbn, exp: bool) -> bool {
+        // The operation running on the die when the read arrives.
+        let queue = &mut sus.pending[d];
+        let i = queue.partition_point(|r| r.end <= self.start);
+        let Some(&run) = queue.get(i) else {
+            return false;
+        };
+        if !matches!(run.kind, OpKind::Program | OpKind::Erase) {
+            return false;
+        }
+        // The read can have the die once the reads that suspended this operation before
+        // it are done; while it waits behind them the operation stays suspended.
+        let at = self.start.max(run.reads_until);
+        let cost = if self.start < run.reads_until {
+            0
+        } else if run.kind == OpKind::Program {
+            sus.program
+        } else {
+            sus.erase
+        };
+        if at < run.array_begin || run.end.saturating_sub(at) <= cost {
+            return false;
+        }
+        let (_, c) = self.route[block.idx()];
+        let mut array = self.array[OpKind::Read as usize];
+        if exp {
+            if let Some(rng) = &mut self.exponential {
+                let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                array = (array as f64 * -u.ln()).round() as u64;
+            }
+        }
+        // The read goes ahead of what is queued on its channel as on its die: its
+        // transfer right after its sensing, the channel's later reservations one
+        // transfer later (else it would wait for the end of every transfer reserved so
+        // far, however far ahead).
+        let begin = at + cost;
+        let end = begin + array + self.xfer;
+        let chan = &mut self.chan_free[c as usize];
+        *chan = (*chan).max(begin + array) + self.xfer;
+        self.latest = self.latest.max(*chan);
+        self.dep = end;
+        // The suspended operation resumes when the read is done: it ends that much
+        // later, and so does everything queued on the die after it.
+        let held = end - at;
+        for r in queue.iter_mut().skip(i) {
+            r.end += held;
+            if r.array_begin > at {
+                r.array_begin += held;
+            }
+        }
+        queue[i].reads_until = end;
+        self.die_free[d] += held;
+        self.latest = self.latest.max(self.die_free[d]);
+        if cost > 0 {
+            sus.count += 1;
+        }
+        if self.first == u64::MAX {
+            self.first = begin;
+        }
+        self.done = self.done.max(end);
+        true
     }
 
     /// Opens a batch: its operations start no earlier than `start`.
@@ -292,8 +454,9 @@ impl DieClock {
     /// `EXP`: the array time is an exponential draw (only with
     /// [`ParallelTiming::with_exponential_service`], [`DieClock::exponential`]); a
     /// constant, so the fixed-time path carries no test per operation.
+    /// Returns when the operation's array time begins (after a program's transfer in).
     #[inline(always)]
-    pub fn op<const EXP: bool>(&mut self, kind: OpKind, block: Pbn) {
+    pub fn op<const EXP: bool>(&mut self, kind: OpKind, block: Pbn) -> u64 {
         let (d, c) = self.route[block.idx()];
         let die = &mut self.die_free[d as usize];
         let chan = &mut self.chan_free[c as usize];
@@ -328,6 +491,7 @@ impl DieClock {
             self.first = begin;
         }
         self.done = self.done.max(end);
+        end - array
     }
 
     /// Closes the batch, whose operations numbered `counts` by kind: when it completed
@@ -366,6 +530,10 @@ impl DieClock {
         self.chan_free.fill(0);
         self.latest = 0;
         self.busy = 0;
+        if let Some(s) = &mut self.suspend {
+            s.pending.iter_mut().for_each(VecDeque::clear);
+            s.count = 0;
+        }
     }
 
     /// Die time spent on operations, summed over dies, and the number of dies.
@@ -376,7 +544,11 @@ impl DieClock {
     /// Times a logged batch from `start`.
     fn run(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
         self.begin(start);
-        if self.exponential() {
+        if self.suspends() {
+            for op in ops.ops {
+                self.op_caused(op.kind, op.block, op.cause);
+            }
+        } else if self.exponential() {
             for op in ops.ops {
                 self.op::<true>(op.kind, op.block);
             }
@@ -412,6 +584,21 @@ impl ParallelTiming {
         self.clock.exponential = Some(crate::rng::SplitMix64::new(seed));
         self
     }
+
+    /// Program/erase suspend: a host read that finds its die running a program or an
+    /// erase with more than the suspend's latency left suspends it, after `program` or
+    /// `erase` (the suspend latency), and the operation resumes when the read is done
+    /// (module documentation, "Choices").
+    pub fn with_suspend(mut self, program: Nanos, erase: Nanos) -> Self {
+        let dies = self.clock.die_free.len();
+        self.clock.suspend = Some(Box::new(Suspend {
+            program: program.0,
+            erase: erase.0,
+            pending: vec![VecDeque::new(); dies],
+            count: 0,
+        }));
+        self
+    }
 }
 
 impl Timing for ParallelTiming {
@@ -433,6 +620,10 @@ impl Timing for ParallelTiming {
 
     fn busy(&self) -> (Nanos, u32) {
         self.clock.busy()
+    }
+
+    fn suspensions(&self) -> Option<u64> {
+        self.clock.suspensions()
     }
 
     fn inline_clock(&mut self) -> Option<DieClock> {
@@ -735,6 +926,94 @@ mod tests {
         let a = closed_loop(exp(8, 1), 8, 8, 20_000);
         assert_eq!(a, closed_loop(exp(8, 1), 8, 8, 20_000));
         assert_ne!(a, closed_loop(exp(8, 2), 8, 8, 20_000));
+    }
+
+    fn gc(kind: OpKind, b: u32) -> FlashOp {
+        FlashOp {
+            kind,
+            block: Pbn(b),
+            cause: Cause::Gc,
+        }
+    }
+
+    #[test]
+    fn a_host_read_suspends_an_erase_and_the_erase_ends_that_much_later() {
+        // One die, transfer 40: read array 60, program array 260, erase 2000.
+        let mk = || ParallelTiming::new(lat(), 1, 1, 16, Nanos(40));
+        let mut off = mk();
+        let mut on = mk().with_suspend(Nanos(30), Nanos(70));
+        for t in [&mut off as &mut dyn Timing, &mut on] {
+            assert_eq!(
+                t.background(Nanos(0), batch(&[gc(OpKind::Erase, 1)])),
+                Nanos(2000)
+            );
+        }
+        // Without suspend the read waits for the erase.
+        assert_eq!(serve(&mut off, 500, &[op(OpKind::Read, 2)]), (2100, 1500));
+        // With it: the erase is suspended (70), the read senses (60) and transfers
+        // (40), and the erase resumes: it ends 170 later.
+        assert_eq!(serve(&mut on, 500, &[op(OpKind::Read, 2)]), (670, 70));
+        assert_eq!(on.idle_at(), Nanos(2170));
+        assert_eq!(on.suspensions(), Some(1));
+        assert_eq!(off.suspensions(), None);
+        // A second read arriving while the first holds the die follows it without a
+        // second suspend; the erase ends later by its time too.
+        assert_eq!(serve(&mut on, 600, &[op(OpKind::Read, 3)]), (770, 70));
+        assert_eq!(on.idle_at(), Nanos(2270));
+        assert_eq!(on.suspensions(), Some(1));
+        // A read after the first ones are done pays a new suspend.
+        assert_eq!(serve(&mut on, 1000, &[op(OpKind::Read, 3)]), (1170, 70));
+        assert_eq!(on.suspensions(), Some(2));
+        assert_eq!(on.idle_at(), Nanos(2440));
+        // Too little of the erase left (less than the suspend's 70): the read waits.
+        assert_eq!(serve(&mut on, 2400, &[op(OpKind::Read, 3)]), (2540, 40));
+        assert_eq!(on.suspensions(), Some(2));
+    }
+
+    #[test]
+    fn only_host_reads_suspend_and_only_a_running_program_or_erase() {
+        let mk =
+            || ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_suspend(Nanos(30), Nanos(70));
+        let mut on = mk();
+        // A program: transfer in 0..40, array 40..300.
+        assert_eq!(
+            on.background(Nanos(0), batch(&[gc(OpKind::Program, 1)])),
+            Nanos(300)
+        );
+        // A GC read does not suspend it: it queues behind.
+        assert_eq!(
+            on.background(Nanos(100), batch(&[gc(OpKind::Read, 2)])),
+            Nanos(400)
+        );
+        assert_eq!(on.suspensions(), Some(0));
+        // A host read does, though the GC read is queued after the program: it starts
+        // after the suspend (30), senses (60) and transfers (40), ahead of the GC read's
+        // reserved transfer. The program and the GC read queued behind it end 130
+        // later.
+        assert_eq!(serve(&mut on, 150, &[op(OpKind::Read, 2)]), (280, 30));
+        assert_eq!(on.idle_at(), Nanos(530));
+        assert_eq!(on.suspensions(), Some(1));
+        // A host read arriving while a read runs on the die does not suspend it.
+        let mut q = mk();
+        assert_eq!(
+            q.background(Nanos(0), batch(&[gc(OpKind::Read, 2)])),
+            Nanos(100)
+        );
+        assert_eq!(serve(&mut q, 10, &[op(OpKind::Read, 2)]), (200, 90));
+        assert_eq!(q.suspensions(), Some(0));
+        // A program still transferring its data in (array not begun) is not suspended.
+        let mut on = mk();
+        assert_eq!(serve(&mut on, 1000, &[op(OpKind::Program, 1)]), (1300, 0));
+        assert_eq!(serve(&mut on, 1010, &[op(OpKind::Read, 2)]), (1400, 290));
+        // Suspended during its array time, a program resumes after the read.
+        assert_eq!(serve(&mut on, 2000, &[op(OpKind::Program, 1)]), (2300, 0));
+        assert_eq!(serve(&mut on, 2100, &[op(OpKind::Read, 2)]), (2230, 30));
+        assert_eq!(on.idle_at(), Nanos(2430));
+        assert_eq!(on.suspensions(), Some(1));
+        // Resetting forgets the reserved operations and the count.
+        on.reset();
+        assert_eq!(on.suspensions(), Some(0));
+        assert_eq!(serve(&mut on, 0, &[op(OpKind::Read, 2)]), (100, 0));
     }
 
     #[test]

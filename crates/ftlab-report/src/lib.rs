@@ -135,6 +135,10 @@ pub struct HostReport {
     /// waits excluded; background work included), over dies x simulated time. Under
     /// serial timing, the one chip's busy share. Null with no simulated time.
     pub utilisation: Option<f64>,
+    /// Programs and erases suspended by host reads, under `suspend` (parallel timing);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspensions: Option<u64>,
 }
 
 /// Per-cause operation counts.
@@ -684,6 +688,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
                 (sim > 0)
                     .then(|| (busy as f64 / (dies.max(1) as f64 * sim as f64) * 1e6).round() / 1e6)
             },
+            suspensions: o.suspensions,
         },
         flash: FlashReport {
             page_reads: total(&f.page_reads),

@@ -269,6 +269,18 @@ pub struct Config {
     /// Submission queues of the closed loop (`queue_depth` each; requests dealt to them
     /// round-robin in trace order). 1 to 1024; only with `queue_depth`.
     pub queues: u32,
+    /// Program/erase suspend (parallel timing): a host read that finds its die running
+    /// a program or an erase with more than the suspend latency left suspends it, and
+    /// the operation resumes after the read (docs/timing.md). Off: reads queue behind.
+    pub suspend: bool,
+    /// Latency of suspending a program before the read can start, µs (MQSim's
+    /// `Suspend_Program_Time`, 100 µs); only with `suspend`.
+    #[schemars(range(min = 0.0))]
+    pub suspend_program_us: f64,
+    /// Latency of suspending an erase before the read can start, µs (MQSim's
+    /// `Suspend_Erase_Time`, 700 µs); only with `suspend`.
+    #[schemars(range(min = 0.0))]
+    pub suspend_erase_us: f64,
     /// Checking: every read against the last write (`on`), none, or `deep`.
     pub verify: VerifyLevel,
     /// Requests between deep checks under `verify = "deep"`.
@@ -387,6 +399,9 @@ impl Default for Config {
             channel_mib_s: None,
             queue_depth: None,
             queues: 1,
+            suspend: false,
+            suspend_program_us: 100.0,
+            suspend_erase_us: 700.0,
             verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,

@@ -91,6 +91,7 @@ pub fn flag_of(key: &str) -> Option<&'static str> {
         "channel_mib_s" => "--channel-mib-s",
         "queue_depth" => "--queue-depth",
         "queues" => "--queues",
+        "suspend" => "--suspend",
         "channels" => "--channels",
         "dies" => "--dies",
         "ftl" => "--ftl",

@@ -381,6 +381,21 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
             format!("{} submission queues: must be 1 to 1024", cfg.queues),
         ));
     }
+    if cfg.suspend && cfg.timing != TimingModel::Parallel {
+        return Err(setting(
+            "suspend",
+            "program/erase suspend lets a read overtake a die's program or erase, which \
+             only the parallel model times per die: add --timing parallel",
+        ));
+    }
+    for (key, us) in [
+        ("suspend_program_us", cfg.suspend_program_us),
+        ("suspend_erase_us", cfg.suspend_erase_us),
+    ] {
+        if !us.is_finite() || us < 0.0 {
+            return Err(setting(key, format!("{us} is not a latency in µs")));
+        }
+    }
     if cfg.queues > 1 && cfg.queue_depth.is_none() {
         return Err(setting(
             "queues",
@@ -480,13 +495,21 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
         TimingModel::Parallel => {
             let xfer =
                 geo.page_size as f64 / (channel_mib_s(cfg, preset_of(cfg)?) * 1048576.0) * 1e9;
-            Box::new(ParallelTiming::new(
+            let model = ParallelTiming::new(
                 latencies,
                 geo.channels,
                 geo.dies_per_channel,
                 geo.blocks,
                 Nanos(xfer.round() as u64),
-            ))
+            );
+            if cfg.suspend {
+                Box::new(model.with_suspend(
+                    Nanos::from_us_f64(cfg.suspend_program_us),
+                    Nanos::from_us_f64(cfg.suspend_erase_us),
+                ))
+            } else {
+                Box::new(model)
+            }
         }
     };
     let verify = match cfg.verify {

@@ -33,6 +33,9 @@ impl Timing for Logged {
     fn busy(&self) -> (Nanos, u32) {
         self.0.busy()
     }
+    fn suspensions(&self) -> Option<u64> {
+        self.0.suspensions()
+    }
 }
 
 fn config(ftl: &str, buffer: &str) -> Config {
@@ -66,13 +69,19 @@ fn engine(cfg: &Config, inline: bool) -> Engine {
     let geo = device_geometry(cfg).unwrap();
     let s = build_schemes(cfg, &geo, prepared.latencies).unwrap();
     let xfer = Nanos(geo.page_size as u64 * 1_000_000_000 / (40 << 20));
-    let model = ParallelTiming::new(
+    let mut model = ParallelTiming::new(
         prepared.latencies,
         geo.channels,
         geo.dies_per_channel,
         geo.blocks,
         xfer,
     );
+    if cfg.suspend {
+        model = model.with_suspend(
+            Nanos::from_us_f64(cfg.suspend_program_us),
+            Nanos::from_us_f64(cfg.suspend_erase_us),
+        );
+    }
     let timing: Box<dyn Timing> = if inline {
         Box::new(model)
     } else {
@@ -149,6 +158,35 @@ fn times(o: &Outcome) -> String {
     )
 }
 
+fn same_times(a: &Outcome, b: &Outcome, what: &str) {
+    assert!(a.host.requests > 0, "{what}");
+    assert_eq!(times(a), times(b), "{what}: host times");
+    assert_eq!(a.device_busy, b.device_busy, "{what}: die busy time");
+    assert_eq!(a.suspensions, b.suspensions, "{what}: suspensions");
+    assert_eq!(a.flash, b.flash, "{what}: flash operations");
+    assert_eq!(
+        a.recoveries.iter().map(|r| r.time_ns).collect::<Vec<_>>(),
+        b.recoveries.iter().map(|r| r.time_ns).collect::<Vec<_>>(),
+        "{what}: recovery time"
+    );
+}
+
+#[test]
+fn inline_clock_with_suspend_times_as_the_logged_replay_does() {
+    for ftl in ["page", "fast", "dftl", "cach"] {
+        let mut cfg = config(ftl, "none");
+        cfg.suspend = true;
+        let (a, da) = drive(&cfg, &mut engine(&cfg, true));
+        let (b, db) = drive(&cfg, &mut engine(&cfg, false));
+        same_times(&a, &b, ftl);
+        assert_eq!(da, db, "{ftl}: drain time");
+        assert!(
+            a.suspensions.unwrap() > 0,
+            "{ftl}: no read suspended anything"
+        );
+    }
+}
+
 #[test]
 fn inline_clock_times_every_operation_as_the_logged_replay_does() {
     let ftls = [
@@ -168,16 +206,8 @@ fn inline_clock_times_every_operation_as_the_logged_replay_does() {
             let (a, da) = drive(&cfg, &mut engine(&cfg, true));
             let (b, db) = drive(&cfg, &mut engine(&cfg, false));
             let what = format!("{ftl}+{buffer}");
-            assert!(a.host.requests > 0, "{what}");
-            assert_eq!(times(&a), times(&b), "{what}: host times");
-            assert_eq!(a.device_busy, b.device_busy, "{what}: die busy time");
-            assert_eq!(a.flash, b.flash, "{what}: flash operations");
+            same_times(&a, &b, &what);
             assert_eq!(da, db, "{what}: drain time");
-            assert_eq!(
-                a.recoveries.iter().map(|r| r.time_ns).collect::<Vec<_>>(),
-                b.recoveries.iter().map(|r| r.time_ns).collect::<Vec<_>>(),
-                "{what}: recovery time"
-            );
         }
     }
 }
