@@ -136,6 +136,9 @@ pub struct BastOptions {
     /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
     /// dynamic (a new block is the least-erased free one).
     pub wear_leveling: DynamicWearLeveling,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for BastOptions {
@@ -145,6 +148,7 @@ impl Default for BastOptions {
             osm: false,
             ba_gc: false,
             wear_leveling: DynamicWearLeveling::Off,
+            pe_limit: 0,
         }
     }
 }
@@ -231,7 +235,14 @@ impl Bast {
             slot_of: vec![NO_SLOT; (log_blocks * ppb) as usize],
             free_desc: (0..log_blocks).rev().collect(),
             lru: Lru::new(log_blocks),
-            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
+            pool: FreePool::all(
+                geo,
+                opts.wear_leveling.dynamic(),
+                ID,
+                opts.pe_limit,
+                // Data blocks, log blocks and the merge reserve.
+                geo.logical_blocks() + log_blocks + 1,
+            ),
             srcs: vec![Src::Hole; ppb as usize],
             counters: MergeCounters::default(),
             stats: FtlStats::default(),
@@ -687,6 +698,7 @@ impl Ftl for Bast {
         self.counters.report(&mut s);
         s.extra
             .gauge("log_blocks", "blocks", self.logs.len() as f64);
+        self.pool.report(&mut s.extra);
         s
     }
 

@@ -65,7 +65,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -101,6 +101,9 @@ pub struct DacOptions {
     /// Where GC copies are written: shared (the active block of the region they are
     /// demoted to) or separate (a second open block per region, for GC copies only).
     pub gc_frontier: GcFrontier,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for DacOptions {
@@ -113,6 +116,7 @@ impl Default for DacOptions {
             gc_window: victim::DEFAULT_WINDOW,
             wear_leveling: DynamicWearLeveling::Off,
             gc_frontier: GcFrontier::Shared,
+            pe_limit: 0,
         }
     }
 }
@@ -202,7 +206,9 @@ impl DacFtl {
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             free: {
-                let mut f = FreeBlocks::new(geo.blocks, 1, opts.wear_leveling.dynamic());
+                let min_blocks = geo.logical_blocks() + gc_threshold + per * regions;
+                let mut f = FreeBlocks::new(geo.blocks, 1, opts.wear_leveling.dynamic())
+                    .with_retirement(Retirement::new(ID, geo.blocks, opts.pe_limit, min_blocks));
                 (0..geo.blocks).for_each(|b| f.push(Pbn(b), 0));
                 f
             },
@@ -419,7 +425,13 @@ impl Ftl for DacFtl {
             .map(|&a| Pbn(a))
             .collect();
         let free: VecDeque<Pbn> = self.free.iter().collect();
-        scan::check_blocks(flash, &free, &self.index, &actives)
+        // Retired blocks count with the open ones: neither free nor sealed.
+        let retired = self.free.retirement().retired();
+        if let Some(b) = retired.iter().find(|&&b| !flash.is_erased(b)) {
+            return Err(format!("retired {b:?} is not erased"));
+        }
+        let open: Vec<Pbn> = actives.iter().chain(retired).copied().collect();
+        scan::check_blocks(flash, &free, &self.index, &open)
     }
 
     fn stats(&self) -> FtlStats {
@@ -428,6 +440,7 @@ impl Ftl for DacFtl {
             .gauge("regions", "regions", self.active.len() as f64);
         s.extra
             .counter("merge_count", "merges", s.gc_invocations as f64);
+        self.free.retirement().report(&mut s.extra);
         if !self.gc_active.is_empty() {
             let e = &mut s.extra;
             e.counter(

@@ -126,7 +126,7 @@ use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::victim::{VictimPolicy, Victims};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -301,6 +301,14 @@ pub(crate) fn auto_open(geo: &Geometry, tpages: u32, theta: u32) -> u32 {
     let blocks = headroom_pages(geo, tpages).div_euclid(geo.pages_per_block as i64);
     let most = |slack: i64| (blocks - theta as i64 - slack).clamp(0, u32::MAX as i64) as u32;
     most(1).max(most(0).min(1))
+}
+
+/// The fewest blocks on which `open` open data blocks and a GC threshold of `theta`
+/// fit the rule (what a device must keep usable as blocks retire, `pe_limit`).
+pub(crate) fn min_blocks(geo: &Geometry, tpages: u32, open: u32, theta: u32) -> u32 {
+    let ppb = geo.pages_per_block as u64;
+    let pages = geo.logical_pages as u64 + tpages as u64 + 1 + (open as u64 + theta as u64) * ppb;
+    pages.div_ceil(ppb).min(u32::MAX as u64) as u32
 }
 
 /// The most open data blocks the rule allows with threshold `theta`.
@@ -566,9 +574,10 @@ impl Space {
         gc_threshold: u32,
         policy: VictimPolicy,
         wear: DynamicWearLeveling,
+        retirement: Retirement,
         scheme: &'static str,
     ) -> Space {
-        let mut free = FreeBlocks::new(geo.blocks, 1, wear.dynamic());
+        let mut free = FreeBlocks::new(geo.blocks, 1, wear.dynamic()).with_retirement(retirement);
         (0..geo.blocks).for_each(|b| free.push(Pbn(b), 0));
         Space {
             geo: geo.clone(),
@@ -1035,13 +1044,22 @@ impl Space {
         is_open: impl Fn(Pbn) -> bool,
         ahead: impl Fn(u32) -> bool,
     ) -> Result<(), String> {
+        // Retired blocks are erased, of no kind, and in no pool.
         let free_kinds = self.kind.iter().filter(|&&k| k == Kind::Free).count();
-        if free_kinds != self.free.len() {
+        let retired = self.free.retirement().retired();
+        if free_kinds != self.free.len() + retired.len() {
             return Err(format!(
-                "{} blocks are free but the pool holds {}",
+                "{} blocks are free but the pool holds {} and {} are retired",
                 free_kinds,
-                self.free.len()
+                self.free.len(),
+                retired.len()
             ));
+        }
+        if let Some(b) = retired
+            .iter()
+            .find(|b| self.kind[b.idx()] != Kind::Free || !flash.is_erased(**b))
+        {
+            return Err(format!("retired {b:?} is in use or not erased"));
         }
         for b in self.free.iter() {
             if self.kind[b.idx()] != Kind::Free || !flash.is_erased(b) || self.index.contains(b) {

@@ -69,7 +69,7 @@ use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy};
-use ftlab_core::wear::DynamicWearLeveling;
+use ftlab_core::wear::{DynamicWearLeveling, Retirement};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -107,6 +107,9 @@ pub struct DftlOptions {
     /// Where GC copies of data pages are written: shared (the current data block, with
     /// host writes) or separate (a data block of their own).
     pub gc_frontier: GcFrontier,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for DftlOptions {
@@ -120,6 +123,7 @@ impl Default for DftlOptions {
             gc_window: victim::DEFAULT_WINDOW,
             wear_leveling: DynamicWearLeveling::Off,
             gc_frontier: GcFrontier::Shared,
+            pe_limit: 0,
         }
     }
 }
@@ -181,6 +185,12 @@ impl Dftl {
                     window: opts.gc_window,
                 },
                 opts.wear_leveling,
+                Retirement::new(
+                    ID,
+                    geo.blocks,
+                    opts.pe_limit,
+                    demand::min_blocks(geo, lay.tpages, open_data, theta),
+                ),
                 ID,
             ),
             active: None,
@@ -517,6 +527,7 @@ impl Ftl for Dftl {
         let (gtd, cmt) = self.mapping_parts();
         st.extra.gauge("mapping_bytes_gtd", "bytes", gtd as f64);
         st.extra.gauge("mapping_bytes_cmt", "bytes", cmt as f64);
+        self.s.free.retirement().report(&mut st.extra);
         if self.separate {
             let e = &mut st.extra;
             e.counter(

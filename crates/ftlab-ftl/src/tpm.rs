@@ -73,7 +73,7 @@ use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
-use ftlab_core::wear::DynamicWearLeveling;
+use ftlab_core::wear::{DynamicWearLeveling, Retirement};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +112,9 @@ pub struct TpmOptions {
     /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
     /// dynamic (a new block is the least-erased free one).
     pub wear_leveling: DynamicWearLeveling,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for TpmOptions {
@@ -125,6 +128,7 @@ impl Default for TpmOptions {
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
             wear_leveling: DynamicWearLeveling::Off,
+            pe_limit: 0,
         }
     }
 }
@@ -208,6 +212,12 @@ impl Tpm {
                     window: opts.gc_window,
                 },
                 opts.wear_leveling,
+                Retirement::new(
+                    ID,
+                    geo.blocks,
+                    opts.pe_limit,
+                    demand::min_blocks(geo, lay.tpages, wps, theta),
+                ),
                 ID,
             ),
             lru: Lru::new(slots),
@@ -628,6 +638,7 @@ impl Ftl for Tpm {
         );
         e.gauge("wp_open_blocks", "blocks", open as f64);
         e.gauge("wp_free_pages", "pages", self.open_free as f64);
+        self.s.free.retirement().report(e);
         e.gauge(
             "wp_space_overhead",
             "ratio",
