@@ -174,14 +174,21 @@ impl FreeBlocks {
     /// [`WornOut`]: crate::ftl::WornOut
     #[inline]
     pub fn pop(&mut self) -> Option<Pbn> {
-        let b = match &mut self.order {
-            Order::Fifo(q) => q.pop_front(),
-            Order::Worn(h) => h.pop(),
-        };
+        let b = self.pop_if_any();
         if b.is_none() {
             self.retirement.exhausted();
         }
         b
+    }
+
+    /// [`FreeBlocks::pop`] for a scheme to which an empty pool is no failure (it has
+    /// another source of blocks): never raises.
+    #[inline]
+    pub fn pop_if_any(&mut self) -> Option<Pbn> {
+        match &mut self.order {
+            Order::Fifo(q) => q.pop_front(),
+            Order::Worn(h) => h.pop(),
+        }
     }
 
     /// Empties the pool and forgets the retired blocks (a recovery rebuilds both
@@ -207,6 +214,12 @@ impl FreeBlocks {
     /// The pool's retirement (retired blocks, the limit).
     pub fn retirement(&self) -> &Retirement {
         &self.retirement
+    }
+
+    /// The pool's retirement, for a block erased outside the pool (it retires or
+    /// goes back where it came from; [`Retirement::erased`]).
+    pub fn retirement_mut(&mut self) -> &mut Retirement {
+        &mut self.retirement
     }
 }
 
