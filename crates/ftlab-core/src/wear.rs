@@ -215,12 +215,6 @@ impl FreeBlocks {
     pub fn retirement(&self) -> &Retirement {
         &self.retirement
     }
-
-    /// The pool's retirement, for a block erased outside the pool (it retires or
-    /// goes back where it came from; [`Retirement::erased`]).
-    pub fn retirement_mut(&mut self) -> &mut Retirement {
-        &mut self.retirement
-    }
 }
 
 /// Retirement of worn blocks (issue 23 item 4), shared by every scheme with a
@@ -291,6 +285,20 @@ impl Retirement {
             ));
         }
         true
+    }
+
+    /// A block the scheme cannot replace (its address is fixed: an in-place data
+    /// block, a snapshot area) was just erased for the `erases`th time: at the limit the
+    /// device is worn out, and this raises [`WornOut`] naming `what`.
+    ///
+    /// [`WornOut`]: crate::ftl::WornOut
+    #[inline]
+    pub fn fixed(&self, b: Pbn, erases: u32, what: &str) {
+        if self.reached(erases) {
+            self.worn_out(&format!(
+                "{what} {b:?} is at the limit and cannot be replaced"
+            ));
+        }
     }
 
     /// The scheme found no free block: with blocks retired that is the end of the

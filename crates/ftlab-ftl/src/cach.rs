@@ -450,7 +450,8 @@ impl CachFtl {
                 logical + 1,
             )
         } else {
-            Retirement::new("cach (BMR, in place)", logical, opts.pe_limit, logical)
+            // (In place only `Retirement::fixed` is asked.)
+            Retirement::new(ID, logical, opts.pe_limit, logical)
         };
         let mut spare = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(bmr_retirement);
         if out_of_place {

@@ -429,8 +429,8 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
         return Err(setting(
             "until_worn_out",
             format!(
-                "`{}` has no endurance model (no pe_limit option): only `page` retires \
-                 blocks; use --ftl page",
+                "`{}` has no endurance model (no pe_limit option); every built-in FTL \
+                 has one",
                 cfg.ftl
             ),
         ));

@@ -313,7 +313,54 @@ fn until_worn_out_replays_to_the_end_of_the_device_life() {
     let rated = ftlab_core::nand::preset(&c.nand).unwrap().pe_cycles;
     assert_eq!(sim.config().ftl_options["pe_limit"], rated);
 
-    c.ftl = "dac".into();
+    // The test-only example scheme has no endurance model (every built-in one has).
+    c.ftl = ftlab::example::ID.into();
     let e = Simulation::new(c).err().unwrap().to_string();
-    assert!(e.contains("until_worn_out") && e.contains("dac"), "{e}");
+    assert!(
+        e.contains("until_worn_out") && e.contains(ftlab::example::ID),
+        "{e}"
+    );
+}
+
+/// Issue 23 item 4: every FTL that declares `pe_limit` (read off its options) retires
+/// blocks and lives until the device is worn out: `until_worn_out` ends with an
+/// `endurance` section naming the scheme, and no block was erased past the limit.
+#[test]
+fn every_ftl_with_a_pe_limit_lives_until_worn_out() {
+    let mut covered = 0;
+    for f in ftlab::registry::FTLS {
+        if !f.options.fields().iter().any(|o| o.name == "pe_limit") {
+            continue;
+        }
+        covered += 1;
+        let mut c = small();
+        c.ftl = f.id.into();
+        c.capacity = "4MiB".parse().unwrap();
+        c.op = 25.0;
+        c.op = c.op.max(ftlab::sim::least_op(&c).unwrap());
+        c.synthetic.count = 2_000;
+        c.synthetic.read_ratio = 0.0;
+        c.until_worn_out = true;
+        c.ftl_options.insert("pe_limit".into(), 5.into());
+        let out = Simulation::new(c)
+            .unwrap()
+            .run(Workload::Configured, &mut NoObserver)
+            .unwrap();
+        let id = f.id;
+        assert!(out.failure.is_none(), "{id}: {:?}", out.failure);
+        let e = out.report.endurance.as_ref().expect("an endurance section");
+        assert_eq!(e.ended_by, "pe_limit", "{id}");
+        assert!(
+            e.message.contains(id) && e.message.contains("device worn out"),
+            "{id}: {}",
+            e.message
+        );
+        assert!(e.tbw > 0.0, "{id}");
+        assert!(out.report.flash.erase_count.max <= 5, "{id}");
+        assert!(
+            out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0) > 0.0,
+            "{id}: the device wore out without retiring a block"
+        );
+    }
+    assert!(covered >= 9, "{covered}");
 }

@@ -343,7 +343,7 @@ fn power_loss_with_retired_blocks_recovers() {
             );
         }
     }
-    assert!(covered >= 7, "{covered} FTLs declare pe_limit");
+    assert!(covered >= 9, "{covered} FTLs declare pe_limit");
 }
 
 /// Retirement through recovery, for every FTL that declares `pe_limit`: a power loss

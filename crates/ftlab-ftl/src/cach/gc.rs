@@ -100,7 +100,9 @@ impl CachFtl {
                         // In place a logical block's block is fixed: at the P/E limit
                         // the device is worn out (raises WornOut).
                         let erases = flash.erase_count(b);
-                        self.spare.retirement_mut().erased(b, erases);
+                        self.spare
+                            .retirement()
+                            .fixed(b, erases, "in-place BMR block");
                     }
                     b
                 });
