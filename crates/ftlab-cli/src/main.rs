@@ -161,8 +161,9 @@ struct FuzzArgs {
     #[arg(long)]
     table: bool,
     /// Print per FTL x buffer how many passed runs reached GC, each merge kind, a
-    /// translation-page read, a power loss, trims, flushes, the least over-provisioning and a
-    /// buffer larger than the device (a 0 is a blind spot)
+    /// translation-page read, a power loss, trims, flushes, the least over-provisioning, a
+    /// buffer larger than the device, a retired block and an end of device life reached
+    /// by --until-worn-out (a 0 is a blind spot)
     #[arg(long)]
     coverage: bool,
     /// Add this swarm's totals (runs, requests, reads checked, power losses per FTL x

@@ -301,9 +301,11 @@ impl Retirement {
         }
     }
 
-    /// The scheme found no free block: with blocks retired that is the end of the
-    /// device's life, and this raises [`WornOut`]; otherwise it returns (the caller's
-    /// own check reports the broken invariant).
+    /// The scheme found no free block where it needs one (its pool is empty, or a
+    /// collection finds no victim that fits): with blocks retired that is the end of
+    /// the device's life (retirements ate the reserve that the geometry rule counts on
+    /// between retirements), and this raises [`WornOut`]; otherwise it returns (the
+    /// caller's own check reports the broken invariant).
     ///
     /// [`WornOut`]: crate::ftl::WornOut
     #[inline]

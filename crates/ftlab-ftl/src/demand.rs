@@ -860,6 +860,8 @@ impl Space {
             );
         }
         best.unwrap_or_else(|| {
+            // With blocks retired, a reserve the retirements ate is the device's end.
+            self.free.retirement().exhausted();
             panic!(
                 "{}: GC stalled: the free pool ran dry in the middle of GC and no victim's \
                  valid pages fit the open blocks (gc_threshold {}); the geometry rule and \

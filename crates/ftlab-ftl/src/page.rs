@@ -366,6 +366,11 @@ impl PageFtl {
         } else {
             s
         };
+        if self.free_count == 0 {
+            // With blocks retired, a reserve the retirements ate is the device's end.
+            self.retirement.exhausted();
+            panic!("page FTL: free pool empty (GC reserve broken)");
+        }
         self.free_count -= 1;
         self.free[from]
             .pop()
