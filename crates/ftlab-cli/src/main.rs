@@ -530,7 +530,7 @@ struct RunArgs {
     #[arg(long, value_name = "N")]
     replay: Option<u32>,
     /// Replay the workload until the device wears out (the FTL's pe_limit, from the NAND
-    /// preset's rated cycles unless set; page only); the report's `endurance` says
+    /// preset's rated cycles unless set; every built-in FTL); the report's `endurance` says
     /// after how many host bytes and simulated days
     #[arg(long)]
     #[serde(skip_serializing_if = "is_false")]

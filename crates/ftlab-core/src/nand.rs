@@ -27,8 +27,8 @@
 //! figures are the usual class values (c-lash.txt §2: "the limited number of
 //! write/erase cycles (from 10^4 to 10^6)"): 100,000 for the SLC parts and models,
 //! 10,000 for the 2-bit MLC parts and for `mqsim-8k` (MQSim's default SSD has no
-//! endurance figure). They are not used by default: the `page` FTL's `pe_limit` (0 =
-//! off) retires blocks at the limit it is given, and `--until-worn-out` gives it the
+//! endurance figure). They are not used by default: every FTL's `pe_limit` (0 = off)
+//! retires blocks at the limit it is given ([`crate::wear::Retirement`]), and `--until-worn-out` gives it the
 //! preset's figure when it is not set.
 //!
 //! Choice left open: only the superblock paper gives a separate spare-area read latency.

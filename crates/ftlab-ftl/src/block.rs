@@ -54,6 +54,13 @@
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
 //!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never); a
+//!   block erased `pe_limit` times retires as it returns to the pool (`logblock.rs`,
+//!   [`ftlab_core::wear::Retirement`]) and the scheme works on while its logical
+//!   blocks (and under `out_of_place` the spare) are left; an in-place rewrite whose
+//!   erase takes the block to the limit moves the data to a free block; fewer blocks
+//!   left, or no free block for such a move, raise `WornOut`. Recovery re-derives
+//!   retirement from the erase counts.
 
 use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};

@@ -44,6 +44,13 @@
 //!   lowest block number; [`ftlab_core::wear`]); static levelling is not offered here
 //!   (`page` has it). GC is checked when a host write opens a new active block, the
 //!   moment the free pool shrinks.
+//! - Endurance (issue 23 item 4, not in the paper): `pe_limit` (default 0: never). A
+//!   block erased `pe_limit` times retires as it is handed back to the pool
+//!   ([`ftlab_core::wear::Retirement`]); the scheme works on while `logical blocks +
+//!   gc_threshold + open blocks` are left, and raises `WornOut` past that or when its
+//!   pool runs dry with blocks retired (with `gc_threshold` 2 a retirement during a
+//!   collection can do that at once: raise the threshold to give the device room to
+//!   lose blocks). Recovery re-derives retirement from the erase counts on flash.
 //! - Power-loss recovery (not in the paper): DAC keeps no checkpoint, so start-up reads
 //!   the spare area of every programmed page and maps each LPN to its newest version.
 //!   Which region a block belonged to is not on flash: recovered blocks are in region 0

@@ -74,6 +74,16 @@
 //!   default), or least-erased first (`"dynamic"`, issue 23 item 3, not in the papers;
 //!   ties by the lowest block number; [`ftlab_core::wear`]). Static levelling is not
 //!   offered here (`page` has it).
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never). A
+//!   block erased `pe_limit` times retires as it is handed back to the pool
+//!   ([`ftlab_core::wear::Retirement`]; data and translation blocks alike, one pool).
+//!   The scheme works on while the blocks left satisfy the feasibility rule for its
+//!   open data blocks and threshold (`dftl`: 1, or 2 under `gc_frontier =
+//!   "separate"`; `tpm`: its write pointers); past that, or when a collection finds no
+//!   free block left with blocks retired (retirements ate the reserve), it raises
+//!   `WornOut` and the run ends as a worn-out device (`--until-worn-out` reports its
+//!   life). Recovery re-derives retirement from the erase counts on flash.
+//!   `ftl.extra.retired_blocks` (only with a limit).
 //!
 //! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
 //! `recover` of each scheme):

@@ -133,6 +133,11 @@
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
 //!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never); a
+//!   block erased `pe_limit` times retires as it returns to the pool (`logblock.rs`,
+//!   [`ftlab_core::wear::Retirement`]) and the scheme works on while its data blocks,
+//!   SW and RW logs and one merge reserve are left (under `rw_logs = auto` that is every
+//!   block, so the first retirement ends the device), then raises `WornOut`. Recovery re-derives retirement from the erase counts.
 
 use crate::auto::AutoOr;
 use crate::logblock::{

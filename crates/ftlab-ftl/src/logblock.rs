@@ -26,6 +26,10 @@
 //!   [`ftlab_core::wear`]). Static levelling (moving cold data) is not offered for this
 //!   family: a data block's place is its logical block's, and moving it is a merge the
 //!   papers' cost models do not have.
+//! - Retirement (issue 23 item 4, not in the papers; `pe_limit`): [`FreePool`] carries a
+//!   [`ftlab_core::wear::Retirement`], so an erased block at the limit retires as it is
+//!   put back, whatever merge erased it, and a pool that runs dry with blocks retired
+//!   is a worn-out device. The deep check counts retired blocks as a role of their own.
 //! - Power-loss recovery of `bast` and `fast` starts from [`Scan`]: one spare read per
 //!   programmed page (`Cause::Recovery`), the newest version of every LPN, and the
 //!   *shape* of every block (which logical blocks its pages belong to, whether every

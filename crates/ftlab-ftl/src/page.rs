@@ -82,8 +82,10 @@
 //!   on flash, so recovery keeps retired blocks retired. `--until-worn-out` (config
 //!   `until_worn_out`) replays the workload until then, with the NAND preset's rated
 //!   cycles (`nand::NandPreset::pe_cycles`) as `pe_limit` unless it is set, and reports
-//!   TBW and simulated days (`endurance`). Not built: initial bad blocks, a limit per
-//!   block (every block has the same), retirement in the other schemes.
+//!   TBW and simulated days (`endurance`). The mechanism is shared by every scheme
+//!   ([`ftlab_core::wear::Retirement`]); a collection that finds no free block left
+//!   with blocks retired (the retirements ate its reserve) also ends the device. Not
+//!   built: a limit per block (every block has the same).
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 

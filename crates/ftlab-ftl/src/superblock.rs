@@ -72,6 +72,18 @@
 //! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
 //!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
 //!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
+//! - Endurance (issue 23 item 4, not in the paper): `pe_limit` (default 0: never). A
+//!   block erased `pe_limit` times by a merge or a switch retires
+//!   ([`ftlab_core::wear::Retirement`]): it joins neither the free list nor the merge
+//!   reserve, which is refilled from the free list when the block was due there. The
+//!   scheme works on while its geometry rule's blocks are left, and raises `WornOut`
+//!   past that, when no block can be freed with blocks retired, or when a block of the
+//!   fixed snapshot area reaches the limit. The snapshot log records a retired block as
+//!   released to the free list; recovery takes the pooled blocks at the limit out again
+//!   (the erase counts are on flash). Wear levelling is not offered: the free and
+//!   reserve lists are saved in the snapshots in their order and blocks are taken off
+//!   them by position, which a least-worn-first pool would change; and a D-block's place
+//!   is its superblock's, so moving cold data is a merge the paper's costs do not have.
 
 mod cache;
 mod inplace;

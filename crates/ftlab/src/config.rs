@@ -292,7 +292,7 @@ pub struct Config {
     pub replay: u32,
     /// Replay the workload until the device wears out (issue 23 item 4): measured
     /// passes without end; the FTL's `pe_limit` comes from the NAND preset's rated
-    /// cycles unless set (only `page` retires blocks). The report's `endurance` says
+    /// cycles unless set (every built-in FTL retires blocks). The report's `endurance` says
     /// after how many host bytes and simulated days. A workload that never writes
     /// runs until interrupted.
     pub until_worn_out: bool,
