@@ -535,6 +535,11 @@ struct RunArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "is_false")]
     until_worn_out: bool,
+    /// Initial bad blocks: the NAND preset's bad_block_percent (2%; or
+    /// nand_params.bad_block_percent) of the blocks, chosen from the seed, are never used
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    bad_blocks: bool,
     #[serde(skip)]
     #[command(flatten)]
     workload: WorkloadArgs,

@@ -225,6 +225,8 @@ pub struct NandParams {
     pub program_us: Option<f64>,
     /// Erase latency in µs.
     pub erase_us: Option<f64>,
+    /// Initial bad blocks in percent of the physical blocks (used with bad_blocks).
+    pub bad_block_percent: Option<f64>,
 }
 
 /// Every setting of a run. Field names are the TOML keys and `--set` keys.
@@ -296,6 +298,11 @@ pub struct Config {
     /// after how many host bytes and simulated days. A workload that never writes
     /// runs until interrupted.
     pub until_worn_out: bool,
+    /// Initial bad blocks (issue 23 item 4): the NAND preset's bad_block_percent (or
+    /// nand_params.bad_block_percent) of the physical blocks, chosen from the seed, are
+    /// bad at shipment and hidden below the FTL, which never uses them; the FTL runs on
+    /// the good blocks. Off by default.
+    pub bad_blocks: bool,
     /// Trace file; none runs the synthetic workload.
     pub trace: Option<String>,
     /// Trace format (`ftlab list`).
@@ -410,6 +417,7 @@ impl Default for Config {
             sort_window: 4096,
             absolute_time: false,
             until_worn_out: false,
+            bad_blocks: false,
             max_dropped_share: 0.99,
             skip_bad: false,
             flush_every: None,

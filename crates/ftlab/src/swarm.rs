@@ -192,8 +192,13 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
 /// time a small `pe_limit` where the scheme declares it, so blocks retire (and devices
 /// wear out) in a short run; then, on a small device without planned power losses,
 /// one run in three replays its workload until the device is worn out
-/// (`until_worn_out`). A run that ends with the device worn out passes.
+/// (`until_worn_out`). A run that ends with the device worn out passes. Before those,
+/// one run in four has initial bad blocks (2% or 5% of the blocks).
 fn draw_endurance(d: &mut Draw, cfg: &mut Config, large: bool) {
+    if d.below(4) == 0 {
+        cfg.bad_blocks = true;
+        cfg.nand_params.bad_block_percent = Some(d.pick(&[2.0, 5.0]));
+    }
     let declares = FTLS
         .iter()
         .find(|e| e.id == cfg.ftl)
@@ -333,10 +338,12 @@ pub enum Verdict {
 pub fn run_case(cfg: &Config) -> Verdict {
     match run(cfg, &mut NoObserver) {
         Err(RunError::Scheme(e)) => Verdict::Skipped(e.to_string()),
-        // A scheme that cannot recover with the drawn options is refused up front.
+        // A scheme that cannot recover with the drawn options is refused up front, and
+        // so is a device whose drawn bad blocks leave fewer good blocks than logical.
         Err(
             e @ RunError::Setting {
-                key: "power_loss", ..
+                key: "power_loss" | "bad_blocks",
+                ..
             },
         ) => Verdict::Skipped(e.to_string()),
         Err(e) => Verdict::Failed(e.to_string()),

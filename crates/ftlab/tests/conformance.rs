@@ -12,7 +12,8 @@
 //! `-- gc_frontier=separate`, `-- wear_leveling=static`), and a scheme that declares
 //! `pe_limit` runs with a small one (`-- pe_limit=`): blocks retire, and a device that
 //! wears out ends its case there (with blocks retired or the device worn out, never
-//! another panic).
+//! another panic); every scheme also runs with 5% initial bad blocks
+//! (`-- bad_blocks=`).
 
 use ftlab::registry::{BUFFERS, FTLS};
 use ftlab::testkit::{config, engine, exercise, PROFILES};
@@ -39,7 +40,9 @@ fn case(
     let p = &PROFILES[p];
     let mut cfg = config(ftl, buf, p, seed);
     if let Some((k, v)) = option {
-        cfg.ftl_options.insert(k.into(), v.into());
+        if k != "bad_blocks" {
+            cfg.ftl_options.insert(k.into(), v.into());
+        }
         if k == "gc_policy" {
             // Small d and window, so the policies differ from greedy on small devices.
             cfg.ftl_options.insert("gc_d".into(), 2.into());
@@ -48,6 +51,11 @@ fn case(
         if v == "static" {
             // A low threshold, so static levelling moves data on small devices.
             cfg.ftl_options.insert("wl_threshold".into(), 2.into());
+        }
+        if k == "bad_blocks" {
+            // Initial bad blocks at `v` percent, hidden below the FTL.
+            cfg.bad_blocks = true;
+            cfg.nand_params.bad_block_percent = Some(v.parse::<f64>()?);
         }
         if k == "pe_limit" {
             cfg.ftl_options.insert(k.into(), v.parse::<u32>()?.into());
@@ -131,6 +139,15 @@ fn main() {
                         trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
                     }
                 }
+            }
+        }
+        // Initial bad blocks (issue 23 item 4), every scheme: 5% of the blocks.
+        for b in ["none", "bplru"] {
+            for (pi, p) in PROFILES.iter().enumerate() {
+                let f = ftl.id;
+                let name = format!("{f}/{b}/{}/seed1/bad_blocks=5", p.name);
+                let opt = Some(("bad_blocks", "5"));
+                trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
             }
         }
         // Retirement (issue 23 item 4), where the scheme declares `pe_limit`.

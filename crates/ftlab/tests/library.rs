@@ -364,3 +364,115 @@ fn every_ftl_with_a_pe_limit_lives_until_worn_out() {
     }
     assert!(covered >= 9, "{covered}");
 }
+
+/// Initial bad blocks (issue 23 item 4): with `bad_blocks` the preset's rate (or
+/// `nand_params.bad_block_percent`) of the physical blocks, chosen from the seed, are
+/// hidden below the FTL: every FTL runs on the good blocks alone (the flash model has
+/// no other, so no FTL can use a bad one), the oracle finds nothing wrong, the report
+/// counts them, and the same seed gives the same blocks and the same report.
+#[test]
+fn initial_bad_blocks_are_counted_never_used_and_chosen_from_the_seed() {
+    for f in ftlab::registry::FTLS {
+        let mut c = small();
+        c.ftl = f.id.into();
+        c.capacity = "4MiB".parse().unwrap();
+        c.op = 50.0;
+        c.synthetic.count = 3_000;
+        c.bad_blocks = true;
+        c.nand_params.bad_block_percent = Some(5.0);
+        let physical = ftlab::sim::device_geometry(&Config {
+            bad_blocks: false,
+            ..c.clone()
+        })
+        .unwrap()
+        .blocks;
+        let map = ftlab::sim::bad_blocks(&c).unwrap().expect("a map");
+        let bad = (physical as f64 * 0.05).floor() as u32;
+        assert!(bad > 0);
+        assert_eq!((map.physical, map.bad()), (physical, bad));
+        assert!(map.good.windows(2).all(|w| w[0] < w[1]));
+        let run = || {
+            Simulation::new(c.clone())
+                .unwrap()
+                .run(Workload::Configured, &mut NoObserver)
+                .unwrap()
+        };
+        let out = run();
+        let id = f.id;
+        assert!(out.failure.is_none(), "{id}: {:?}", out.failure);
+        let device = &out.report.config["device"];
+        assert_eq!(device["bad_blocks"]["count"], bad, "{id}");
+        assert_eq!(device["bad_blocks"]["physical_blocks"], physical, "{id}");
+        assert_eq!(device["geometry"]["blocks"], physical - bad, "{id}");
+        // The flash the FTL wrote has the good blocks only.
+        let blocks: u64 = out
+            .report
+            .flash
+            .erase_count
+            .histogram
+            .iter()
+            .map(|b| b.blocks)
+            .sum();
+        assert_eq!(blocks, (physical - bad) as u64, "{id}");
+        let again = run();
+        assert_eq!(
+            serde_json::to_value(&out.report).unwrap(),
+            serde_json::to_value(&again.report).unwrap(),
+            "{id}: same seed, same report"
+        );
+    }
+    // Another seed, other blocks; without the option, none and no report key.
+    let mut c = small();
+    c.bad_blocks = true;
+    let one = ftlab::sim::bad_blocks(&c).unwrap().unwrap();
+    assert_eq!(one.percent, 2.0, "the preset's class figure");
+    c.seed += 1;
+    let other = ftlab::sim::bad_blocks(&c).unwrap().unwrap();
+    assert_eq!(one.bad(), other.bad());
+    assert_ne!(one.good, other.good);
+    c.bad_blocks = false;
+    assert!(ftlab::sim::bad_blocks(&c).unwrap().is_none());
+    let sim = Simulation::new(c).unwrap();
+    assert!(sim.echo()["device"].get("bad_blocks").is_none());
+}
+
+/// A device whose good blocks are too few for the scheme is refused, and the error says
+/// the initial bad blocks took them, naming the option; a rate that is not a share is
+/// refused naming its key.
+#[test]
+fn too_few_good_blocks_are_refused_naming_the_option() {
+    let mut c = small();
+    c.ftl = "bast".into();
+    c.op = 0.0;
+    c.op = ftlab::sim::least_op(&c).unwrap();
+    assert!(Simulation::new(c.clone()).is_ok());
+    c.bad_blocks = true;
+    c.nand_params.bad_block_percent = Some(10.0);
+    let e = Simulation::new(c.clone())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("initial bad blocks") && e.contains("bad_block_percent"),
+        "{e}"
+    );
+    // Fewer good blocks than logical ones: no scheme could run; refused before any is
+    // asked (and for every scheme alike).
+    c.nand_params.bad_block_percent = Some(50.0);
+    for ftl in ["page", "cach"] {
+        c.ftl = ftl.into();
+        let e = Simulation::new(c.clone())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("bad_blocks") && e.contains("good blocks"), "{e}");
+    }
+    for bad in [-1.0, 100.0, f64::NAN] {
+        c.nand_params.bad_block_percent = Some(bad);
+        let e = Simulation::new(c.clone())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("nand_params.bad_block_percent"), "{e}");
+    }
+}
