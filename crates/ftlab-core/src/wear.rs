@@ -62,8 +62,8 @@ impl WearLeveling {
     ];
 }
 
-/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dac`,
-/// `dftl`, `tpm`, `block`, `bast`, `fast`): the same values as [`WearLeveling`] but
+/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dftl`,
+/// `tpm`, `block`, `bast`, `fast`, `cach`): the same values as [`WearLeveling`] but
 /// `static`, so listings, the swarm and the conformance suite never pick a value the
 /// scheme refuses.
 #[derive(
@@ -344,6 +344,87 @@ impl Retirement {
     }
 }
 
+/// Static wear levelling's bookkeeping (`wear_leveling = "static"`), for a scheme that
+/// moves the least-erased sealed block's data when the spread passes the threshold (the
+/// module docs; `page` keeps its own copy, per die). The scheme tells it when a block
+/// is sealed, leaves the sealed set (collected or moved) and is erased, asks
+/// [`StaticLeveling::candidate`] after each collection, and reports
+/// [`StaticLeveling::moved`] blocks. O(log blocks) per seal, unseal and candidate;
+/// nothing per page; nothing allocated after construction.
+#[derive(Clone, Debug)]
+pub struct StaticLeveling {
+    sealed: WearHeap,
+    max_erase: u32,
+    threshold: u32,
+    migrations: u64,
+    pages: u64,
+}
+
+impl StaticLeveling {
+    /// For a device of `blocks` blocks, moving data past a spread of `threshold` (at
+    /// least 1).
+    pub fn new(blocks: u32, threshold: u32) -> Self {
+        StaticLeveling {
+            sealed: WearHeap::new(blocks, 1),
+            max_erase: 0,
+            threshold: threshold.max(1),
+            migrations: 0,
+            pages: 0,
+        }
+    }
+
+    /// Block `b`, erased `erases` times, was sealed (a candidate to move).
+    #[inline]
+    pub fn sealed(&mut self, b: Pbn, erases: u32) {
+        self.sealed.push(b, erases);
+    }
+
+    /// Block `b` is no longer sealed (a victim, or moved).
+    #[inline]
+    pub fn unsealed(&mut self, b: Pbn) {
+        self.sealed.remove(b);
+    }
+
+    /// A block was erased for the `erases`th time.
+    #[inline]
+    pub fn erased(&mut self, erases: u32) {
+        self.max_erase = self.max_erase.max(erases);
+    }
+
+    /// The sealed block whose data should move now: the least-erased one, if the
+    /// most-erased block has more than `threshold` erases more.
+    #[inline]
+    pub fn candidate(&self) -> Option<Pbn> {
+        let (cold, erases) = self.sealed.peek()?;
+        (self.max_erase - erases > self.threshold).then_some(cold)
+    }
+
+    /// A block's `pages` valid pages moved (counted for the report).
+    pub fn moved(&mut self, pages: u64) {
+        self.migrations += 1;
+        self.pages += pages;
+    }
+
+    /// Recovery: forgets the sealed set and takes the most erases from the flash's
+    /// counts; the scheme then reports its sealed blocks again.
+    pub fn recover(&mut self, erase_counts: &[u32]) {
+        self.sealed.clear();
+        self.max_erase = erase_counts.iter().copied().max().unwrap_or(0);
+    }
+
+    /// Reports `wl_migrations` and `wl_pages_copied`.
+    pub fn report(&self, extra: &mut crate::stats::Sink) {
+        extra.counter("wl_migrations", "blocks", self.migrations as f64);
+        extra.counter("wl_pages_copied", "pages", self.pages as f64);
+    }
+
+    /// Zeroes the reported counters.
+    pub fn reset_stats(&mut self) {
+        self.migrations = 0;
+        self.pages = 0;
+    }
+}
+
 /// Default of the `wl_threshold` option: the erase-count spread (max - min) above which
 /// static wear levelling moves the coldest block's data.
 pub const DEFAULT_WL_THRESHOLD: u32 = 16;
@@ -559,6 +640,25 @@ mod tests {
         let mut sink = crate::stats::Sink::default();
         r.retirement().report(&mut sink);
         assert_eq!(sink, crate::stats::Sink::default());
+    }
+
+    #[test]
+    fn static_leveling_names_the_coldest_sealed_block_past_the_threshold() {
+        let mut s = StaticLeveling::new(16, 3);
+        s.sealed(Pbn(4), 2);
+        s.sealed(Pbn(9), 1);
+        s.erased(4);
+        assert_eq!(s.candidate(), None, "spread 3 is not past 3");
+        s.erased(5);
+        assert_eq!(s.candidate(), Some(Pbn(9)));
+        s.unsealed(Pbn(9));
+        assert_eq!(s.candidate(), None, "spread 3 to block 4");
+        s.moved(7);
+        let mut sink = crate::stats::Sink::default();
+        s.report(&mut sink);
+        s.recover(&[0, 9, 3]);
+        s.sealed(Pbn(4), 2);
+        assert_eq!(s.candidate(), Some(Pbn(4)));
     }
 
     #[test]
