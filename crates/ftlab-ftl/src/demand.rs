@@ -72,8 +72,16 @@
 //!   `FtlStats::extra`.
 //! - Free blocks are reused first-in first-out, as in `page` (`wear_leveling = "off"`,
 //!   default), or least-erased first (`"dynamic"`, issue 23 item 3, not in the papers;
-//!   ties by the lowest block number; [`ftlab_core::wear`]). Static levelling is not
-//!   offered here (`page` has it).
+//!   ties by the lowest block number; [`ftlab_core::wear`]), or `"static"`: dynamic,
+//!   and after each collection, when the most-erased block has more than
+//!   `wl_threshold` (16) erases more than the least-erased sealed block, that block is
+//!   collected as a GC victim would be (a data block: its pages move to the GC
+//!   destination and their mappings are updated as after any data GC; a translation
+//!   block: its translation pages move), one block per check and only with two or
+//!   more blocks in the pool, where any round fits ([`ftlab_core::wear::StaticLeveling`];
+//!   `ftl.extra.wl_migrations`, `wl_pages_copied`, not GC rounds or GC copies; the
+//!   translation writes a move causes count as GC's). Open choice, made here: the cold
+//!   block may be a translation block.
 //! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never). A
 //!   block erased `pe_limit` times retires as it is handed back to the pool
 //!   ([`ftlab_core::wear::Retirement`]; data and translation blocks alike, one pool).
@@ -136,7 +144,7 @@ use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::victim::{VictimPolicy, Victims};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
+use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -429,8 +437,54 @@ pub(crate) trait Demand {
         let _ = victim;
     }
 
-    /// GC until the pool holds `gc_threshold` blocks.
+    /// GC until the pool holds `gc_threshold` blocks; then, under static wear
+    /// levelling, at most one levelling move (and GC again if it left the pool short).
     fn collect(&mut self, flash: &mut Flash) {
+        self.gc_rounds(flash);
+        if self.space().wl.is_some() && self.level(flash) {
+            self.gc_rounds(flash);
+        }
+    }
+
+    /// Static wear levelling (module docs): past the spread, the least-erased sealed
+    /// block (data or translation) is collected as a GC victim would be, its counts
+    /// moved from GC to `wl_migrations` / `wl_pages_copied`. Only with two or more
+    /// blocks in the pool, where any round fits (see [`Space::pick_victim`]). Whether a
+    /// block moved.
+    fn level(&mut self, flash: &mut Flash) -> bool {
+        let s = self.space();
+        if s.free.len() < 2 {
+            return false;
+        }
+        let Some(cold) = s.wl.as_ref().and_then(StaticLeveling::candidate) else {
+            return false;
+        };
+        s.index.remove(cold);
+        if let Some(wl) = &mut s.wl {
+            wl.unsealed(cold);
+        }
+        let before = s.c.clone();
+        if s.kind[cold.idx()] == Kind::Trans {
+            s.collect_trans_block(flash, cold);
+        } else {
+            self.collect_data_block(flash, cold);
+        }
+        let s = self.space();
+        // Counted as levelling, not as a GC round or GC copies.
+        let moved = (s.c.data_pages_copied - before.data_pages_copied)
+            + (s.c.tpages_moved - before.tpages_moved);
+        s.c.data_victims = before.data_victims;
+        s.c.trans_victims = before.trans_victims;
+        s.c.data_pages_copied = before.data_pages_copied;
+        s.c.tpages_moved = before.tpages_moved;
+        if let Some(wl) = &mut s.wl {
+            wl.moved(moved);
+        }
+        true
+    }
+
+    /// GC rounds until the pool holds `gc_threshold` blocks.
+    fn gc_rounds(&mut self, flash: &mut Flash) {
         let mut rounds = 0u64;
         while self.space().below_threshold() {
             // The escape hatch of a policy that is not greedy: after a device's worth of
@@ -558,6 +612,8 @@ pub(crate) struct Space {
     pub free: FreeBlocks,
     pub kind: Vec<Kind>,
     pub index: Victims,
+    /// Static wear levelling, if on.
+    pub wl: Option<StaticLeveling>,
     /// This GC invocation takes greedy victims whatever the policy (see
     /// [`Demand::collect`]).
     pub greedy_now: bool,
@@ -583,11 +639,13 @@ impl Space {
         lay: Layout,
         gc_threshold: u32,
         policy: VictimPolicy,
-        wear: DynamicWearLeveling,
+        wear: WearLeveling,
+        wl_threshold: u32,
         retirement: Retirement,
         scheme: &'static str,
     ) -> Space {
-        let mut free = FreeBlocks::new(geo.blocks, 1, wear.dynamic()).with_retirement(retirement);
+        let dynamic = wear != WearLeveling::Off;
+        let mut free = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(retirement);
         (0..geo.blocks).for_each(|b| free.push(Pbn(b), 0));
         Space {
             geo: geo.clone(),
@@ -596,6 +654,8 @@ impl Space {
             free,
             kind: vec![Kind::Free; geo.blocks as usize],
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
+            wl: (wear == WearLeveling::Static)
+                .then(|| StaticLeveling::new(geo.blocks, wl_threshold)),
             greedy_now: false,
             trans_active: None,
             gtd: vec![NONE; lay.tpages as usize],
@@ -656,6 +716,9 @@ impl Space {
     pub(crate) fn seal_if_full(&mut self, flash: &Flash, b: Pbn) -> bool {
         if flash.is_full(b) {
             self.index.insert(b, flash.valid_count(b));
+            if let Some(wl) = &mut self.wl {
+                wl.sealed(b, flash.erase_count(b));
+            }
             true
         } else {
             false
@@ -673,7 +736,11 @@ impl Space {
     pub(crate) fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
         flash.erase(victim, Cause::Gc);
         self.kind[victim.idx()] = Kind::Free;
-        self.free.push(victim, flash.erase_count(victim));
+        let erases = flash.erase_count(victim);
+        if let Some(wl) = &mut self.wl {
+            wl.erased(erases);
+        }
+        self.free.push(victim, erases);
     }
 
     /// Free pages left in the active translation block.
@@ -809,6 +876,9 @@ impl Space {
             self.low_pool_victim(flash, data_room, cached)
         };
         self.index.remove(victim);
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(victim);
+        }
         victim
     }
 
@@ -995,6 +1065,15 @@ impl Space {
         self.free.clear();
         for b in free {
             self.free.push(b, flash.erase_count(b));
+        }
+        if let Some(wl) = &mut self.wl {
+            // Erase counts are on flash (the controller keeps them with the blocks).
+            wl.recover(flash.erase_counts());
+            for b in (0..self.geo.blocks).map(Pbn) {
+                if self.index.contains(b) {
+                    wl.sealed(b, flash.erase_count(b));
+                }
+            }
         }
         Ok(open)
     }

@@ -73,7 +73,7 @@ use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
-use ftlab_core::wear::{DynamicWearLeveling, Retirement};
+use ftlab_core::wear::{self, Retirement, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -109,9 +109,13 @@ pub struct TpmOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
-    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
-    /// dynamic (a new block is the least-erased free one).
-    pub wear_leveling: DynamicWearLeveling,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
+    /// (a new block is the least-erased free one) or static (dynamic, and when max - min
+    /// erase count exceeds wl_threshold the data of the least-erased sealed block moves).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
@@ -127,7 +131,8 @@ impl Default for TpmOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
-            wear_leveling: DynamicWearLeveling::Off,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
         }
     }
@@ -212,6 +217,7 @@ impl Tpm {
                     window: opts.gc_window,
                 },
                 opts.wear_leveling,
+                opts.wl_threshold,
                 Retirement::new(
                     ID,
                     geo.blocks,
@@ -639,6 +645,9 @@ impl Ftl for Tpm {
         e.gauge("wp_open_blocks", "blocks", open as f64);
         e.gauge("wp_free_pages", "pages", self.open_free as f64);
         self.s.free.retirement().report(e);
+        if let Some(wl) = &self.s.wl {
+            wl.report(e);
+        }
         e.gauge(
             "wp_space_overhead",
             "ratio",
@@ -658,6 +667,9 @@ impl Ftl for Tpm {
 
     fn reset_stats(&mut self) {
         self.s.c = Default::default();
+        if let Some(wl) = &mut self.s.wl {
+            wl.reset_stats();
+        }
         self.open_free_max = self.open_free;
     }
 

@@ -476,3 +476,58 @@ fn too_few_good_blocks_are_refused_naming_the_option() {
         assert!(e.contains("nand_params.bad_block_percent"), "{e}");
     }
 }
+
+/// Static wear levelling beyond `page` (issue 23 item 3): on a 90/10 hot/cold mix, the
+/// page-mapped schemes that offer it (read off their options) narrow the erase-count
+/// spread against dynamic levelling, moving data (`wl_migrations`), and the oracle
+/// finds nothing wrong.
+#[test]
+fn static_levelling_narrows_the_spread_on_every_scheme_that_offers_it() {
+    let mut covered = 0;
+    for f in ftlab::registry::FTLS {
+        let fields = f.options.fields();
+        let offers = fields
+            .iter()
+            .any(|o| o.name == "wear_leveling" && o.kind.contains("static"));
+        // `page` is left out: on this 41-block device its static levelling widens the
+        // spread (143..243 erases against 187..213 under dynamic at 80,000 writes; it
+        // narrows on 164 blocks and in docs/results.md's 256-block table), a finding
+        // of this test not yet explained.
+        if !offers || f.id == "page" {
+            continue;
+        }
+        covered += 1;
+        let run = |wl: &str| {
+            let mut c = small();
+            c.ftl = f.id.into();
+            c.capacity = "4MiB".parse().unwrap();
+            c.op = 28.0;
+            c.synthetic.count = 40_000;
+            c.synthetic.read_ratio = 0.0;
+            c.synthetic.request_bytes = 4096;
+            c.ftl_options.insert("wear_leveling".into(), wl.into());
+            c.ftl_options.insert("wl_threshold".into(), 4.into());
+            let mut s: toml::Value = toml::Value::try_from(&c.synthetic).unwrap();
+            s["address"] = "hot_cold".into();
+            s["hot_access"] = 0.9.into();
+            s["hot_space"] = 0.1.into();
+            c.synthetic = s.try_into().unwrap();
+            let out = Simulation::new(c)
+                .unwrap()
+                .run(Workload::Configured, &mut NoObserver)
+                .unwrap();
+            assert!(out.failure.is_none(), "{} {wl}: {:?}", f.id, out.failure);
+            let e = &out.report.flash.erase_count;
+            (e.max - e.min, out.report.ftl.extra.get("wl_migrations"))
+        };
+        let (dynamic, _) = run("dynamic");
+        let (levelled, moved) = run("static");
+        assert!(moved.unwrap_or(0.0) > 0.0, "{}", f.id);
+        assert!(
+            levelled < dynamic,
+            "{}: spread {levelled} under static, {dynamic} under dynamic",
+            f.id
+        );
+    }
+    assert!(covered >= 3, "{covered}");
+}
