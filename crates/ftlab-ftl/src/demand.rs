@@ -604,6 +604,14 @@ impl scan::Visit for TransPages<'_> {
     }
 }
 
+/// The wear options of a demand-paged scheme: `wear_leveling`, `wl_threshold` and the
+/// retirement of `pe_limit`.
+pub(crate) struct Wear {
+    pub leveling: WearLeveling,
+    pub threshold: u32,
+    pub retirement: Retirement,
+}
+
 /// The block pool, the translation pages on flash and the GTD's PPN column.
 pub(crate) struct Space {
     pub geo: Geometry,
@@ -639,12 +647,15 @@ impl Space {
         lay: Layout,
         gc_threshold: u32,
         policy: VictimPolicy,
-        wear: WearLeveling,
-        wl_threshold: u32,
-        retirement: Retirement,
+        wear: Wear,
         scheme: &'static str,
     ) -> Space {
-        let dynamic = wear != WearLeveling::Off;
+        let Wear {
+            leveling,
+            threshold,
+            retirement,
+        } = wear;
+        let dynamic = leveling != WearLeveling::Off;
         let mut free = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(retirement);
         (0..geo.blocks).for_each(|b| free.push(Pbn(b), 0));
         Space {
@@ -654,8 +665,8 @@ impl Space {
             free,
             kind: vec![Kind::Free; geo.blocks as usize],
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
-            wl: (wear == WearLeveling::Static)
-                .then(|| StaticLeveling::new(geo.blocks, wl_threshold)),
+            wl: (leveling == WearLeveling::Static)
+                .then(|| StaticLeveling::new(geo.blocks, threshold)),
             greedy_now: false,
             trans_active: None,
             gtd: vec![NONE; lay.tpages as usize],
