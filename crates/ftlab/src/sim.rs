@@ -707,6 +707,19 @@ pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
 }
 
 /// Installs (once per process) a panic hook that stays silent for
+/// Runs an end-of-run step (a drain, the read-back) that may make the FTL collect
+/// garbage: a device that wears out on the way gives the worn-out message; any other
+/// panic goes on unwinding.
+fn until_worn_out<T>(step: impl FnOnce() -> T) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(step)) {
+        Ok(v) => Ok(v),
+        Err(p) => match p.downcast_ref::<ftlab_core::ftl::WornOut>() {
+            Some(w) => Err(w.0.clone()),
+            None => std::panic::resume_unwind(p),
+        },
+    }
+}
+
 /// [`ftlab_core::ftl::WornOut`], the expected end of a device's life (the run reports
 /// it), and hands every other panic to the hook that was there before.
 fn quiet_worn_out() {
@@ -911,11 +924,26 @@ impl Simulation {
         let built = catch_unwind(AssertUnwindSafe(|| {
             // End of run: the buffer's dirty pages are drained (a device flushes its
             // cache on shutdown) unless `drain = false`; counted either way.
-            let end = if failure.is_none() && cfg.drain {
+            // The drain and the read-back may make the FTL collect garbage, and so wear
+            // the device out (issue 23 item 4): that ends the run as during the workload.
+            let drained = if failure.is_none() && cfg.drain {
                 if let Some(t) = &mut timeline {
                     t.close_workload(&engine);
                 }
-                let d = engine.drain();
+                match until_worn_out(|| engine.drain()) {
+                    Ok(d) => Some(d),
+                    Err(message) => {
+                        failure = Some(Failure::WornOut {
+                            message,
+                            request: requests,
+                        });
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let end = if let Some(d) = drained {
                 if let Some(t) = &mut timeline {
                     t.drained(&engine, d.time_ns);
                 }
@@ -939,9 +967,15 @@ impl Simulation {
             // demand-paged FTL's map writes can collect garbage).
             let erase_counts = engine.flash().erase_counts().to_vec();
             if failure.is_none() {
-                match engine.verify_readback() {
-                    Ok(n) => outcome.reads_checked += n,
-                    Err(e) => failure = Some(Failure::Violation(e)),
+                match until_worn_out(|| engine.verify_readback()) {
+                    Ok(Ok(n)) => outcome.reads_checked += n,
+                    Ok(Err(e)) => failure = Some(Failure::Violation(e)),
+                    Err(message) => {
+                        failure = Some(Failure::WornOut {
+                            message,
+                            request: requests,
+                        })
+                    }
                 }
             }
             // Until worn out, wearing out is the end the run asked for, not a failure.

@@ -531,3 +531,57 @@ fn static_levelling_narrows_the_spread_on_every_scheme_that_offers_it() {
     }
     assert!(covered >= 3, "{covered}");
 }
+
+/// Regression (swarm seed 4242, run 359): a device that wears out in the end-of-run
+/// drain (the buffer's dirty pages make DFTL collect) ends as worn out, not as an
+/// internal error while building the report.
+#[test]
+fn a_device_that_wears_out_in_the_final_drain_says_so() {
+    let mut c: Config = toml::from_str(
+        r#"
+        buffer = "lru"
+        capacity = "128MiB"
+        channels = 4
+        deep_every = 20000
+        dies = 2
+        flush_every = 8
+        ftl = "dftl"
+        op = 0.32
+        precondition = "fill"
+        seed = 2567013211774670538
+        verify = "deep"
+        [buffer_options]
+        size = 4096
+        [ftl_options]
+        cmt_bytes = 8192
+        gc_frontier = "separate"
+        pe_limit = 24
+        wear_leveling = "dynamic"
+        [mix]
+        gap_max_us = 0
+        hot_pct = 50
+        hot_space_pct = 6
+        max_pages = 1
+        partial_pct = 5
+        read_pct = 29
+        requests = 2777
+        seq_pct = 40
+        trim_pct = 1
+        write_pct = 43
+        [nand_params]
+        pages_per_block = 16
+        "#,
+    )
+    .unwrap();
+    c.ftl_options.insert("gc_d".into(), 1.into());
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    match &out.failure {
+        Some(Failure::WornOut { message, .. }) => {
+            assert!(message.contains("dftl: device worn out"), "{message}")
+        }
+        other => panic!("expected a worn-out end, got {other:?}"),
+    }
+}
