@@ -491,8 +491,8 @@ fn static_levelling_narrows_the_spread_on_every_scheme_that_offers_it() {
             .any(|o| o.name == "wear_leveling" && o.kind.contains("static"));
         // `page` is left out: on this 41-block device its static levelling widens the
         // spread (143..243 erases against 187..213 under dynamic at 80,000 writes; it
-        // narrows on 164 blocks and in docs/results.md's 256-block table), a finding
-        // of this test not yet explained.
+        // narrows on 164 blocks and in docs/results.md's 256-block table): the moved
+        // cold data lands in the least-worn free block again (docs/results.md).
         if !offers || f.id == "page" {
             continue;
         }
