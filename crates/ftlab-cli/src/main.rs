@@ -161,8 +161,9 @@ struct FuzzArgs {
     #[arg(long)]
     table: bool,
     /// Print per FTL x buffer how many passed runs reached GC, each merge kind, a
-    /// translation-page read, a power loss, trims, flushes, the least over-provisioning and a
-    /// buffer larger than the device (a 0 is a blind spot)
+    /// translation-page read, a power loss, trims, flushes, the least over-provisioning, a
+    /// buffer larger than the device, a retired block and an end of device life reached
+    /// by --until-worn-out (a 0 is a blind spot)
     #[arg(long)]
     coverage: bool,
     /// Add this swarm's totals (runs, requests, reads checked, power losses per FTL x
@@ -536,11 +537,16 @@ struct RunArgs {
     #[arg(long, value_name = "N")]
     replay: Option<u32>,
     /// Replay the workload until the device wears out (the FTL's pe_limit, from the NAND
-    /// preset's rated cycles unless set; page only); the report's `endurance` says
+    /// preset's rated cycles unless set; every built-in FTL); the report's `endurance` says
     /// after how many host bytes and simulated days
     #[arg(long)]
     #[serde(skip_serializing_if = "is_false")]
     until_worn_out: bool,
+    /// Initial bad blocks: the NAND preset's bad_block_percent (2%; or
+    /// nand_params.bad_block_percent) of the blocks, chosen from the seed, are never used
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    bad_blocks: bool,
     #[serde(skip)]
     #[command(flatten)]
     workload: WorkloadArgs,

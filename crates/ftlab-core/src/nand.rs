@@ -27,9 +27,17 @@
 //! figures are the usual class values (c-lash.txt §2: "the limited number of
 //! write/erase cycles (from 10^4 to 10^6)"): 100,000 for the SLC parts and models,
 //! 10,000 for the 2-bit MLC parts and for `mqsim-8k` (MQSim's default SSD has no
-//! endurance figure). They are not used by default: the `page` FTL's `pe_limit` (0 =
-//! off) retires blocks at the limit it is given, and `--until-worn-out` gives it the
+//! endurance figure). They are not used by default: every FTL's `pe_limit` (0 = off)
+//! retires blocks at the limit it is given ([`crate::wear::Retirement`]), and `--until-worn-out` gives it the
 //! preset's figure when it is not set.
+//!
+//! Initial bad blocks (`bad_block_percent`, issue 23 item 4): the share of blocks that
+//! may be bad when the part ships. Not in the papers or the collection either; 2% for
+//! every preset is the typical datasheet figure for SLC and MLC NAND of these parts'
+//! generation (a guaranteed minimum of valid blocks of about 98%, e.g. 1,004 of 1,024
+//! or 4,016 of 4,096 blocks), used as a class figure like `pe_cycles`. Runs use it
+//! only when they ask for initial bad blocks (config `bad_blocks`, off by default;
+//! `nand_params.bad_block_percent` overrides the figure), so no existing report changes.
 //!
 //! Choice left open: only the superblock paper gives a separate spare-area read latency.
 //! For the other presets a spare read costs a full page read (`spare_read_us = read_us`),
@@ -66,6 +74,9 @@ pub struct NandPreset {
     pub organisation: Option<Organisation>,
     /// Rated program/erase cycles per block (module docs: class figures).
     pub pe_cycles: u32,
+    /// Initial bad blocks at shipment, in percent of the blocks (module docs: a class
+    /// figure). Used only when a run asks for initial bad blocks (`bad_blocks`).
+    pub bad_block_percent: f64,
 }
 
 /// Channels, dies and channel rate of a preset that names a whole SSD.
@@ -94,6 +105,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 1998.7,
         organisation: None,
         pe_cycles: 100_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "mlc-k9gag08u0m",
@@ -108,6 +120,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 1500.0,
         organisation: None,
         pe_cycles: 10_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "slc-k9wag08u1m",
@@ -122,6 +135,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 1500.0,
         organisation: None,
         pe_cycles: 100_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "mlc-k9gag08uxm",
@@ -136,6 +150,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 1500.0,
         organisation: None,
         pe_cycles: 10_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "micron-2k",
@@ -150,6 +165,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 2000.0,
         organisation: None,
         pe_cycles: 100_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "agrawal-4k",
@@ -164,6 +180,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 1500.0,
         organisation: None,
         pe_cycles: 100_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "flashsim-2k",
@@ -178,6 +195,7 @@ pub const PRESETS: &[NandPreset] = &[
         erase_us: 1500.0,
         organisation: None,
         pe_cycles: 100_000,
+        bad_block_percent: 2.0,
     },
     NandPreset {
         id: "mqsim-8k",
@@ -200,6 +218,7 @@ pub const PRESETS: &[NandPreset] = &[
             channel_mib_s: 317.574,
         }),
         pe_cycles: 10_000,
+        bad_block_percent: 2.0,
     },
 ];
 

@@ -62,8 +62,8 @@ impl WearLeveling {
     ];
 }
 
-/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dac`,
-/// `dftl`, `tpm`, `block`, `bast`, `fast`): the same values as [`WearLeveling`] but
+/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dftl`,
+/// `tpm`, `block`, `bast`, `fast`, `cach`): the same values as [`WearLeveling`] but
 /// `static`, so listings, the swarm and the conformance suite never pick a value the
 /// scheme refuses.
 #[derive(
@@ -95,8 +95,18 @@ impl DynamicWearLeveling {
 
 /// Free blocks: first-in first-out (no levelling: erased blocks go to the back) or
 /// least-erased first ([`WearHeap`]: dynamic levelling). The schemes' free pools.
+///
+/// A pool may also retire blocks ([`FreeBlocks::with_retirement`]): an erased block
+/// handed back with `pe_limit` or more erases does not enter the pool but is kept by
+/// its [`Retirement`], the one mechanism every scheme's `pe_limit` goes through.
 #[derive(Clone, Debug)]
-pub enum FreeBlocks {
+pub struct FreeBlocks {
+    order: Order,
+    retirement: Retirement,
+}
+
+#[derive(Clone, Debug)]
+enum Order {
     /// First-in first-out.
     Fifo(std::collections::VecDeque<Pbn>),
     /// Least-erased first, ties by the lowest block number.
@@ -105,23 +115,33 @@ pub enum FreeBlocks {
 
 impl FreeBlocks {
     /// An empty pool for the blocks `b < blocks` with `b % stride` equal to one value
-    /// (stride 1: any block), least-erased first if `dynamic`.
+    /// (stride 1: any block), least-erased first if `dynamic`. No block retires.
     pub fn new(blocks: u32, stride: u32, dynamic: bool) -> Self {
-        if dynamic {
-            FreeBlocks::Worn(WearHeap::new(blocks, stride))
+        let order = if dynamic {
+            Order::Worn(WearHeap::new(blocks, stride))
         } else {
-            FreeBlocks::Fifo(std::collections::VecDeque::with_capacity(
+            Order::Fifo(std::collections::VecDeque::with_capacity(
                 blocks.div_ceil(stride.max(1)) as usize,
             ))
+        };
+        FreeBlocks {
+            order,
+            retirement: Retirement::off(),
         }
+    }
+
+    /// The pool retires blocks as `retirement` says (see [`FreeBlocks::push`]).
+    pub fn with_retirement(mut self, retirement: Retirement) -> Self {
+        self.retirement = retirement;
+        self
     }
 
     /// Free blocks.
     #[inline]
     pub fn len(&self) -> usize {
-        match self {
-            FreeBlocks::Fifo(q) => q.len(),
-            FreeBlocks::Worn(h) => h.len(),
+        match &self.order {
+            Order::Fifo(q) => q.len(),
+            Order::Worn(h) => h.len(),
         }
     }
 
@@ -131,40 +151,277 @@ impl FreeBlocks {
         self.len() == 0
     }
 
-    /// Adds an erased block that has been erased `erases` times.
+    /// Adds an erased block that has been erased `erases` times, unless it has reached
+    /// the P/E limit: then it retires instead (and raises [`WornOut`] if the blocks
+    /// left are too few; [`Retirement::erased`]).
+    ///
+    /// [`WornOut`]: crate::ftl::WornOut
     #[inline]
     pub fn push(&mut self, b: Pbn, erases: u32) {
-        match self {
-            FreeBlocks::Fifo(q) => q.push_back(b),
-            FreeBlocks::Worn(h) => h.push(b, erases),
+        if self.retirement.erased(b, erases) {
+            return;
+        }
+        match &mut self.order {
+            Order::Fifo(q) => q.push_back(b),
+            Order::Worn(h) => h.push(b, erases),
         }
     }
 
-    /// Takes the next block: the oldest freed, or the least erased.
+    /// Takes the next block: the oldest freed, or the least erased. An empty pool
+    /// after retirements is a worn-out device: raises [`WornOut`] then
+    /// ([`Retirement::exhausted`]).
+    ///
+    /// [`WornOut`]: crate::ftl::WornOut
     #[inline]
     pub fn pop(&mut self) -> Option<Pbn> {
-        match self {
-            FreeBlocks::Fifo(q) => q.pop_front(),
-            FreeBlocks::Worn(h) => h.pop(),
+        let b = self.pop_if_any();
+        if b.is_none() {
+            self.retirement.exhausted();
+        }
+        b
+    }
+
+    /// [`FreeBlocks::pop`] for a scheme to which an empty pool is no failure (it has
+    /// another source of blocks): never raises.
+    #[inline]
+    pub fn pop_if_any(&mut self) -> Option<Pbn> {
+        match &mut self.order {
+            Order::Fifo(q) => q.pop_front(),
+            Order::Worn(h) => h.pop(),
         }
     }
 
-    /// Empties the pool.
+    /// Empties the pool and forgets the retired blocks (a recovery rebuilds both
+    /// from the erase counts on flash by pushing every erased block again).
     pub fn clear(&mut self) {
-        match self {
-            FreeBlocks::Fifo(q) => q.clear(),
-            FreeBlocks::Worn(h) => h.clear(),
+        match &mut self.order {
+            Order::Fifo(q) => q.clear(),
+            Order::Worn(h) => h.clear(),
         }
+        self.retirement.clear();
     }
 
     /// The free blocks (first-in first-out: oldest first; else in no particular
-    /// order).
+    /// order). Retired blocks are not among them.
     pub fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
-        let (q, h) = match self {
-            FreeBlocks::Fifo(q) => (Some(q.iter().copied()), None),
-            FreeBlocks::Worn(h) => (None, Some(h.iter())),
+        let (q, h) = match &self.order {
+            Order::Fifo(q) => (Some(q.iter().copied()), None),
+            Order::Worn(h) => (None, Some(h.iter())),
         };
         q.into_iter().flatten().chain(h.into_iter().flatten())
+    }
+
+    /// The pool's retirement (retired blocks, the limit).
+    pub fn retirement(&self) -> &Retirement {
+        &self.retirement
+    }
+}
+
+/// Retirement of worn blocks (issue 23 item 4), shared by every scheme with a
+/// `pe_limit` option: a block erased `pe_limit` times is never written again. The
+/// scheme works on with fewer blocks while at least `min_blocks` (its geometry rule's
+/// minimum) are left; past that, or when its free pool runs dry with blocks retired,
+/// the device is worn out and [`Retirement::erased`] (or [`Retirement::exhausted`])
+/// raises [`WornOut`] in the middle of the request. Retirement is derived from the
+/// erase counts on flash, so a recovery that hands every erased block back (after
+/// [`Retirement::clear`]) keeps retired blocks retired. Nothing is allocated after
+/// construction (room for every block is reserved when the limit is on).
+///
+/// [`WornOut`]: crate::ftl::WornOut
+#[derive(Clone, Debug, Default)]
+pub struct Retirement {
+    scheme: &'static str,
+    pe_limit: u32,
+    blocks: u32,
+    min_blocks: u32,
+    retired: Vec<Pbn>,
+}
+
+impl Retirement {
+    /// No block ever retires.
+    pub fn off() -> Self {
+        Retirement::default()
+    }
+
+    /// Blocks of a device of `blocks` blocks retire after `pe_limit` erases (0: never);
+    /// `scheme` (its id, for the message) needs at least `min_blocks` of them.
+    pub fn new(scheme: &'static str, blocks: u32, pe_limit: u32, min_blocks: u32) -> Self {
+        Retirement {
+            scheme,
+            pe_limit,
+            blocks,
+            min_blocks,
+            retired: Vec::with_capacity(if pe_limit > 0 { blocks as usize } else { 0 }),
+        }
+    }
+
+    /// The P/E limit (0: off).
+    pub fn pe_limit(&self) -> u32 {
+        self.pe_limit
+    }
+
+    /// Whether a block erased `erases` times is at the limit.
+    #[inline]
+    pub fn reached(&self, erases: u32) -> bool {
+        self.pe_limit > 0 && erases >= self.pe_limit
+    }
+
+    /// A block was just erased (its `erases`th erase): whether it retires (the caller
+    /// must then not reuse it). Raises [`WornOut`] if the blocks left are fewer than
+    /// the scheme runs on.
+    ///
+    /// [`WornOut`]: crate::ftl::WornOut
+    #[inline]
+    pub fn erased(&mut self, b: Pbn, erases: u32) -> bool {
+        if !self.reached(erases) {
+            return false;
+        }
+        self.retired.push(b);
+        let usable = self.blocks.saturating_sub(self.retired.len() as u32);
+        if usable < self.min_blocks {
+            self.worn_out(&format!(
+                "{usable} left, the scheme needs {}",
+                self.min_blocks
+            ));
+        }
+        true
+    }
+
+    /// A block the scheme cannot replace (its address is fixed: an in-place data
+    /// block, a snapshot area) was just erased for the `erases`th time: at the limit the
+    /// device is worn out, and this raises [`WornOut`] naming `what`.
+    ///
+    /// [`WornOut`]: crate::ftl::WornOut
+    #[inline]
+    pub fn fixed(&self, b: Pbn, erases: u32, what: &str) {
+        if self.reached(erases) {
+            self.worn_out(&format!(
+                "{what} {b:?} is at the limit and cannot be replaced"
+            ));
+        }
+    }
+
+    /// The scheme found no free block where it needs one (its pool is empty, or a
+    /// collection finds no victim that fits): with blocks retired that is the end of
+    /// the device's life (retirements ate the reserve that the geometry rule counts on
+    /// between retirements), and this raises [`WornOut`]; otherwise it returns (the
+    /// caller's own check reports the broken invariant).
+    ///
+    /// [`WornOut`]: crate::ftl::WornOut
+    #[inline]
+    pub fn exhausted(&self) {
+        if !self.retired.is_empty() {
+            self.worn_out("no free block left");
+        }
+    }
+
+    fn worn_out(&self, why: &str) -> ! {
+        std::panic::panic_any(crate::ftl::WornOut(format!(
+            "{}: device worn out: {} of {} blocks retired at pe_limit {}, {why}",
+            self.scheme,
+            self.retired.len(),
+            self.blocks,
+            self.pe_limit,
+        )))
+    }
+
+    /// Forgets the retired blocks (before a recovery derives them again).
+    pub fn clear(&mut self) {
+        self.retired.clear();
+    }
+
+    /// The retired blocks, in order of retirement.
+    pub fn retired(&self) -> &[Pbn] {
+        &self.retired
+    }
+
+    /// Reports `retired_blocks` (only with a limit, so reports without one keep their
+    /// keys).
+    pub fn report(&self, extra: &mut crate::stats::Sink) {
+        if self.pe_limit > 0 {
+            extra.gauge("retired_blocks", "blocks", self.retired.len() as f64);
+        }
+    }
+}
+
+/// Static wear levelling's bookkeeping (`wear_leveling = "static"`), for a scheme that
+/// moves the least-erased sealed block's data when the spread passes the threshold (the
+/// module docs; `page` keeps its own copy, per die). The scheme tells it when a block
+/// is sealed, leaves the sealed set (collected or moved) and is erased, asks
+/// [`StaticLeveling::candidate`] after each collection, and reports
+/// [`StaticLeveling::moved`] blocks. O(log blocks) per seal, unseal and candidate;
+/// nothing per page; nothing allocated after construction.
+#[derive(Clone, Debug)]
+pub struct StaticLeveling {
+    sealed: WearHeap,
+    max_erase: u32,
+    threshold: u32,
+    migrations: u64,
+    pages: u64,
+}
+
+impl StaticLeveling {
+    /// For a device of `blocks` blocks, moving data past a spread of `threshold` (at
+    /// least 1).
+    pub fn new(blocks: u32, threshold: u32) -> Self {
+        StaticLeveling {
+            sealed: WearHeap::new(blocks, 1),
+            max_erase: 0,
+            threshold: threshold.max(1),
+            migrations: 0,
+            pages: 0,
+        }
+    }
+
+    /// Block `b`, erased `erases` times, was sealed (a candidate to move).
+    #[inline]
+    pub fn sealed(&mut self, b: Pbn, erases: u32) {
+        self.sealed.push(b, erases);
+    }
+
+    /// Block `b` is no longer sealed (a victim, or moved).
+    #[inline]
+    pub fn unsealed(&mut self, b: Pbn) {
+        self.sealed.remove(b);
+    }
+
+    /// A block was erased for the `erases`th time.
+    #[inline]
+    pub fn erased(&mut self, erases: u32) {
+        self.max_erase = self.max_erase.max(erases);
+    }
+
+    /// The sealed block whose data should move now: the least-erased one, if the
+    /// most-erased block has more than `threshold` erases more.
+    #[inline]
+    pub fn candidate(&self) -> Option<Pbn> {
+        let (cold, erases) = self.sealed.peek()?;
+        (self.max_erase - erases > self.threshold).then_some(cold)
+    }
+
+    /// A block's `pages` valid pages moved (counted for the report).
+    pub fn moved(&mut self, pages: u64) {
+        self.migrations += 1;
+        self.pages += pages;
+    }
+
+    /// Recovery: forgets the sealed set and takes the most erases from the flash's
+    /// counts; the scheme then reports its sealed blocks again.
+    pub fn recover(&mut self, erase_counts: &[u32]) {
+        self.sealed.clear();
+        self.max_erase = erase_counts.iter().copied().max().unwrap_or(0);
+    }
+
+    /// Reports `wl_migrations` and `wl_pages_copied`.
+    pub fn report(&self, extra: &mut crate::stats::Sink) {
+        extra.counter("wl_migrations", "blocks", self.migrations as f64);
+        extra.counter("wl_pages_copied", "pages", self.pages as f64);
+    }
+
+    /// Zeroes the reported counters.
+    pub fn reset_stats(&mut self) {
+        self.migrations = 0;
+        self.pages = 0;
     }
 }
 
@@ -338,6 +595,70 @@ mod tests {
         let order = |p: &mut FreeBlocks| std::iter::from_fn(|| p.pop()).collect::<Vec<_>>();
         assert_eq!(order(&mut f), [Pbn(3), Pbn(1), Pbn(6)]);
         assert_eq!(order(&mut w), [Pbn(1), Pbn(6), Pbn(3)]);
+    }
+
+    #[test]
+    fn a_pool_retires_blocks_at_the_limit_and_wears_out_below_the_minimum() {
+        let worn = |f: &mut dyn FnMut()| {
+            let e =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("worn out");
+            e.downcast_ref::<crate::ftl::WornOut>()
+                .expect("a WornOut, not another panic")
+                .0
+                .clone()
+        };
+        let mut p = FreeBlocks::new(6, 1, false).with_retirement(Retirement::new("t", 6, 3, 4));
+        (0..6).for_each(|b| p.push(Pbn(b), 0));
+        assert_eq!(p.len(), 6);
+        (0..4).for_each(|_| {
+            let _ = p.pop();
+        });
+        p.push(Pbn(0), 2);
+        p.push(Pbn(1), 3); // retires: 5 usable
+        p.push(Pbn(2), 4); // retires: 4 usable, still enough
+        assert_eq!(p.retirement().retired(), [Pbn(1), Pbn(2)]);
+        assert_eq!(p.iter().collect::<Vec<_>>(), [Pbn(4), Pbn(5), Pbn(0)]);
+        let msg = worn(&mut || p.push(Pbn(3), 3));
+        assert!(msg.contains("t: device worn out: 3 of 6 blocks retired at pe_limit 3"));
+        assert!(msg.contains("3 left, the scheme needs 4"), "{msg}");
+        // Recovery forgets the retired blocks and derives them again.
+        p.clear();
+        assert!(p.retirement().retired().is_empty() && p.is_empty());
+        p.push(Pbn(1), 3);
+        assert_eq!(p.retirement().retired(), [Pbn(1)]);
+        // An empty pool after retirements is worn out; without any, it is not.
+        let msg = worn(&mut || {
+            let _ = p.pop();
+        });
+        assert!(msg.contains("no free block left"), "{msg}");
+        let mut q = FreeBlocks::new(4, 1, true).with_retirement(Retirement::new("t", 4, 3, 1));
+        assert_eq!(q.pop(), None);
+        // Without a limit nothing retires.
+        let mut r = FreeBlocks::new(4, 1, false);
+        r.push(Pbn(0), u32::MAX);
+        assert_eq!(r.len(), 1);
+        let mut sink = crate::stats::Sink::default();
+        r.retirement().report(&mut sink);
+        assert_eq!(sink, crate::stats::Sink::default());
+    }
+
+    #[test]
+    fn static_leveling_names_the_coldest_sealed_block_past_the_threshold() {
+        let mut s = StaticLeveling::new(16, 3);
+        s.sealed(Pbn(4), 2);
+        s.sealed(Pbn(9), 1);
+        s.erased(4);
+        assert_eq!(s.candidate(), None, "spread 3 is not past 3");
+        s.erased(5);
+        assert_eq!(s.candidate(), Some(Pbn(9)));
+        s.unsealed(Pbn(9));
+        assert_eq!(s.candidate(), None, "spread 3 to block 4");
+        s.moved(7);
+        let mut sink = crate::stats::Sink::default();
+        s.report(&mut sink);
+        s.recover(&[0, 9, 3]);
+        s.sealed(Pbn(4), 2);
+        assert_eq!(s.candidate(), Some(Pbn(4)));
     }
 
     #[test]

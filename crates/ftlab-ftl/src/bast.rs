@@ -104,6 +104,11 @@
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
 //!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never); a
+//!   block erased `pe_limit` times retires as it returns to the pool (`logblock.rs`,
+//!   [`ftlab_core::wear::Retirement`]) and the scheme works on while its data blocks,
+//!   log blocks and one merge reserve are left (under `log_blocks = auto` that is every
+//!   block, so the first retirement ends the device), then raises `WornOut`. Recovery re-derives retirement from the erase counts.
 
 use crate::auto::AutoOr;
 use crate::logblock::{self, compose, FreePool, Group, MergeCounters, Scan, Src, MIXED, NONE};
@@ -136,6 +141,9 @@ pub struct BastOptions {
     /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
     /// dynamic (a new block is the least-erased free one).
     pub wear_leveling: DynamicWearLeveling,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for BastOptions {
@@ -145,6 +153,7 @@ impl Default for BastOptions {
             osm: false,
             ba_gc: false,
             wear_leveling: DynamicWearLeveling::Off,
+            pe_limit: 0,
         }
     }
 }
@@ -231,7 +240,14 @@ impl Bast {
             slot_of: vec![NO_SLOT; (log_blocks * ppb) as usize],
             free_desc: (0..log_blocks).rev().collect(),
             lru: Lru::new(log_blocks),
-            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
+            pool: FreePool::all(
+                geo,
+                opts.wear_leveling.dynamic(),
+                ID,
+                opts.pe_limit,
+                // Data blocks, log blocks and the merge reserve.
+                geo.logical_blocks() + log_blocks + 1,
+            ),
             srcs: vec![Src::Hole; ppb as usize],
             counters: MergeCounters::default(),
             stats: FtlStats::default(),
@@ -687,6 +703,7 @@ impl Ftl for Bast {
         self.counters.report(&mut s);
         s.extra
             .gauge("log_blocks", "blocks", self.logs.len() as f64);
+        self.pool.report(&mut s.extra);
         s
     }
 

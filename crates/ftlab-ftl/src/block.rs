@@ -54,6 +54,13 @@
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
 //!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never); a
+//!   block erased `pe_limit` times retires as it returns to the pool (`logblock.rs`,
+//!   [`ftlab_core::wear::Retirement`]) and the scheme works on while its logical
+//!   blocks (and under `out_of_place` the spare) are left; an in-place rewrite whose
+//!   erase takes the block to the limit moves the data to a free block; fewer blocks
+//!   left, or no free block for such a move, raise `WornOut`. Recovery re-derives
+//!   retirement from the erase counts.
 
 use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
 use ftlab_core::flash::{Cause, Flash};
@@ -80,6 +87,9 @@ pub struct BlockOptions {
     /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
     /// dynamic (a new block is the least-erased free one).
     pub wear_leveling: DynamicWearLeveling,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for BlockOptions {
@@ -88,6 +98,7 @@ impl Default for BlockOptions {
             grouped: true,
             update: Update::InPlace,
             wear_leveling: DynamicWearLeveling::Off,
+            pe_limit: 0,
         }
     }
 }
@@ -135,7 +146,7 @@ impl BlockFtl {
             geo: geo.clone(),
             ppb: geo.pages_per_block,
             dmap: vec![NONE; geo.logical_blocks() as usize],
-            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
+            pool: FreePool::all(geo, opts.wear_leveling.dynamic(), ID, opts.pe_limit, needed),
             grouped,
             in_place,
             srcs: vec![Src::Hole; geo.pages_per_block as usize],
@@ -207,7 +218,15 @@ impl BlockFtl {
                 }
             }
             flash.erase(old, Cause::Merge);
-            old
+            if self.pool.retires(flash.erase_count(old)) {
+                // Worn out: the block retires and the data goes to a free one.
+                self.pool.put(flash, old);
+                let dst = self.pool.take(ID);
+                self.dmap[lbn.idx()] = dst.0;
+                dst
+            } else {
+                old
+            }
         } else {
             self.pool.take(ID)
         };
@@ -313,6 +332,7 @@ impl Ftl for BlockFtl {
         let mut s = self.stats.clone();
         s.extra
             .counter("filler_pages", "pages", self.counters.fillers as f64);
+        self.pool.report(&mut s.extra);
         s
     }
 

@@ -79,6 +79,24 @@
 //!   them as lost (`power_loss.lost_pages`). `true` starts that erase only when the
 //!   program after it fits the same gap, which closes the window; out of place there is
 //!   no window (the old block stays mapped until the new one is programmed).
+//! - Wear levelling (issue 23 item 3; "Adding a wear leveler into CACH-FTL is also
+//!   beyond the scope of this paper", §4.2.3): `wear_leveling = "off"` (default: free
+//!   PMR blocks and out-of-place BMR spares first-in first-out) or `"dynamic"` (the
+//!   least-erased free block first, ties by the lowest number; [`ftlab_core::wear`]).
+//!   In place, a BMR block's address is its logical block's, so only the PMR levels.
+//!   Static levelling is not offered: the BMR's data sit where their logical block
+//!   says, and moving a cold PMR block's pages is what PMR-GC already does.
+//! - Endurance (issue 23 item 4, not in the paper): `pe_limit` (default 0: never). The
+//!   regions are fixed, so each retires on its own ([`ftlab_core::wear::Retirement`]):
+//!   a PMR block at the limit leaves the PMR, which works on while it keeps an active
+//!   block, a victim and `sync_free_blocks` (at least 3 blocks); out of place, a BMR
+//!   block at the limit leaves the BMR, which works on while one spare is left (under
+//!   `pmr_percent = auto` the BMR has just that spare, so its first worn block ends the
+//!   device; a smaller `pmr_percent` leaves it more); in place, a logical block's
+//!   block cannot be replaced and its reaching the limit ends the device. Then the run
+//!   ends with `Failure::WornOut`. Recovery derives retirement from the erase counts
+//!   on flash; its merge of an out-of-place block (below) skips blocks that erase
+//!   takes to the limit. `ftl.extra.retired_blocks` counts both regions.
 //!
 //! Power-loss recovery ([`Ftl::recover`], not in the paper):
 //! - Nothing is checkpointed and no role is stored: the PMR is a fixed range of blocks
@@ -142,6 +160,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use pmr::Pmr;
 use serde::{Deserialize, Serialize};
@@ -182,6 +201,12 @@ pub struct CachOptions {
     /// no block's data lives only in RAM between requests; false: the five interruption
     /// points of cach-ftl.txt §4.3.3.
     pub power_safe_bmr_gc: bool,
+    /// Wear levelling (ftlab_core::wear): off (free PMR blocks and BMR spares
+    /// first-in first-out) or dynamic (a new block is the least-erased free one).
+    pub wear_leveling: DynamicWearLeveling,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for CachOptions {
@@ -195,6 +220,8 @@ impl Default for CachOptions {
             pmr_gc_min_invalid: 1,
             bmr_update: BmrUpdate::InPlace,
             power_safe_bmr_gc: false,
+            wear_leveling: DynamicWearLeveling::Off,
+            pe_limit: 0,
         }
     }
 }
@@ -307,8 +334,9 @@ pub struct CachFtl {
     bmr: Vec<Pbn>,
     /// Per logical page: the live copy is in the BMR (the paper's validation bit).
     bmr_valid: Vec<u64>,
-    /// Out-of-place only: erased spare blocks, and retired blocks waiting for an erase.
-    spare: VecDeque<Pbn>,
+    /// Out-of-place only: erased spare blocks (and the BMR's worn-out blocks, in its
+    /// retirement; in place only the one that ends the device).
+    spare: FreeBlocks,
     retired: VecDeque<Pbn>,
     pmr: Pmr,
     job: Option<Job>,
@@ -410,11 +438,32 @@ impl CachFtl {
         let async_pct = opts.async_free_percent.clamp(0.0, 100.0);
         let pmr_pages = pmr_blocks * ppb;
         let first_spare = logical + pmr_blocks;
-        let spare = if out_of_place {
-            (first_spare..geo.blocks).map(Pbn).collect()
+        let dynamic = opts.wear_leveling.dynamic();
+        // Out of place, the BMR's blocks are a pool (the logical blocks' and the
+        // spares), one spare the least; in place, a logical block's block is fixed and
+        // the first at the limit ends the device's life.
+        let bmr_retirement = if out_of_place {
+            Retirement::new(
+                "cach (BMR)",
+                geo.blocks - pmr_blocks,
+                opts.pe_limit,
+                logical + 1,
+            )
         } else {
-            VecDeque::new()
+            // (In place only `Retirement::fixed` is asked.)
+            Retirement::new(ID, logical, opts.pe_limit, logical)
         };
+        let mut spare = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(bmr_retirement);
+        if out_of_place {
+            (first_spare..geo.blocks).for_each(|b| spare.push(Pbn(b), 0));
+        }
+        // The PMR runs on an active block, a victim and the synchronous reserve.
+        let pmr_retirement = Retirement::new(
+            "cach (PMR)",
+            pmr_blocks,
+            opts.pe_limit,
+            (sync_free_blocks + 2).max(3),
+        );
         Ok(CachFtl {
             geo: geo.clone(),
             ppb,
@@ -429,7 +478,14 @@ impl CachFtl {
             bmr_valid: vec![0; (geo.logical_pages as usize).div_ceil(64)],
             spare,
             retired: VecDeque::with_capacity(geo.blocks as usize),
-            pmr: Pmr::new(geo, Pbn(logical), pmr_blocks, min_invalid),
+            pmr: Pmr::new(
+                geo,
+                Pbn(logical),
+                pmr_blocks,
+                min_invalid,
+                dynamic,
+                pmr_retirement,
+            ),
             job: None,
             job_img: Image::new(ppb),
             fg_img: Image::new(ppb),
@@ -635,6 +691,11 @@ impl Ftl for CachFtl {
         ] {
             s.extra.counter(k, "events", v as f64);
         }
+        if self.spare.retirement().pe_limit() > 0 {
+            let worn = self.pmr.free.retirement().retired().len()
+                + self.spare.retirement().retired().len();
+            s.extra.gauge("retired_blocks", "blocks", worn as f64);
+        }
         for (k, unit, v) in [
             ("pmr_blocks", "blocks", self.pmr.blocks() as u64),
             ("sync_free_blocks", "blocks", self.sync_free_blocks as u64),
@@ -725,24 +786,26 @@ impl CachFtl {
         for b in first..first + self.pmr.blocks() {
             let pbn = Pbn(b);
             let roles = [
-                self.pmr.free.contains(&pbn),
+                self.pmr.free.iter().any(|b| b == pbn),
                 self.pmr.active == Some(pbn),
                 self.pmr.is_sealed(pbn),
                 victim == Some(pbn),
+                self.pmr.free.retirement().retired().contains(&pbn),
             ];
             if roles.iter().filter(|&&r| r).count() != 1 {
                 return Err(format!(
-                    "PMR {pbn:?} has roles {roles:?} (free, active, sealed, victim)"
+                    "PMR {pbn:?} has roles {roles:?} (free, active, sealed, victim, worn out)"
                 ));
             }
-            if roles[0] && !flash.is_erased(pbn) {
-                return Err(format!("free PMR {pbn:?} is not erased"));
+            if (roles[0] || roles[4]) && !flash.is_erased(pbn) {
+                return Err(format!("free or worn-out PMR {pbn:?} is not erased"));
             }
             if roles[2] && !flash.is_full(pbn) {
                 return Err(format!("sealed PMR {pbn:?} is not full"));
             }
         }
-        for &b in &self.spare {
+        let worn = self.spare.retirement().retired();
+        for b in self.spare.iter().chain(worn.iter().copied()) {
             if !flash.is_erased(b) || self.bmr.contains(&b) {
                 return Err(format!("spare {b:?} is not erased or is mapped"));
             }
@@ -779,11 +842,15 @@ impl CachFtl {
             Some(Job::Bmr { target, .. }) if self.out_of_place => target,
             _ => None,
         };
-        for b in self
-            .spare
-            .iter()
-            .chain(&self.retired)
-            .chain(target.as_ref())
+        // Worn-out blocks: out of place only (in place the first ends the run).
+        let worn = match self.out_of_place {
+            true => self.spare.retirement().retired(),
+            false => &[],
+        };
+        for b in (self.spare.iter())
+            .chain(worn.iter().copied())
+            .chain(self.retired.iter().copied())
+            .chain(target)
         {
             seen[b.idx()] += 1;
         }

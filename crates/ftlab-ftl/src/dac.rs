@@ -41,9 +41,21 @@
 //!   programmed (`stream_*_programs`) and the blocks opened (`stream_*_blocks`).
 //! - Free blocks are reused first-in first-out (`wear_leveling = "off"`, default), or
 //!   least-erased first (`"dynamic"`, issue 23 item 3, not in the paper; ties by the
-//!   lowest block number; [`ftlab_core::wear`]); static levelling is not offered here
-//!   (`page` has it). GC is checked when a host write opens a new active block, the
-//!   moment the free pool shrinks.
+//!   lowest block number; [`ftlab_core::wear`]), or `"static"`: dynamic, and after each
+//!   collection, when the most-erased block has more than `wl_threshold` (16) erases
+//!   more than the least-erased sealed block, that block's valid pages move as GC
+//!   copies do (demoted a region: data that sat in a cold block is cold) and it is
+//!   erased and freed; one block per check ([`ftlab_core::wear::StaticLeveling`];
+//!   `ftl.extra.wl_migrations`, `wl_pages_copied`, not GC rounds, GC copies or
+//!   `u_avg`). GC is checked when a host write opens a new active block, the moment the
+//!   free pool shrinks.
+//! - Endurance (issue 23 item 4, not in the paper): `pe_limit` (default 0: never). A
+//!   block erased `pe_limit` times retires as it is handed back to the pool
+//!   ([`ftlab_core::wear::Retirement`]); the scheme works on while `logical blocks +
+//!   gc_threshold + open blocks` are left, and raises `WornOut` past that or when its
+//!   pool runs dry with blocks retired (with `gc_threshold` 2 a retirement during a
+//!   collection can do that at once: raise the threshold to give the device room to
+//!   lose blocks). Recovery re-derives retirement from the erase counts on flash.
 //! - Power-loss recovery (not in the paper): DAC keeps no checkpoint, so start-up reads
 //!   the spare area of every programmed page and maps each LPN to its newest version.
 //!   Which region a block belonged to is not on flash: recovered blocks are in region 0
@@ -65,7 +77,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
+use ftlab_core::wear::{self, FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -95,12 +107,19 @@ pub struct DacOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
-    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
-    /// dynamic (a new block is the least-erased free one).
-    pub wear_leveling: DynamicWearLeveling,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
+    /// (a new block is the least-erased free one) or static (dynamic, and when max - min
+    /// erase count exceeds wl_threshold the data of the least-erased sealed block moves).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
     /// Where GC copies are written: shared (the active block of the region they are
     /// demoted to) or separate (a second open block per region, for GC copies only).
     pub gc_frontier: GcFrontier,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for DacOptions {
@@ -111,8 +130,10 @@ impl Default for DacOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
-            wear_leveling: DynamicWearLeveling::Off,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             gc_frontier: GcFrontier::Shared,
+            pe_limit: 0,
         }
     }
 }
@@ -136,6 +157,8 @@ pub struct DacFtl {
     stream_blocks: [u64; 2],
     free: FreeBlocks,
     index: Victims,
+    /// Static wear levelling, if on.
+    wl: Option<StaticLeveling>,
     gc_threshold: u32,
     stats: FtlStats,
     /// Pages written in GC victims when they were chosen (for `u_avg`).
@@ -202,7 +225,10 @@ impl DacFtl {
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             free: {
-                let mut f = FreeBlocks::new(geo.blocks, 1, opts.wear_leveling.dynamic());
+                let min_blocks = geo.logical_blocks() + gc_threshold + per * regions;
+                let dynamic = opts.wear_leveling != WearLeveling::Off;
+                let mut f = FreeBlocks::new(geo.blocks, 1, dynamic)
+                    .with_retirement(Retirement::new(ID, geo.blocks, opts.pe_limit, min_blocks));
                 (0..geo.blocks).for_each(|b| f.push(Pbn(b), 0));
                 f
             },
@@ -215,6 +241,8 @@ impl DacFtl {
                     window: opts.gc_window,
                 },
             ),
+            wl: (opts.wear_leveling == WearLeveling::Static)
+                .then(|| StaticLeveling::new(geo.blocks, opts.wl_threshold)),
             gc_threshold,
             stats: FtlStats::default(),
             victim_pages_written: 0,
@@ -250,7 +278,7 @@ impl DacFtl {
                 return self.geo.ppn(Pbn(a), flash.write_ptr(Pbn(a)));
             }
             if a != NO_BLOCK {
-                self.index.insert(Pbn(a), flash.valid_count(Pbn(a)));
+                self.seal(flash, Pbn(a));
             }
             let b = self
                 .free
@@ -272,7 +300,7 @@ impl DacFtl {
         let a = self.gc_active[region];
         if a == NO_BLOCK || flash.is_full(Pbn(a)) {
             if a != NO_BLOCK {
-                self.index.insert(Pbn(a), flash.valid_count(Pbn(a)));
+                self.seal(flash, Pbn(a));
             }
             let b = self
                 .free
@@ -287,9 +315,27 @@ impl DacFtl {
         self.geo.ppn(a, flash.write_ptr(a))
     }
 
+    /// Seals a full open block: a GC candidate (and, under static wear levelling, a
+    /// block whose data may move).
+    fn seal(&mut self, flash: &Flash, b: Pbn) {
+        self.index.insert(b, flash.valid_count(b));
+        if let Some(wl) = &mut self.wl {
+            wl.sealed(b, flash.erase_count(b));
+        }
+    }
+
+    /// GC while free blocks are fewer than the threshold, then under static wear
+    /// levelling at most one levelling move (and GC again if the moved block retired).
+    fn collect(&mut self, flash: &mut Flash) {
+        self.gc_rounds(flash);
+        if self.wl.is_some() && self.level(flash) {
+            self.gc_rounds(flash);
+        }
+    }
+
     /// GC while free blocks are fewer than the threshold. Each victim's valid
     /// pages are demoted one region down.
-    fn collect(&mut self, flash: &mut Flash) {
+    fn gc_rounds(&mut self, flash: &mut Flash) {
         while (self.free.len() as u32) < self.gc_threshold {
             let (victim, valid) = self.index.pop().expect("dac: no sealed block to collect");
             assert!(
@@ -301,10 +347,36 @@ impl DacFtl {
         }
     }
 
+    /// Static wear levelling, checked after each collection (as `page` does): past
+    /// the spread, the least-erased sealed block's valid pages move (GC copies, demoted
+    /// a region like any GC copy, `Cause::Gc`) and it is erased and freed, so its
+    /// erase budget goes back into circulation. Counted as `wl_migrations` and
+    /// `wl_pages_copied`, not as GC rounds or GC copies. Whether a block moved.
+    fn level(&mut self, flash: &mut Flash) -> bool {
+        let Some(cold) = self.wl.as_ref().and_then(StaticLeveling::candidate) else {
+            return false;
+        };
+        self.index.remove(cold);
+        let valid = flash.valid_count(cold) as u64;
+        let written = flash.write_ptr(cold) as u64;
+        self.reclaim(flash, cold);
+        // Counted as levelling, not as a GC round, its copies or U_avg.
+        self.stats.gc_pages_copied -= valid;
+        self.stats.gc_invocations -= 1;
+        self.victim_pages_written -= written;
+        if let Some(wl) = &mut self.wl {
+            wl.moved(valid);
+        }
+        true
+    }
+
     /// Copies a victim's valid pages one region down and erases it.
     // Like `page`'s GC loop but for the demotion target; `page` keeps its own copy so
     // the baseline every paper compares against reads on its own, without regions.
     fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(victim);
+        }
         self.victim_pages_written += flash.write_ptr(victim) as u64;
         let dest = (self.region[victim.idx()] as usize).saturating_sub(1);
         for off in 0..flash.write_ptr(victim) {
@@ -320,7 +392,11 @@ impl DacFtl {
             self.stats.gc_pages_copied += 1;
         }
         flash.erase(victim, Cause::Gc);
-        self.free.push(victim, flash.erase_count(victim));
+        let erases = flash.erase_count(victim);
+        if let Some(wl) = &mut self.wl {
+            wl.erased(erases);
+        }
+        self.free.push(victim, erases);
         self.stats.gc_invocations += 1;
     }
 
@@ -399,6 +475,15 @@ impl Ftl for DacFtl {
         for b in free {
             self.free.push(b, flash.erase_count(b));
         }
+        if let Some(wl) = &mut self.wl {
+            // Erase counts are on flash (the controller keeps them with the blocks).
+            wl.recover(flash.erase_counts());
+            for b in (0..self.geo.blocks).map(Pbn) {
+                if self.index.contains(b) {
+                    wl.sealed(b, flash.erase_count(b));
+                }
+            }
+        }
         self.collect(flash);
         Ok(())
     }
@@ -419,7 +504,13 @@ impl Ftl for DacFtl {
             .map(|&a| Pbn(a))
             .collect();
         let free: VecDeque<Pbn> = self.free.iter().collect();
-        scan::check_blocks(flash, &free, &self.index, &actives)
+        // Retired blocks count with the open ones: neither free nor sealed.
+        let retired = self.free.retirement().retired();
+        if let Some(b) = retired.iter().find(|&&b| !flash.is_erased(b)) {
+            return Err(format!("retired {b:?} is not erased"));
+        }
+        let open: Vec<Pbn> = actives.iter().chain(retired).copied().collect();
+        scan::check_blocks(flash, &free, &self.index, &open)
     }
 
     fn stats(&self) -> FtlStats {
@@ -428,6 +519,10 @@ impl Ftl for DacFtl {
             .gauge("regions", "regions", self.active.len() as f64);
         s.extra
             .counter("merge_count", "merges", s.gc_invocations as f64);
+        self.free.retirement().report(&mut s.extra);
+        if let Some(wl) = &self.wl {
+            wl.report(&mut s.extra);
+        }
         if !self.gc_active.is_empty() {
             let e = &mut s.extra;
             e.counter(
@@ -457,6 +552,9 @@ impl Ftl for DacFtl {
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.victim_pages_written = 0;
+        if let Some(wl) = &mut self.wl {
+            wl.reset_stats();
+        }
         self.stream_programs = [0; 2];
         self.stream_blocks = [0; 2];
     }
@@ -695,6 +793,36 @@ mod tests {
                 assert_eq!(r.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
             }
         }
+    }
+
+    /// Static levelling (issue 23 item 3) on a hot/cold mix: the cold blocks' data
+    /// moves, which narrows the erase-count spread against dynamic levelling alone,
+    /// at a cost in GC copies; the moves are reported apart from GC.
+    #[test]
+    fn static_levelling_moves_cold_data_and_narrows_the_spread() {
+        let g = geo(100.0);
+        let spread = |wl: &str| {
+            let mut f = Flash::new(&g);
+            let o = opts(&[("wear_leveling", wl), ("wl_threshold", "4")]);
+            let mut d = DacFtl::new(&g, &o).unwrap();
+            let version = hot_cold_writes(&mut d, &mut f, &g, 5, 20_000);
+            d.check(&f).unwrap();
+            for (l, &v) in version.iter().enumerate() {
+                if v > 0 {
+                    assert_eq!(d.read(&mut f, Lpn(l as u32)), Some(tag(l as u32, v)));
+                }
+            }
+            let e = f.erase_counts();
+            let spread = e.iter().max().unwrap() - e.iter().min().unwrap();
+            (spread, d.stats())
+        };
+        let (dynamic, _) = spread("dynamic");
+        let (levelled, st) = spread("static");
+        assert!(st.extra["wl_migrations"] > 0.0 && st.extra["wl_pages_copied"] > 0.0);
+        assert!(
+            levelled < dynamic && levelled <= 4 + 2,
+            "spread {levelled} under static, {dynamic} under dynamic"
+        );
     }
 
     #[test]

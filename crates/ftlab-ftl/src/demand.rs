@@ -72,8 +72,26 @@
 //!   `FtlStats::extra`.
 //! - Free blocks are reused first-in first-out, as in `page` (`wear_leveling = "off"`,
 //!   default), or least-erased first (`"dynamic"`, issue 23 item 3, not in the papers;
-//!   ties by the lowest block number; [`ftlab_core::wear`]). Static levelling is not
-//!   offered here (`page` has it).
+//!   ties by the lowest block number; [`ftlab_core::wear`]), or `"static"`: dynamic,
+//!   and after each collection, when the most-erased block has more than
+//!   `wl_threshold` (16) erases more than the least-erased sealed block, that block is
+//!   collected as a GC victim would be (a data block: its pages move to the GC
+//!   destination and their mappings are updated as after any data GC; a translation
+//!   block: its translation pages move), one block per check and only with two or
+//!   more blocks in the pool, where any round fits ([`ftlab_core::wear::StaticLeveling`];
+//!   `ftl.extra.wl_migrations`, `wl_pages_copied`, not GC rounds or GC copies; the
+//!   translation writes a move causes count as GC's). Open choice, made here: the cold
+//!   block may be a translation block.
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never). A
+//!   block erased `pe_limit` times retires as it is handed back to the pool
+//!   ([`ftlab_core::wear::Retirement`]; data and translation blocks alike, one pool).
+//!   The scheme works on while the blocks left satisfy the feasibility rule for its
+//!   open data blocks and threshold (`dftl`: 1, or 2 under `gc_frontier =
+//!   "separate"`; `tpm`: its write pointers); past that, or when a collection finds no
+//!   free block left with blocks retired (retirements ate the reserve), it raises
+//!   `WornOut` and the run ends as a worn-out device (`--until-worn-out` reports its
+//!   life). Recovery re-derives retirement from the erase counts on flash.
+//!   `ftl.extra.retired_blocks` (only with a limit).
 //!
 //! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
 //! `recover` of each scheme):
@@ -126,7 +144,7 @@ use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::victim::{VictimPolicy, Victims};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks};
+use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -303,6 +321,14 @@ pub(crate) fn auto_open(geo: &Geometry, tpages: u32, theta: u32) -> u32 {
     most(1).max(most(0).min(1))
 }
 
+/// The fewest blocks on which `open` open data blocks and a GC threshold of `theta`
+/// fit the rule (what a device must keep usable as blocks retire, `pe_limit`).
+pub(crate) fn min_blocks(geo: &Geometry, tpages: u32, open: u32, theta: u32) -> u32 {
+    let ppb = geo.pages_per_block as u64;
+    let pages = geo.logical_pages as u64 + tpages as u64 + 1 + (open as u64 + theta as u64) * ppb;
+    pages.div_ceil(ppb).min(u32::MAX as u64) as u32
+}
+
 /// The most open data blocks the rule allows with threshold `theta`.
 pub(crate) fn max_open(geo: &Geometry, tpages: u32, theta: u32) -> u32 {
     let blocks = headroom_pages(geo, tpages).div_euclid(geo.pages_per_block as i64);
@@ -411,8 +437,54 @@ pub(crate) trait Demand {
         let _ = victim;
     }
 
-    /// GC until the pool holds `gc_threshold` blocks.
+    /// GC until the pool holds `gc_threshold` blocks; then, under static wear
+    /// levelling, at most one levelling move (and GC again if it left the pool short).
     fn collect(&mut self, flash: &mut Flash) {
+        self.gc_rounds(flash);
+        if self.space().wl.is_some() && self.level(flash) {
+            self.gc_rounds(flash);
+        }
+    }
+
+    /// Static wear levelling (module docs): past the spread, the least-erased sealed
+    /// block (data or translation) is collected as a GC victim would be, its counts
+    /// moved from GC to `wl_migrations` / `wl_pages_copied`. Only with two or more
+    /// blocks in the pool, where any round fits (see [`Space::pick_victim`]). Whether a
+    /// block moved.
+    fn level(&mut self, flash: &mut Flash) -> bool {
+        let s = self.space();
+        if s.free.len() < 2 {
+            return false;
+        }
+        let Some(cold) = s.wl.as_ref().and_then(StaticLeveling::candidate) else {
+            return false;
+        };
+        s.index.remove(cold);
+        if let Some(wl) = &mut s.wl {
+            wl.unsealed(cold);
+        }
+        let before = s.c.clone();
+        if s.kind[cold.idx()] == Kind::Trans {
+            s.collect_trans_block(flash, cold);
+        } else {
+            self.collect_data_block(flash, cold);
+        }
+        let s = self.space();
+        // Counted as levelling, not as a GC round or GC copies.
+        let moved = (s.c.data_pages_copied - before.data_pages_copied)
+            + (s.c.tpages_moved - before.tpages_moved);
+        s.c.data_victims = before.data_victims;
+        s.c.trans_victims = before.trans_victims;
+        s.c.data_pages_copied = before.data_pages_copied;
+        s.c.tpages_moved = before.tpages_moved;
+        if let Some(wl) = &mut s.wl {
+            wl.moved(moved);
+        }
+        true
+    }
+
+    /// GC rounds until the pool holds `gc_threshold` blocks.
+    fn gc_rounds(&mut self, flash: &mut Flash) {
         let mut rounds = 0u64;
         while self.space().below_threshold() {
             // The escape hatch of a policy that is not greedy: after a device's worth of
@@ -532,6 +604,14 @@ impl scan::Visit for TransPages<'_> {
     }
 }
 
+/// The wear options of a demand-paged scheme: `wear_leveling`, `wl_threshold` and the
+/// retirement of `pe_limit`.
+pub(crate) struct Wear {
+    pub leveling: WearLeveling,
+    pub threshold: u32,
+    pub retirement: Retirement,
+}
+
 /// The block pool, the translation pages on flash and the GTD's PPN column.
 pub(crate) struct Space {
     pub geo: Geometry,
@@ -540,6 +620,8 @@ pub(crate) struct Space {
     pub free: FreeBlocks,
     pub kind: Vec<Kind>,
     pub index: Victims,
+    /// Static wear levelling, if on.
+    pub wl: Option<StaticLeveling>,
     /// This GC invocation takes greedy victims whatever the policy (see
     /// [`Demand::collect`]).
     pub greedy_now: bool,
@@ -565,10 +647,16 @@ impl Space {
         lay: Layout,
         gc_threshold: u32,
         policy: VictimPolicy,
-        wear: DynamicWearLeveling,
+        wear: Wear,
         scheme: &'static str,
     ) -> Space {
-        let mut free = FreeBlocks::new(geo.blocks, 1, wear.dynamic());
+        let Wear {
+            leveling,
+            threshold,
+            retirement,
+        } = wear;
+        let dynamic = leveling != WearLeveling::Off;
+        let mut free = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(retirement);
         (0..geo.blocks).for_each(|b| free.push(Pbn(b), 0));
         Space {
             geo: geo.clone(),
@@ -577,6 +665,8 @@ impl Space {
             free,
             kind: vec![Kind::Free; geo.blocks as usize],
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
+            wl: (leveling == WearLeveling::Static)
+                .then(|| StaticLeveling::new(geo.blocks, threshold)),
             greedy_now: false,
             trans_active: None,
             gtd: vec![NONE; lay.tpages as usize],
@@ -637,6 +727,9 @@ impl Space {
     pub(crate) fn seal_if_full(&mut self, flash: &Flash, b: Pbn) -> bool {
         if flash.is_full(b) {
             self.index.insert(b, flash.valid_count(b));
+            if let Some(wl) = &mut self.wl {
+                wl.sealed(b, flash.erase_count(b));
+            }
             true
         } else {
             false
@@ -654,7 +747,11 @@ impl Space {
     pub(crate) fn reclaim(&mut self, flash: &mut Flash, victim: Pbn) {
         flash.erase(victim, Cause::Gc);
         self.kind[victim.idx()] = Kind::Free;
-        self.free.push(victim, flash.erase_count(victim));
+        let erases = flash.erase_count(victim);
+        if let Some(wl) = &mut self.wl {
+            wl.erased(erases);
+        }
+        self.free.push(victim, erases);
     }
 
     /// Free pages left in the active translation block.
@@ -790,6 +887,9 @@ impl Space {
             self.low_pool_victim(flash, data_room, cached)
         };
         self.index.remove(victim);
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(victim);
+        }
         victim
     }
 
@@ -851,6 +951,8 @@ impl Space {
             );
         }
         best.unwrap_or_else(|| {
+            // With blocks retired, a reserve the retirements ate is the device's end.
+            self.free.retirement().exhausted();
             panic!(
                 "{}: GC stalled: the free pool ran dry in the middle of GC and no victim's \
                  valid pages fit the open blocks (gc_threshold {}); the geometry rule and \
@@ -975,6 +1077,15 @@ impl Space {
         for b in free {
             self.free.push(b, flash.erase_count(b));
         }
+        if let Some(wl) = &mut self.wl {
+            // Erase counts are on flash (the controller keeps them with the blocks).
+            wl.recover(flash.erase_counts());
+            for b in (0..self.geo.blocks).map(Pbn) {
+                if self.index.contains(b) {
+                    wl.sealed(b, flash.erase_count(b));
+                }
+            }
+        }
         Ok(open)
     }
 
@@ -1035,13 +1146,22 @@ impl Space {
         is_open: impl Fn(Pbn) -> bool,
         ahead: impl Fn(u32) -> bool,
     ) -> Result<(), String> {
+        // Retired blocks are erased, of no kind, and in no pool.
         let free_kinds = self.kind.iter().filter(|&&k| k == Kind::Free).count();
-        if free_kinds != self.free.len() {
+        let retired = self.free.retirement().retired();
+        if free_kinds != self.free.len() + retired.len() {
             return Err(format!(
-                "{} blocks are free but the pool holds {}",
+                "{} blocks are free but the pool holds {} and {} are retired",
                 free_kinds,
-                self.free.len()
+                self.free.len(),
+                retired.len()
             ));
+        }
+        if let Some(b) = retired
+            .iter()
+            .find(|b| self.kind[b.idx()] != Kind::Free || !flash.is_erased(**b))
+        {
+            return Err(format!("retired {b:?} is in use or not erased"));
         }
         for b in self.free.iter() {
             if self.kind[b.idx()] != Kind::Free || !flash.is_erased(b) || self.index.contains(b) {

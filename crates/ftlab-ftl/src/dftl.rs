@@ -69,7 +69,7 @@ use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy};
-use ftlab_core::wear::DynamicWearLeveling;
+use ftlab_core::wear::{self, Retirement, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -101,12 +101,19 @@ pub struct DftlOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
-    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
-    /// dynamic (a new block is the least-erased free one).
-    pub wear_leveling: DynamicWearLeveling,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
+    /// (a new block is the least-erased free one) or static (dynamic, and when max - min
+    /// erase count exceeds wl_threshold the data of the least-erased sealed block moves).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
     /// Where GC copies of data pages are written: shared (the current data block, with
     /// host writes) or separate (a data block of their own).
     pub gc_frontier: GcFrontier,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for DftlOptions {
@@ -118,8 +125,10 @@ impl Default for DftlOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
-            wear_leveling: DynamicWearLeveling::Off,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             gc_frontier: GcFrontier::Shared,
+            pe_limit: 0,
         }
     }
 }
@@ -180,7 +189,16 @@ impl Dftl {
                     d: opts.gc_d,
                     window: opts.gc_window,
                 },
-                opts.wear_leveling,
+                demand::Wear {
+                    leveling: opts.wear_leveling,
+                    threshold: opts.wl_threshold,
+                    retirement: Retirement::new(
+                        ID,
+                        geo.blocks,
+                        opts.pe_limit,
+                        demand::min_blocks(geo, lay.tpages, open_data, theta),
+                    ),
+                },
                 ID,
             ),
             active: None,
@@ -517,6 +535,10 @@ impl Ftl for Dftl {
         let (gtd, cmt) = self.mapping_parts();
         st.extra.gauge("mapping_bytes_gtd", "bytes", gtd as f64);
         st.extra.gauge("mapping_bytes_cmt", "bytes", cmt as f64);
+        self.s.free.retirement().report(&mut st.extra);
+        if let Some(wl) = &self.s.wl {
+            wl.report(&mut st.extra);
+        }
         if self.separate {
             let e = &mut st.extra;
             e.counter(
@@ -537,6 +559,9 @@ impl Ftl for Dftl {
 
     fn reset_stats(&mut self) {
         self.s.c = Default::default();
+        if let Some(wl) = &mut self.s.wl {
+            wl.reset_stats();
+        }
         self.stream_programs = [0; 2];
         self.stream_blocks = [0; 2];
     }

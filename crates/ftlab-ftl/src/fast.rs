@@ -133,6 +133,11 @@
 //!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
 //!   block first); the pool and what is left open are in `logblock.rs`. After a
 //!   power loss the pool is rebuilt from the erased blocks with their erase counts.
+//! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never); a
+//!   block erased `pe_limit` times retires as it returns to the pool (`logblock.rs`,
+//!   [`ftlab_core::wear::Retirement`]) and the scheme works on while its data blocks,
+//!   SW and RW logs and one merge reserve are left (under `rw_logs = auto` that is every
+//!   block, so the first retirement ends the device), then raises `WornOut`. Recovery re-derives retirement from the erase counts.
 
 use crate::auto::AutoOr;
 use crate::logblock::{
@@ -179,6 +184,9 @@ pub struct FastOptions {
     /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
     /// dynamic (a new block is the least-erased free one).
     pub wear_leveling: DynamicWearLeveling,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for FastOptions {
@@ -191,6 +199,7 @@ impl Default for FastOptions {
             osm: false,
             ba_gc: false,
             wear_leveling: DynamicWearLeveling::Off,
+            pe_limit: 0,
         }
     }
 }
@@ -320,7 +329,14 @@ impl Fast {
             sw: vec![free_sw; sw_logs as usize],
             clock: 0,
             rw_threshold,
-            pool: FreePool::all(geo, opts.wear_leveling.dynamic()),
+            pool: FreePool::all(
+                geo,
+                opts.wear_leveling.dynamic(),
+                ID,
+                opts.pe_limit,
+                // Data blocks, log blocks and the merge reserve.
+                geo.logical_blocks() + needed as u32,
+            ),
             srcs: vec![Src::Hole; ppb as usize],
             lbns: Vec::with_capacity(ppb as usize),
             counters: MergeCounters::default(),
@@ -969,6 +985,7 @@ impl Ftl for Fast {
             s.extra
                 .gauge("fm_hit_ratio", "ratio", (r * 1e6).round() / 1e6);
         }
+        self.pool.report(&mut s.extra);
         s
     }
 

@@ -26,6 +26,10 @@
 //!   [`ftlab_core::wear`]). Static levelling (moving cold data) is not offered for this
 //!   family: a data block's place is its logical block's, and moving it is a merge the
 //!   papers' cost models do not have.
+//! - Retirement (issue 23 item 4, not in the papers; `pe_limit`): [`FreePool`] carries a
+//!   [`ftlab_core::wear::Retirement`], so an erased block at the limit retires as it is
+//!   put back, whatever merge erased it, and a pool that runs dry with blocks retired
+//!   is a worn-out device. The deep check counts retired blocks as a role of their own.
 //! - Power-loss recovery of `bast` and `fast` starts from [`Scan`]: one spare read per
 //!   programmed page (`Cause::Recovery`), the newest version of every LPN, and the
 //!   *shape* of every block (which logical blocks its pages belong to, whether every
@@ -38,7 +42,8 @@ use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{BufferView, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
-use ftlab_core::wear::FreeBlocks;
+use ftlab_core::stats::Sink;
+use ftlab_core::wear::{FreeBlocks, Retirement};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 
 /// "No entry" in the `u32` tables of this family.
@@ -56,9 +61,17 @@ pub(crate) struct FreePool {
 
 impl FreePool {
     /// A pool holding every block of the device (a new device: none erased yet),
-    /// least-erased first if `dynamic`.
-    pub(crate) fn all(geo: &Geometry, dynamic: bool) -> FreePool {
-        let mut blocks = FreeBlocks::new(geo.blocks, 1, dynamic);
+    /// least-erased first if `dynamic`, retiring blocks at `scheme`'s `pe_limit` (0:
+    /// never) while at least `min_blocks` are left ([`Retirement`]).
+    pub(crate) fn all(
+        geo: &Geometry,
+        dynamic: bool,
+        scheme: &'static str,
+        pe_limit: u32,
+        min_blocks: u32,
+    ) -> FreePool {
+        let mut blocks = FreeBlocks::new(geo.blocks, 1, dynamic)
+            .with_retirement(Retirement::new(scheme, geo.blocks, pe_limit, min_blocks));
         (0..geo.blocks).for_each(|b| blocks.push(Pbn(b), 0));
         FreePool { blocks }
     }
@@ -79,7 +92,22 @@ impl FreePool {
             .unwrap_or_else(|| panic!("{scheme}: no free block left (merge reserve broken)"))
     }
 
-    /// Returns an erased block.
+    /// Whether a block erased `erases` times retires when it is returned.
+    pub(crate) fn retires(&self, erases: u32) -> bool {
+        self.blocks.retirement().reached(erases)
+    }
+
+    /// The retired blocks (erased, never used again).
+    pub(crate) fn retired(&self) -> &[Pbn] {
+        self.blocks.retirement().retired()
+    }
+
+    /// Reports `retired_blocks` under a P/E limit.
+    pub(crate) fn report(&self, extra: &mut Sink) {
+        self.blocks.retirement().report(extra);
+    }
+
+    /// Returns an erased block (which retires if it is at the P/E limit).
     pub(crate) fn put(&mut self, flash: &Flash, pbn: Pbn) {
         assert!(
             flash.is_erased(pbn),
@@ -89,7 +117,8 @@ impl FreePool {
     }
 
     /// Empties this pool and puts `from`'s blocks in it, in `from`'s order, keeping
-    /// this pool's kind (recovery: the scan's pool into the scheme's).
+    /// this pool's kind (recovery: the scan's pool into the scheme's). Erased blocks at
+    /// the P/E limit retire again (the erase counts are on flash).
     pub(crate) fn refill(&mut self, flash: &Flash, from: FreePool) {
         self.blocks.clear();
         for b in from.iter() {
@@ -313,6 +342,11 @@ pub(crate) fn check(
     for b in pool.iter() {
         if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
             return Err(format!("free {b:?} is in use or not erased"));
+        }
+    }
+    for &b in pool.retired() {
+        if std::mem::replace(&mut in_use[b.idx()], true) || !flash.is_erased(b) {
+            return Err(format!("retired {b:?} is in use or not erased"));
         }
     }
     if in_use.iter().any(|&u| !u) {
@@ -649,7 +683,7 @@ pub(crate) mod tests {
     fn a_dynamic_pool_hands_out_the_least_erased_block_and_refill_keeps_its_kind() {
         let g = geometry(4, 4, 8);
         let mut flash = Flash::new(&g);
-        let mut pool = FreePool::all(&g, true);
+        let mut pool = FreePool::all(&g, true, "t", 0, 0);
         // Erase blocks 0..4 (0 twice), as merges would, and return them.
         let taken: Vec<Pbn> = (0..4).map(|_| pool.take("t")).collect();
         assert_eq!(taken, [Pbn(0), Pbn(1), Pbn(2), Pbn(3)]);
@@ -666,7 +700,7 @@ pub(crate) mod tests {
         // Recovery's pool (block-number order) moves in keeping least-erased first.
         pool.refill(&flash, erased_pool(&flash));
         assert_eq!(pool.take("t"), Pbn(4));
-        let mut fifo = FreePool::all(&g, false);
+        let mut fifo = FreePool::all(&g, false, "t", 0, 0);
         fifo.refill(&flash, erased_pool(&flash));
         assert_eq!(fifo.take("t"), Pbn(0));
     }

@@ -77,24 +77,26 @@
 //!   to the free pool and never written again (`ftl.extra.retired_blocks`). The scheme
 //!   works on with fewer blocks while at least its geometry rule's minimum (logical
 //!   blocks + GC reserve + open blocks) remains; past that the device is worn out: the
-//!   scheme raises [`WornOut`] mid-request and the run ends with `Failure::WornOut`
+//!   scheme raises [`WornOut`](ftlab_core::ftl::WornOut) mid-request and the run ends with `Failure::WornOut`
 //!   (not a bug; the report is written). Retirement is derived from the erase counts
 //!   on flash, so recovery keeps retired blocks retired. `--until-worn-out` (config
 //!   `until_worn_out`) replays the workload until then, with the NAND preset's rated
 //!   cycles (`nand::NandPreset::pe_cycles`) as `pe_limit` unless it is set, and reports
-//!   TBW and simulated days (`endurance`). Not built: initial bad blocks, a limit per
-//!   block (every block has the same), retirement in the other schemes.
+//!   TBW and simulated days (`endurance`). The mechanism is shared by every scheme
+//!   ([`ftlab_core::wear::Retirement`]); a collection that finds no free block left
+//!   with blocks retired (the retirements ate its reserve) also ends the device. Not
+//!   built: a limit per block (every block has the same).
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
-use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery, WornOut};
+use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::oracle::{Oracle, Violation};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
-use ftlab_core::wear::{self, FreeBlocks, WearHeap, WearLeveling};
+use ftlab_core::wear::{self, FreeBlocks, Retirement, WearHeap, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -231,13 +233,10 @@ pub struct PageFtl {
     index: Victims,
     /// Static wear levelling, if on.
     wl: Option<StaticWl>,
-    /// Erases after which a block retires (0: never).
-    pe_limit: u32,
-    /// Retired blocks (erased, never used again); capacity for every block.
-    retired: Vec<Pbn>,
-    /// The fewest blocks the scheme runs on (its geometry rule); fewer usable blocks
-    /// left is a worn-out device.
-    min_blocks: u32,
+    /// Blocks retired at `pe_limit` (erased, never used again), against the fewest
+    /// blocks the scheme runs on (its geometry rule): fewer usable blocks left is a
+    /// worn-out device. One retirement across the per-die pools.
+    retirement: Retirement,
     gc_threshold: u32,
     stats: FtlStats,
 }
@@ -331,13 +330,7 @@ impl PageFtl {
                 migrations: 0,
                 pages: 0,
             }),
-            pe_limit: opts.pe_limit,
-            retired: Vec::with_capacity(if opts.pe_limit > 0 {
-                geo.blocks as usize
-            } else {
-                0
-            }),
-            min_blocks: needed,
+            retirement: Retirement::new(ID, geo.blocks, opts.pe_limit, needed),
             gc_threshold,
             stats: FtlStats::default(),
         })
@@ -375,6 +368,11 @@ impl PageFtl {
         } else {
             s
         };
+        if self.free_count == 0 {
+            // With blocks retired, a reserve the retirements ate is the device's end.
+            self.retirement.exhausted();
+            panic!("page FTL: free pool empty (GC reserve broken)");
+        }
         self.free_count -= 1;
         self.free[from]
             .pop()
@@ -485,30 +483,13 @@ impl PageFtl {
         if let Some(wl) = &mut self.wl {
             wl.max_erase = wl.max_erase.max(erases);
         }
-        if self.pe_limit > 0 && erases >= self.pe_limit {
-            self.retire(victim);
+        // At the P/E limit the block retires (raises WornOut if too few are left).
+        if self.retirement.erased(victim, erases) {
             return;
         }
         let pools = self.free.len();
         self.free[victim.idx() % pools].push(victim, erases);
         self.free_count += 1;
-    }
-
-    /// Retires an erased block that reached `pe_limit`. Raises [`WornOut`] when the
-    /// blocks left are fewer than the scheme runs on (module docs).
-    fn retire(&mut self, b: Pbn) {
-        self.retired.push(b);
-        let usable = self.geo.blocks - self.retired.len() as u32;
-        if usable < self.min_blocks {
-            std::panic::panic_any(WornOut(format!(
-                "page FTL: device worn out: {} of {} blocks retired at pe_limit {}, \
-                 {usable} left, the scheme needs {}",
-                self.retired.len(),
-                self.geo.blocks,
-                self.pe_limit,
-                self.min_blocks
-            )));
-        }
     }
 
     /// Static wear levelling, checked after each collection: when the most-erased
@@ -640,12 +621,13 @@ impl Ftl for PageFtl {
         })?;
         self.free.iter_mut().for_each(FreeBlocks::clear);
         // Erased blocks at the P/E limit stay retired (the erase counts are on flash).
-        self.retired.clear();
-        let limit = self.pe_limit;
+        self.retirement.clear();
         let (retired, all_free): (Vec<Pbn>, Vec<Pbn>) = all_free
             .into_iter()
-            .partition(|&b| limit > 0 && flash.erase_count(b) >= limit);
-        self.retired.extend(retired);
+            .partition(|&b| self.retirement.reached(flash.erase_count(b)));
+        for b in retired {
+            self.retirement.erased(b, flash.erase_count(b));
+        }
         self.free_count = all_free.len() as u32;
         for b in all_free {
             self.free[b.idx() % streams].push(b, flash.erase_count(b));
@@ -697,10 +679,11 @@ impl Ftl for PageFtl {
                 free.len()
             ));
         }
-        if self.gc_active.is_empty() && self.retired.is_empty() {
+        let retired = self.retirement.retired();
+        if self.gc_active.is_empty() && retired.is_empty() {
             return scan::check_blocks(flash, &free, &self.index, &self.active);
         }
-        if let Some(b) = self.retired.iter().find(|&&b| !flash.is_erased(b)) {
+        if let Some(b) = retired.iter().find(|&&b| !flash.is_erased(b)) {
             return Err(format!("retired {b:?} is not erased"));
         }
         // Retired blocks count with the open ones: neither free nor sealed.
@@ -708,7 +691,7 @@ impl Ftl for PageFtl {
             .active
             .iter()
             .chain(&self.gc_active)
-            .chain(&self.retired)
+            .chain(retired)
             .copied()
             .collect();
         if let Some(b) = self.gc_active.iter().find(|b| self.active.contains(b)) {
@@ -745,10 +728,7 @@ impl Ftl for PageFtl {
                 e.counter(keys[3], "pages", c.victim_valid[i] as f64);
             }
         }
-        if self.pe_limit > 0 {
-            st.extra
-                .gauge("retired_blocks", "blocks", self.retired.len() as f64);
-        }
+        self.retirement.report(&mut st.extra);
         if let Some(wl) = &self.wl {
             st.extra
                 .counter("wl_migrations", "blocks", wl.migrations as f64);
@@ -792,6 +772,7 @@ impl Ftl for PageFtl {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ftlab_core::ftl::WornOut;
     use ftlab_core::geometry::GeometryBuilder;
 
     /// 4 dies (2 channels x 2), 8 pages per block, 64 logical blocks.

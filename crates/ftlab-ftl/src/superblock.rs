@@ -72,6 +72,18 @@
 //! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
 //!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
 //!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
+//! - Endurance (issue 23 item 4, not in the paper): `pe_limit` (default 0: never). A
+//!   block erased `pe_limit` times by a merge or a switch retires
+//!   ([`ftlab_core::wear::Retirement`]): it joins neither the free list nor the merge
+//!   reserve, which is refilled from the free list when the block was due there. The
+//!   scheme works on while its geometry rule's blocks are left, and raises `WornOut`
+//!   past that, when no block can be freed with blocks retired, or when a block of the
+//!   fixed snapshot area reaches the limit. The snapshot log records a retired block as
+//!   released to the free list; recovery takes the pooled blocks at the limit out again
+//!   (the erase counts are on flash). Wear levelling is not offered: the free and
+//!   reserve lists are saved in the snapshots in their order and blocks are taken off
+//!   them by position, which a least-worn-first pool would change; and a D-block's place
+//!   is its superblock's, so moving cold data is a merge the paper's costs do not have.
 
 mod cache;
 mod inplace;
@@ -96,6 +108,7 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::nand::Latencies;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
+use ftlab_core::wear::Retirement;
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -105,6 +118,8 @@ pub const ID: &str = "superblock";
 /// Owner codes of blocks that belong to no superblock.
 const OWN_FREE: u32 = u32::MAX;
 const OWN_RESERVED: u32 = u32::MAX - 1;
+/// Owner code of a block retired at the P/E limit (`OWN_SNAPSHOT` is `u32::MAX - 2`).
+const OWN_RETIRED: u32 = u32::MAX - 3;
 
 /// Resolved configuration.
 #[derive(Clone, Copy, Debug)]
@@ -162,6 +177,8 @@ pub struct SuperblockFtl {
     hot: Vec<bool>,
     free: VecDeque<Pbn>,
     reserved: Vec<Pbn>,
+    /// Blocks retired at `pe_limit` (owner [`OWN_RETIRED`]).
+    retirement: Retirement,
     lru: Lru,
     // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
     mappages: Option<mappage::MapPageCache>,
@@ -300,6 +317,7 @@ impl SuperblockFtl {
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
         let mut f = Self::build(geo, lat, cfg, split, layout, entries, snap);
+        f.retirement = Retirement::new(ID, geo.blocks, opts.pe_limit, needed);
         if map_pages {
             let len = n as usize * split.pmd_len() * split.pt_len();
             f.mappages = Some(mappage::MapPageCache::new(entries, f.superblocks, len));
@@ -397,6 +415,7 @@ impl SuperblockFtl {
             hot: vec![false; geo.blocks as usize],
             free,
             reserved,
+            retirement: Retirement::off(),
             lru: Lru::new(superblocks),
             snap,
             frontier_wp: vec![0; superblocks as usize],
@@ -533,6 +552,57 @@ impl SuperblockFtl {
         }
     }
 
+    /// Retires block `b`, just erased, if it is at the P/E limit (raising `WornOut` if
+    /// too few blocks are left), and then refills the merge reserve from the free pool
+    /// if it was short. The snapshot log still records `b` as released to the free
+    /// pool: recovery retires it again from its erase count on flash
+    /// ([`SuperblockFtl::retire_worn_pooled`]). Whether it retired.
+    fn retire_if_worn(&mut self, flash: &Flash, b: Pbn) -> bool {
+        if !self.retirement.erased(b, flash.erase_count(b)) {
+            return false;
+        }
+        self.owner[b.idx()] = OWN_RETIRED;
+        if (self.reserved.len() as u32) < self.cfg.reserve {
+            if let Some(f) = self.free.pop_front() {
+                self.owner[f.idx()] = OWN_RESERVED;
+                self.reserved.push(f);
+                self.note(Event::Release {
+                    pbn: f.0,
+                    to_reserved: true,
+                });
+            }
+        }
+        true
+    }
+
+    /// Recovery: the pooled blocks at the P/E limit retire again (the erase counts are
+    /// on flash), and the reserve is refilled from the free pool.
+    fn retire_worn_pooled(&mut self, flash: &Flash) {
+        self.retirement.clear();
+        if self.retirement.pe_limit() == 0 {
+            return;
+        }
+        let worn = |b: &Pbn| self.retirement.reached(flash.erase_count(*b));
+        let gone: Vec<Pbn> = (self.free.iter())
+            .chain(&self.reserved)
+            .copied()
+            .filter(worn)
+            .collect();
+        self.free.retain(|b| !gone.contains(b));
+        self.reserved.retain(|b| !gone.contains(b));
+        for b in gone {
+            self.owner[b.idx()] = OWN_RETIRED;
+            self.retirement.erased(b, flash.erase_count(b));
+        }
+        while (self.reserved.len() as u32) < self.cfg.reserve {
+            let Some(f) = self.free.pop_front() else {
+                break;
+            };
+            self.owner[f.idx()] = OWN_RESERVED;
+            self.reserved.push(f);
+        }
+    }
+
     /// Records the utilisation of a U-block chosen as a merge victim (U_avg, §5.1).
     fn sample_u(&mut self, flash: &Flash, b: Pbn) {
         if self.is_u[b.idx()] {
@@ -565,7 +635,7 @@ impl SuperblockFtl {
         self.sample_u(flash, b);
         self.detach(sb, b);
         flash.erase(b, Cause::Merge);
-        let to_reserved = self.release(b);
+        let to_reserved = !self.retire_if_worn(flash, b) && self.release(b);
         self.note(Event::Release {
             pbn: b.0,
             to_reserved,
@@ -595,15 +665,17 @@ impl SuperblockFtl {
                 self.note_now(flash, Event::Alloc { sb, pbn: b.0 });
             }
         }
+        self.retirement.exhausted();
         panic!("superblock {sb}: no write frontier after 64 merge rounds");
     }
 
     /// Runs MergeAll on victims until a free block exists (§4.3 situation (iii)).
     fn make_free_block(&mut self, flash: &mut Flash) {
         while self.free.is_empty() {
-            let victim = self
-                .merge_all_victim(flash)
-                .expect("superblock: no block to reclaim (over-provisioning broken)");
+            let Some(victim) = self.merge_all_victim(flash) else {
+                self.retirement.exhausted();
+                panic!("superblock: no block to reclaim (over-provisioning broken)");
+            };
             self.merge_all(flash, victim);
         }
     }
@@ -964,6 +1036,12 @@ impl SuperblockFtl {
             }
             seen[b.idx()] = true;
         }
+        for b in self.retirement.retired() {
+            if self.owner[b.idx()] != OWN_RETIRED || seen[b.idx()] || !flash.is_erased(*b) {
+                return Err(format!("retired {b:?} is in use or not erased"));
+            }
+            seen[b.idx()] = true;
+        }
         if self.reserved.len() as u32 != self.cfg.reserve {
             return Err(format!("{} reserved blocks", self.reserved.len()));
         }
@@ -1067,6 +1145,7 @@ impl Ftl for SuperblockFtl {
 
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
+        self.retirement.report(&mut s.extra);
         let c = &self.counters;
         let count = s.merges_switch + s.merges_partial + s.merges_full;
         let l = &self.lat;

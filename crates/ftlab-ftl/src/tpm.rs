@@ -48,6 +48,17 @@
 //!   the pool below its reserve, and on tight devices a later GC then ran it dry (see
 //!   the regression test `regression_gc_stops_below_reserve_tpm`; in a stress sweep the
 //!   early stop nearly doubled the stalled runs).
+//! - Where GC copies go (issue 23 item 2, not in the paper): `gc_frontier = "shared"`
+//!   (default, §III-D: the victim's own write pointer) or `"separate"`: each group has a
+//!   second write pointer for GC copies, so a data block still holds one group's pages
+//!   (Algorithm III.1's invariant) but host writes and GC survivors no longer share it.
+//!   Each pointer opens its own block, so `separate` needs two open data blocks per
+//!   write pointer: `auto` write pointers are half as many, and an explicit number must
+//!   fit twice over. The GC pointer opens a block inside a collection without nesting
+//!   one. Recovery cannot tell the two apart: a group's first partly written block
+//!   becomes its write pointer, a second its GC pointer. Under `separate`, `ftl.extra`
+//!   reports per stream (`host`, `gc`) the pages programmed (`stream_*_programs`) and
+//!   the blocks opened (`stream_*_blocks`).
 //! - A host update of a cached page counts as an update (the page becomes dirty); so does
 //!   a GC move of one of its pages, since the flash copy is then stale.
 //! - Power-loss recovery (not in the paper): a full spare scan that rebuilds the GTD
@@ -72,8 +83,8 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::units::ByteSize;
-use ftlab_core::victim::{self, GcPolicy, VictimPolicy};
-use ftlab_core::wear::DynamicWearLeveling;
+use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy};
+use ftlab_core::wear::{self, Retirement, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -109,9 +120,19 @@ pub struct TpmOptions {
     /// Oldest sealed blocks considered by gc_policy = windowed_greedy.
     #[schemars(range(min = 1))]
     pub gc_window: u32,
-    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
-    /// dynamic (a new block is the least-erased free one).
-    pub wear_leveling: DynamicWearLeveling,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
+    /// (a new block is the least-erased free one) or static (dynamic, and when max - min
+    /// erase count exceeds wl_threshold the data of the least-erased sealed block moves).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
+    /// Where GC copies of data pages are written: shared (the victim's write pointer,
+    /// tpm.txt §III-D) or separate (a second write pointer per group, for GC copies).
+    pub gc_frontier: GcFrontier,
 }
 
 impl Default for TpmOptions {
@@ -124,7 +145,10 @@ impl Default for TpmOptions {
             gc_policy: GcPolicy::Greedy,
             gc_d: victim::DEFAULT_D,
             gc_window: victim::DEFAULT_WINDOW,
-            wear_leveling: DynamicWearLeveling::Off,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
+            pe_limit: 0,
+            gc_frontier: GcFrontier::Shared,
         }
     }
 }
@@ -142,6 +166,12 @@ pub struct Tpm {
     per_wp: u32,
     /// Write pointer of each group: its open data block, or NONE ("-1").
     wp: Vec<u32>,
+    /// Under `gc_frontier = "separate"`: each group's open data block for GC copies, or
+    /// NONE; empty under `shared` (copies use `wp`).
+    gc_wp: Vec<u32>,
+    /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
+    stream_programs: [u64; 2],
+    stream_blocks: [u64; 2],
     /// Group of each data block, or NONE.
     owner: Vec<u32>,
     /// Free pages in open write-pointer blocks, now and at most since the last reset.
@@ -170,9 +200,15 @@ impl Tpm {
             ));
         }
         let slots = (bytes / page_bytes).min(lay.tpages as u64) as u32;
-        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, 1)?;
+        // Under `separate` every write pointer has a second open block, for GC copies.
+        let separate = opts.gc_frontier == GcFrontier::Separate;
+        let per = if separate { 2 } else { 1 };
+        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, per)?;
         let wps = match opts.write_pointers {
-            AutoOr::Auto => lay.tpages.min(demand::auto_open(geo, lay.tpages, theta)),
+            AutoOr::Auto => lay
+                .tpages
+                .min(demand::auto_open(geo, lay.tpages, theta) / per)
+                .max(1),
             AutoOr::Value(w) if w == 0 || w > lay.tpages => {
                 return Err(bad(
                     ID,
@@ -181,13 +217,19 @@ impl Tpm {
                     format!("must be 1 to {} (one per translation page)", lay.tpages),
                 ))
             }
-            AutoOr::Value(w) if !demand::fits(geo, lay.tpages, w, theta) => {
+            AutoOr::Value(w) if !demand::fits(geo, lay.tpages, per * w, theta) => {
                 return Err(geometry_error(
                     ID,
                     format!(
-                        "{w} write pointers need {w} open data blocks, but the \
+                        "{w} write pointers need {} open data blocks{}, but the \
                          over-provisioning holds {} with gc_threshold {theta}; raise --op or \
                          lower write_pointers",
+                        per * w,
+                        if separate {
+                            " (two each under gc_frontier = \"separate\")"
+                        } else {
+                            ""
+                        },
                         demand::max_open(geo, lay.tpages, theta)
                     ),
                 ))
@@ -207,7 +249,16 @@ impl Tpm {
                     d: opts.gc_d,
                     window: opts.gc_window,
                 },
-                opts.wear_leveling,
+                demand::Wear {
+                    leveling: opts.wear_leveling,
+                    threshold: opts.wl_threshold,
+                    retirement: Retirement::new(
+                        ID,
+                        geo.blocks,
+                        opts.pe_limit,
+                        demand::min_blocks(geo, lay.tpages, per * wps, theta),
+                    ),
+                },
                 ID,
             ),
             lru: Lru::new(slots),
@@ -217,6 +268,13 @@ impl Tpm {
             gtd_slot: vec![NONE; lay.tpages as usize],
             per_wp,
             wp: vec![NONE; groups as usize],
+            gc_wp: if separate {
+                vec![NONE; groups as usize]
+            } else {
+                Vec::new()
+            },
+            stream_programs: [0; 2],
+            stream_blocks: [0; 2],
             owner: vec![NONE; geo.blocks as usize],
             open_free: 0,
             open_free_max: 0,
@@ -318,6 +376,31 @@ impl Tpm {
             self.wp[g as usize] = b.0;
             self.open_free += self.s.geo.pages_per_block as u64;
             self.open_free_max = self.open_free_max.max(self.open_free);
+            self.stream_blocks[0] += 1;
+        }
+    }
+
+    /// Under `gc_frontier = "separate"`: the page group `g`'s GC copies go to, opening
+    /// a block for them when the group has none (inside a collection: no nested one).
+    fn gc_wp_dest(&mut self, flash: &Flash, g: u32) -> Ppn {
+        let mut b = self.gc_wp[g as usize];
+        if b == NONE {
+            let new = self.s.open_block(Kind::Data);
+            self.owner[new.idx()] = g;
+            self.gc_wp[g as usize] = new.0;
+            self.open_free += self.s.geo.pages_per_block as u64;
+            self.open_free_max = self.open_free_max.max(self.open_free);
+            self.stream_blocks[1] += 1;
+            b = new.0;
+        }
+        self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b)))
+    }
+
+    /// The open block a data block of group `g`'s GC copies go to (NONE: none open).
+    fn copies_to(&self, g: u32) -> u32 {
+        match self.gc_wp.get(g as usize) {
+            Some(&b) => b,
+            None => self.wp[g as usize],
         }
     }
 
@@ -350,15 +433,26 @@ impl Tpm {
                 *owner = g;
             }
         }
+        // A group's first partly written block is its write pointer; under `separate`
+        // a second one is its GC pointer (which of the two took host writes is not on
+        // flash; either may continue either).
         for &b in open {
             let g = self.owner[b.idx()] as usize;
-            if self.wp[g] != NONE {
-                return Err(RecoverError::Failed(format!(
-                    "write pointer {g} has two partly written blocks, pbn{} and {b:?}",
-                    self.wp[g]
-                )));
-            }
-            self.wp[g] = b.0;
+            let slot = if self.wp[g] == NONE {
+                &mut self.wp[g]
+            } else {
+                match self.gc_wp.get_mut(g) {
+                    Some(s) if *s == NONE => s,
+                    _ => {
+                        return Err(RecoverError::Failed(format!(
+                            "write pointer {g} has too many partly written blocks, pbn{} \
+                             and {b:?}",
+                            self.wp[g]
+                        )))
+                    }
+                }
+            };
+            *slot = b.0;
             self.open_free += (geo.pages_per_block - flash.write_ptr(b)) as u64;
         }
         self.open_free_max = self.open_free;
@@ -400,7 +494,7 @@ impl Tpm {
         (
             self.s.lay.tpages as u64 * 8,
             self.cmt_pages() as u64 * self.s.lay.epp as u64 * 4,
-            self.wp.len() as u64 * 4,
+            (self.wp.len() + self.gc_wp.len()) as u64 * 4,
         )
     }
 
@@ -432,9 +526,14 @@ impl Tpm {
     fn check_groups(&self, flash: &Flash) -> Result<(), String> {
         let geo = &self.s.geo;
         let mut open_free = 0u64;
-        for (g, &b) in self.wp.iter().enumerate() {
+        let groups = self.wp.len();
+        for (i, &b) in self.wp.iter().chain(&self.gc_wp).enumerate() {
+            let g = i % groups;
             if b == NONE {
                 continue;
+            }
+            if i < groups && self.gc_wp.get(g) == Some(&b) {
+                return Err(format!("{b} is both write pointers of group {g}"));
             }
             let pbn = Pbn(b);
             if self.s.kind[pbn.idx()] != Kind::Data || self.owner[pbn.idx()] != g as u32 {
@@ -479,12 +578,13 @@ impl Demand for Tpm {
 
     fn pick_victim(&mut self, flash: &Flash) -> Pbn {
         let ppb = self.s.geo.pages_per_block;
-        let (wp, owner, gtd_slot) = (&self.wp, &self.owner, &self.gtd_slot);
+        let (wp, gc_wp, owner, gtd_slot) = (&self.wp, &self.gc_wp, &self.owner, &self.gtd_slot);
         let epp = self.s.lay.epp;
         self.s.pick_victim(
             flash,
             |b| {
-                let open = wp[owner[b.idx()] as usize];
+                let g = owner[b.idx()] as usize;
+                let open = gc_wp.get(g).copied().unwrap_or(wp[g]);
                 if open == NONE {
                     0
                 } else {
@@ -498,12 +598,27 @@ impl Demand for Tpm {
     /// §III-D: a victim's valid pages are copied with its group's write pointer (a new
     /// block only when that one is used up), so at most one translation page is updated
     /// per victim (per group of `tpages_per_write_pointer` with shared pointers).
+    /// Under `gc_frontier = "separate"`, with the group's GC pointer instead.
     fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn {
-        self.wp_dest(flash, self.owner[victim.idx()], true)
+        let g = self.owner[victim.idx()];
+        if self.gc_wp.is_empty() {
+            self.wp_dest(flash, g, true)
+        } else {
+            self.gc_wp_dest(flash, g)
+        }
     }
 
     fn after_gc_program(&mut self, flash: &Flash, victim: Pbn, dst: Ppn) {
-        self.after_data_program(flash, self.owner[victim.idx()], dst);
+        let g = self.owner[victim.idx()];
+        if self.gc_wp.is_empty() {
+            self.after_data_program(flash, g, dst);
+        } else {
+            self.open_free -= 1;
+            self.stream_programs[1] += 1;
+            if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
+                self.gc_wp[g as usize] = NONE;
+            }
+        }
     }
 
     /// A moved page of a cached translation page is updated in the cached copy, which
@@ -537,6 +652,7 @@ impl Ftl for Tpm {
             let dst = self.wp_dest(flash, g, false);
             flash.program(dst, tag, Cause::Host);
             self.after_data_program(flash, g, dst);
+            self.stream_programs[0] += 1;
             debug_assert_eq!(self.gtd_slot[t as usize], slot);
             let i = self.entry(slot, e);
             self.s.content[i] = dst.0;
@@ -597,7 +713,7 @@ impl Ftl for Tpm {
             flash,
             |b| {
                 let g = self.owner[b.idx()];
-                g != NONE && self.wp[g as usize] == b.0
+                g != NONE && (self.wp[g as usize] == b.0 || self.copies_to(g) == b.0)
             },
             |t| self.gtd_slot[t as usize] != NONE,
         )?;
@@ -614,7 +730,10 @@ impl Ftl for Tpm {
         let mut st = FtlStats::default();
         self.s.c.fill(&mut st);
         let physical = self.s.geo.physical_pages() as f64;
-        let open = self.wp.iter().filter(|&&b| b != NONE).count();
+        let open = (self.wp.iter())
+            .chain(&self.gc_wp)
+            .filter(|&&b| b != NONE)
+            .count();
         let e = &mut st.extra;
         e.gauge("cmt_pages", "pages", self.cmt_pages() as f64);
         e.gauge("translation_pages", "pages", self.s.lay.tpages as f64);
@@ -628,6 +747,22 @@ impl Ftl for Tpm {
         );
         e.gauge("wp_open_blocks", "blocks", open as f64);
         e.gauge("wp_free_pages", "pages", self.open_free as f64);
+        self.s.free.retirement().report(e);
+        if let Some(wl) = &self.s.wl {
+            wl.report(e);
+        }
+        if !self.gc_wp.is_empty() {
+            for (i, (p, b)) in [
+                ("stream_host_programs", "stream_host_blocks"),
+                ("stream_gc_programs", "stream_gc_blocks"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                e.counter(p, "pages", self.stream_programs[i] as f64);
+                e.counter(b, "blocks", self.stream_blocks[i] as f64);
+            }
+        }
         e.gauge(
             "wp_space_overhead",
             "ratio",
@@ -647,7 +782,12 @@ impl Ftl for Tpm {
 
     fn reset_stats(&mut self) {
         self.s.c = Default::default();
+        if let Some(wl) = &mut self.s.wl {
+            wl.reset_stats();
+        }
         self.open_free_max = self.open_free;
+        self.stream_programs = [0; 2];
+        self.stream_blocks = [0; 2];
     }
 
     fn mapping_bytes(&self) -> u64 {
@@ -691,6 +831,67 @@ mod tests {
             );
         }
         blocks
+    }
+
+    /// `gc_frontier = "separate"` (issue 23 item 2): GC copies go to a second write
+    /// pointer per group, so every data block still holds one group's pages, copies
+    /// never land in a block that host writes are filling, the streams add up, and a
+    /// power loss reopens both pointers; it needs twice the open blocks.
+    #[test]
+    fn a_separate_gc_frontier_keeps_copies_apart_and_recovers() {
+        let geo = geometry(2048, 4, 64, 100.0);
+        let given = [
+            ("entries_per_page", "8"),
+            ("cmt_bytes", "32"),
+            ("write_pointers", "2"),
+            ("gc_frontier", "separate"),
+        ];
+        let mut f = tpm(&geo, &given);
+        let mut flash = Flash::new(&geo);
+        let mut version = [0u32; 64];
+        let mut copied = 0;
+        let mut x: u64 = 3;
+        for _round in 0..6u32 {
+            for _ in 0..400u32 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let l = ((x >> 33) % 64) as u32;
+                version[l as usize] += 1;
+                f.write(&mut flash, &[tag(l, version[l as usize])]);
+                // GC copies never go to a block host writes are filling.
+                for (&h, &c) in f.wp.iter().zip(&f.gc_wp) {
+                    assert!(h == NONE || h != c);
+                }
+            }
+            f.check(&flash).unwrap();
+            let st = f.stats();
+            assert_eq!(st.extra["stream_gc_programs"], st.gc_pages_copied as f64);
+            assert_eq!(st.extra["stream_host_programs"], 400.0);
+            assert_eq!(st.extra["write_pointers"], 2.0);
+            copied += st.gc_pages_copied;
+            f = crate::testutil::recover_fresh(&mut flash, tpm(&geo, &given));
+            for l in 0..64 {
+                assert_eq!(
+                    f.read(&mut flash, Lpn(l)),
+                    Some(tag(l, version[l as usize]))
+                );
+            }
+        }
+        assert!(copied > 0, "GC never copied a page");
+        // Twice the open blocks: an explicit count that fits once may not fit twice.
+        let least = |g: &[(&str, &str)]| {
+            (1..400)
+                .find(|&op| build(&geometry(2048, 4, 64, op as f64), g).is_ok())
+                .unwrap()
+        };
+        let (shared, separate) = (least(&given[..3]), least(&given));
+        assert!(separate > shared, "{shared}% against {separate}%");
+        let e = build(&geometry(2048, 4, 64, shared as f64), &given)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("gc_frontier"), "{e}");
     }
 
     /// SCHEMES.md worked example 4, tpm.txt §III-B/C Fig. 3: with 8 mappings per

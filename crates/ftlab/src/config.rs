@@ -225,6 +225,8 @@ pub struct NandParams {
     pub program_us: Option<f64>,
     /// Erase latency in µs.
     pub erase_us: Option<f64>,
+    /// Initial bad blocks in percent of the physical blocks (used with bad_blocks).
+    pub bad_block_percent: Option<f64>,
 }
 
 /// Every setting of a run. Field names are the TOML keys and `--set` keys.
@@ -304,10 +306,15 @@ pub struct Config {
     pub replay: u32,
     /// Replay the workload until the device wears out (issue 23 item 4): measured
     /// passes without end; the FTL's `pe_limit` comes from the NAND preset's rated
-    /// cycles unless set (only `page` retires blocks). The report's `endurance` says
+    /// cycles unless set (every built-in FTL retires blocks). The report's `endurance` says
     /// after how many host bytes and simulated days. A workload that never writes
     /// runs until interrupted.
     pub until_worn_out: bool,
+    /// Initial bad blocks (issue 23 item 4): the NAND preset's bad_block_percent (or
+    /// nand_params.bad_block_percent) of the physical blocks, chosen from the seed, are
+    /// bad at shipment and hidden below the FTL, which never uses them; the FTL runs on
+    /// the good blocks. Off by default.
+    pub bad_blocks: bool,
     /// Trace file; none runs the synthetic workload.
     pub trace: Option<String>,
     /// Trace format (`ftlab list`).
@@ -425,6 +432,7 @@ impl Default for Config {
             sort_window: 4096,
             absolute_time: false,
             until_worn_out: false,
+            bad_blocks: false,
             max_dropped_share: 0.99,
             skip_bad: false,
             flush_every: None,

@@ -231,7 +231,98 @@ fn organisation(cfg: &Config, preset: &NandPreset) -> (u32, u32) {
     }
 }
 
+/// Initial bad blocks of a device (issue 23 item 4; config `bad_blocks`): which of its
+/// physical blocks are good. They are hidden below the FTL, as a controller's factory
+/// bad-block table hides them: the FTL and the flash model see the good blocks only,
+/// numbered densely in physical order (so no FTL can use a bad one), and parallel
+/// timing places block `i` on the die of physical block `good[i]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BadBlockMap {
+    /// Physical blocks of the device, good and bad.
+    pub physical: u32,
+    /// The rate used, in percent of the physical blocks.
+    pub percent: f64,
+    /// The physical numbers of the good blocks, ascending.
+    pub good: Vec<u32>,
+}
+
+impl BadBlockMap {
+    /// Initial bad blocks.
+    pub fn bad(&self) -> u32 {
+        self.physical - self.good.len() as u32
+    }
+}
+
+/// The bad-block map of a device of `physical` blocks under `cfg`, `None` unless
+/// `bad_blocks` is set: floor(physical x percent / 100) blocks, chosen from the seed
+/// (a partial Fisher-Yates shuffle, so the same seed picks the same blocks).
+fn bad_block_map(
+    cfg: &Config,
+    preset: &NandPreset,
+    physical: u32,
+) -> Result<Option<BadBlockMap>, RunError> {
+    if !cfg.bad_blocks {
+        return Ok(None);
+    }
+    let percent = cfg
+        .nand_params
+        .bad_block_percent
+        .unwrap_or(preset.bad_block_percent);
+    if !(0.0..100.0).contains(&percent) {
+        return Err(setting(
+            "nand_params.bad_block_percent",
+            format!("{percent} is not a share of bad blocks: must be at least 0 and below 100"),
+        ));
+    }
+    let bad = (physical as f64 * percent / 100.0).floor() as u32;
+    let mut blocks: Vec<u32> = (0..physical).collect();
+    let mut rng = ftlab_core::rng::SplitMix64::new(cfg.seed ^ 0x6261_645F_626C_6B73);
+    for i in 0..bad {
+        let j = i + rng.below((physical - i) as u64) as u32;
+        blocks.swap(i as usize, j as usize);
+    }
+    let mut good = blocks.split_off(bad as usize);
+    good.sort_unstable();
+    Ok(Some(BadBlockMap {
+        physical,
+        percent,
+        good,
+    }))
+}
+
+/// The initial bad blocks `cfg` asks for (`None` without `bad_blocks`).
+pub fn bad_blocks(cfg: &Config) -> Result<Option<BadBlockMap>, RunError> {
+    let preset = preset_of(cfg)?;
+    bad_block_map(cfg, preset, physical_geometry(cfg, preset)?.blocks)
+}
+
+/// The geometry the FTL and the flash model see: the device's, less its initial bad
+/// blocks ([`BadBlockMap`]).
 fn geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
+    let mut geo = physical_geometry(cfg, preset)?;
+    if let Some(map) = bad_block_map(cfg, preset, geo.blocks)? {
+        let good = map.good.len() as u32;
+        if good < geo.logical_blocks() {
+            return Err(setting(
+                "bad_blocks",
+                format!(
+                    "{} of the device's {} blocks are initial bad blocks \
+                     (nand_params.bad_block_percent = {}): the {good} good blocks do not \
+                     hold the {} logical ones; raise --op or lower the rate",
+                    map.bad(),
+                    map.physical,
+                    map.percent,
+                    geo.logical_blocks()
+                ),
+            ));
+        }
+        geo.blocks = good;
+    }
+    Ok(geo)
+}
+
+/// The device's geometry, bad blocks included.
+fn physical_geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunError> {
     let n = &cfg.nand_params;
     Ok(GeometryBuilder {
         page_size: n.page_size.unwrap_or(preset.page_size),
@@ -415,10 +506,18 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     }
     validate_workload(cfg, &geo)?;
     let mut echo = serde_json::to_value(&resolved).expect("config serialises");
-    echo.as_object_mut().expect("config is an object").insert(
-        "device".into(),
-        serde_json::json!({ "geometry": geo, "latencies_ns": latencies }),
-    );
+    let mut device = serde_json::json!({ "geometry": geo, "latencies_ns": latencies });
+    // Only with bad blocks, so other reports keep their keys.
+    if let Some(map) = bad_blocks(cfg)? {
+        device["bad_blocks"] = serde_json::json!({
+            "count": map.bad(),
+            "physical_blocks": map.physical,
+            "percent": map.percent,
+        });
+    }
+    echo.as_object_mut()
+        .expect("config is an object")
+        .insert("device".into(), device);
     Ok(Resolved {
         geo,
         latencies,
@@ -444,8 +543,8 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
         return Err(setting(
             "until_worn_out",
             format!(
-                "`{}` has no endurance model (no pe_limit option): only `page` retires \
-                 blocks; use --ftl page",
+                "`{}` has no endurance model (no pe_limit option); every built-in FTL \
+                 has one",
                 cfg.ftl
             ),
         ));
@@ -467,9 +566,21 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
                 }
                 _ => String::new(),
             };
+            // Say when initial bad blocks took the blocks that are missing.
+            let bad = match bad_blocks(cfg)? {
+                Some(map) if map.bad() > 0 => format!(
+                    "; {} of the device's {} blocks are initial bad blocks (bad_blocks, \
+                     nand_params.bad_block_percent = {}), {} good blocks are left",
+                    map.bad(),
+                    map.physical,
+                    map.percent,
+                    map.good.len()
+                ),
+                _ => String::new(),
+            };
             return Err(RunError::Scheme(SchemeError::Geometry {
                 scheme,
-                why: why + &hint,
+                why: why + &bad + &hint,
             }));
         }
         r => r?,
@@ -502,6 +613,10 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
                 geo.blocks,
                 Nanos(xfer.round() as u64),
             );
+            let model = match bad_blocks(cfg)? {
+                Some(map) => model.with_block_map(&map.good),
+                None => model,
+            };
             if cfg.suspend {
                 Box::new(model.with_suspend(
                     Nanos::from_us_f64(cfg.suspend_program_us),
@@ -615,6 +730,19 @@ pub fn requests_per_pass(cfg: &Config) -> Option<u64> {
 }
 
 /// Installs (once per process) a panic hook that stays silent for
+/// Runs an end-of-run step (a drain, the read-back) that may make the FTL collect
+/// garbage: a device that wears out on the way gives the worn-out message; any other
+/// panic goes on unwinding.
+fn until_worn_out<T>(step: impl FnOnce() -> T) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(step)) {
+        Ok(v) => Ok(v),
+        Err(p) => match p.downcast_ref::<ftlab_core::ftl::WornOut>() {
+            Some(w) => Err(w.0.clone()),
+            None => std::panic::resume_unwind(p),
+        },
+    }
+}
+
 /// [`ftlab_core::ftl::WornOut`], the expected end of a device's life (the run reports
 /// it), and hands every other panic to the hook that was there before.
 fn quiet_worn_out() {
@@ -819,11 +947,26 @@ impl Simulation {
         let built = catch_unwind(AssertUnwindSafe(|| {
             // End of run: the buffer's dirty pages are drained (a device flushes its
             // cache on shutdown) unless `drain = false`; counted either way.
-            let end = if failure.is_none() && cfg.drain {
+            // The drain and the read-back may make the FTL collect garbage, and so wear
+            // the device out (issue 23 item 4): that ends the run as during the workload.
+            let drained = if failure.is_none() && cfg.drain {
                 if let Some(t) = &mut timeline {
                     t.close_workload(&engine);
                 }
-                let d = engine.drain();
+                match until_worn_out(|| engine.drain()) {
+                    Ok(d) => Some(d),
+                    Err(message) => {
+                        failure = Some(Failure::WornOut {
+                            message,
+                            request: requests,
+                        });
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let end = if let Some(d) = drained {
                 if let Some(t) = &mut timeline {
                     t.drained(&engine, d.time_ns);
                 }
@@ -847,9 +990,15 @@ impl Simulation {
             // demand-paged FTL's map writes can collect garbage).
             let erase_counts = engine.flash().erase_counts().to_vec();
             if failure.is_none() {
-                match engine.verify_readback() {
-                    Ok(n) => outcome.reads_checked += n,
-                    Err(e) => failure = Some(Failure::Violation(e)),
+                match until_worn_out(|| engine.verify_readback()) {
+                    Ok(Ok(n)) => outcome.reads_checked += n,
+                    Ok(Err(e)) => failure = Some(Failure::Violation(e)),
+                    Err(message) => {
+                        failure = Some(Failure::WornOut {
+                            message,
+                            request: requests,
+                        })
+                    }
                 }
             }
             // Until worn out, wearing out is the end the run asked for, not a failure.

@@ -184,12 +184,41 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
             cfg.op = cfg.op.min(op);
         }
     }
+    draw_endurance(&mut d, &mut cfg, large);
     // Program/erase suspend (issue 22) under parallel timing, half the time; drawn
     // last and only there, so every other case of a seed is as before.
     if cfg.timing == TimingModel::Parallel && d.below(2) == 0 {
         cfg.suspend = true;
     }
     cfg
+}
+
+/// Endurance (issue 23 item 4), drawn last so the rest of a case is as before: half the
+/// time a small `pe_limit` where the scheme declares it, so blocks retire (and devices
+/// wear out) in a short run; then, on a small device without planned power losses,
+/// one run in three replays its workload until the device is worn out
+/// (`until_worn_out`; without a write buffer). A run that ends with the device worn
+/// out passes. Before those,
+/// one run in four has initial bad blocks (2% or 5% of the blocks).
+fn draw_endurance(d: &mut Draw, cfg: &mut Config, large: bool) {
+    if d.below(4) == 0 {
+        cfg.bad_blocks = true;
+        cfg.nand_params.bad_block_percent = Some(d.pick(&[2.0, 5.0]));
+    }
+    let declares = FTLS
+        .iter()
+        .find(|e| e.id == cfg.ftl)
+        .is_some_and(|e| e.options.fields().iter().any(|f| f.name == "pe_limit"));
+    if !declares || d.below(2) == 0 {
+        return;
+    }
+    let limit = d.pick(&[3u32, 8, 24]);
+    cfg.ftl_options.insert("pe_limit".into(), limit.into());
+    // Without a buffer: one that holds the device whole (or a hot set) could absorb
+    // every write, and a device that is never written never wears out.
+    if !large && cfg.power_loss.is_empty() && cfg.buffer == "none" && d.below(3) == 0 {
+        cfg.until_worn_out = true;
+    }
 }
 
 /// Draws the GC victim policy (issue 23) of a scheme that declares `gc_policy`: one of
@@ -241,9 +270,7 @@ fn draw_wear_options(d: &mut Draw, cfg: &mut Config) {
 }
 
 /// Number scheme options the swarm draws wherever a scheme declares them, with their
-/// choices. `page`'s `pe_limit` is not drawn: a device that wears out ends its run as
-/// an internal failure (until a clean worn-out end is built, issue 23 item 4), which
-/// the swarm would report as a bug.
+/// choices (`pe_limit`: [`draw_endurance`]).
 const DRAWN_NUMBERS: [(&str, [u32; 3]); 1] = [("wl_threshold", [1, 2, 16])];
 
 /// Enum scheme options the swarm draws wherever a scheme declares them (besides
@@ -319,16 +346,21 @@ pub enum Verdict {
 pub fn run_case(cfg: &Config) -> Verdict {
     match run(cfg, &mut NoObserver) {
         Err(RunError::Scheme(e)) => Verdict::Skipped(e.to_string()),
-        // A scheme that cannot recover with the drawn options is refused up front.
+        // A scheme that cannot recover with the drawn options is refused up front, and
+        // so is a device whose drawn bad blocks leave fewer good blocks than logical.
         Err(
             e @ RunError::Setting {
-                key: "power_loss", ..
+                key: "power_loss" | "bad_blocks",
+                ..
             },
         ) => Verdict::Skipped(e.to_string()),
         Err(e) => Verdict::Failed(e.to_string()),
         Ok(out) => match out.failure {
-            Some(f) => Verdict::Failed(f.to_string()),
-            None => Verdict::Passed {
+            // The end of a device's life under a drawn pe_limit is no bug.
+            Some(f) if !matches!(f, crate::Failure::WornOut { .. }) => {
+                Verdict::Failed(f.to_string())
+            }
+            _ => Verdict::Passed {
                 requests: out.requests,
                 reads_checked: out.report.verify.reads_checked,
                 power_losses: out.report.power_loss.events,
@@ -344,7 +376,7 @@ pub type Reached = fn(&Config, &ftlab_report::Report) -> bool;
 
 /// What a run can reach, for the coverage table (`ftlab fuzz --coverage`): the column
 /// heading and whether a passed run reached it. A column of zeros is a blind spot.
-pub const COVERAGE: [(&str, Reached); 11] = [
+pub const COVERAGE: [(&str, Reached); 13] = [
     ("GC", |_, r| r.ftl.gc.invocations > 0),
     ("switch merge", |_, r| r.ftl.merges.switch > 0),
     ("partial merge", |_, r| r.ftl.merges.partial > 0),
@@ -355,6 +387,10 @@ pub const COVERAGE: [(&str, Reached); 11] = [
     ("trim", |_, r| r.host.trim_requests > 0),
     ("flush", |_, r| r.host.flush_requests > 0),
     ("least OP", |c, _| c.op < 10.0),
+    ("retired block", |_, r| {
+        r.ftl.extra.get("retired_blocks").unwrap_or(0.0) > 0.0
+    }),
+    ("until worn out", |_, r| r.endurance.is_some()),
     ("buffer > device", |c, _| {
         c.buffer_options
             .get("size")

@@ -9,16 +9,26 @@
 //! is covered with no new test code. A scheme that declares `gc_policy` also runs each
 //! of its other victim policies (`-- gc_policy=fifo` runs those of FIFO), and so for
 //! the other non-default values of the options in `VARIED` (issue 23:
-//! `-- gc_frontier=separate`, `-- wear_leveling=static`).
+//! `-- gc_frontier=separate`, `-- wear_leveling=static`), and a scheme that declares
+//! `pe_limit` runs with a small one (`-- pe_limit=`): blocks retire, and a device that
+//! wears out ends its case there (with blocks retired or the device worn out, never
+//! another panic); every scheme also runs with 5% initial bad blocks
+//! (`-- bad_blocks=`).
 
 use ftlab::registry::{BUFFERS, FTLS};
 use ftlab::testkit::{config, engine, exercise, PROFILES};
 use ftlab_core::flash::FlashStats;
+use ftlab_core::ftl::WornOut;
 use libtest_mimic::{Arguments, Failed, Trial};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// Scheme options whose every non-default value gets its own cases (read off each
 /// scheme's options schema; a scheme that does not declare one is not affected).
 const VARIED: [&str; 3] = ["gc_policy", "gc_frontier", "wear_leveling"];
+
+/// The small P/E limit of the retirement cases.
+const PE_LIMIT: u32 = 3;
+const PE_LIMIT_STR: &str = "3";
 
 fn case(
     ftl: &'static str,
@@ -30,7 +40,9 @@ fn case(
     let p = &PROFILES[p];
     let mut cfg = config(ftl, buf, p, seed);
     if let Some((k, v)) = option {
-        cfg.ftl_options.insert(k.into(), v.into());
+        if k != "bad_blocks" {
+            cfg.ftl_options.insert(k.into(), v.into());
+        }
         if k == "gc_policy" {
             // Small d and window, so the policies differ from greedy on small devices.
             cfg.ftl_options.insert("gc_d".into(), 2.into());
@@ -40,6 +52,16 @@ fn case(
             // A low threshold, so static levelling moves data on small devices.
             cfg.ftl_options.insert("wl_threshold".into(), 2.into());
         }
+        if k == "bad_blocks" {
+            // Initial bad blocks at `v` percent, hidden below the FTL.
+            cfg.bad_blocks = true;
+            cfg.nand_params.bad_block_percent = Some(v.parse::<f64>()?);
+        }
+        if k == "pe_limit" {
+            cfg.ftl_options.insert(k.into(), v.parse::<u32>()?.into());
+            // Blocks to retire before the device wears out.
+            cfg.op += 100.0;
+        }
         // An option that needs more blocks (an open GC block) raises the device's
         // over-provisioning to the least the scheme then builds on.
         if let Ok(op) = ftlab::sim::least_op(&cfg) {
@@ -47,9 +69,34 @@ fn case(
         }
     }
     let mut e = engine(&cfg).map_err(|err| format!("cannot build: {err}"))?;
-    exercise(&mut e, seed, p.requests, p.max_pages).map_err(|err| err.to_string())?;
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        exercise(&mut e, seed, p.requests, p.max_pages)
+    }));
+    let worn_out = match ran {
+        Ok(r) => {
+            r.map_err(|err| err.to_string())?;
+            false
+        }
+        Err(p)
+            if p.downcast_ref::<WornOut>().is_some()
+                && option.is_some_and(|o| o.0 == "pe_limit") =>
+        {
+            true
+        }
+        Err(p) => resume_unwind(p),
+    };
+    if option.is_some_and(|o| o.0 == "pe_limit") {
+        let retired = e.ftl_stats().extra.get("retired_blocks").unwrap_or(0.0);
+        if retired == 0.0 && !worn_out {
+            return Err("pe_limit: no block retired and the device did not wear out".into());
+        }
+        if e.flash().erase_counts().iter().any(|&n| n > PE_LIMIT) {
+            return Err(format!("a block was erased past pe_limit {PE_LIMIT}").into());
+        }
+    }
     let erases = FlashStats::total(&e.flash().stats().erases);
-    if erases < 20 {
+    // (A device worn out early has ended its case.)
+    if erases < 20 && !worn_out {
         return Err(format!("only {erases} erases; the mix must drive GC hard").into());
     }
     Ok(())
@@ -91,6 +138,26 @@ fn main() {
                         let opt = Some((key, value));
                         trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
                     }
+                }
+            }
+        }
+        // Initial bad blocks (issue 23 item 4), every scheme: 5% of the blocks.
+        for b in ["none", "bplru"] {
+            for (pi, p) in PROFILES.iter().enumerate() {
+                let f = ftl.id;
+                let name = format!("{f}/{b}/{}/seed1/bad_blocks=5", p.name);
+                let opt = Some(("bad_blocks", "5"));
+                trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+            }
+        }
+        // Retirement (issue 23 item 4), where the scheme declares `pe_limit`.
+        if fields.iter().any(|f| f.name == "pe_limit") {
+            for b in ["none", "bplru"] {
+                for (pi, p) in PROFILES.iter().enumerate() {
+                    let f = ftl.id;
+                    let name = format!("{f}/{b}/{}/seed1/pe_limit={PE_LIMIT}", p.name);
+                    let opt = Some(("pe_limit", PE_LIMIT_STR));
+                    trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
                 }
             }
         }

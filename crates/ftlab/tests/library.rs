@@ -313,7 +313,275 @@ fn until_worn_out_replays_to_the_end_of_the_device_life() {
     let rated = ftlab_core::nand::preset(&c.nand).unwrap().pe_cycles;
     assert_eq!(sim.config().ftl_options["pe_limit"], rated);
 
-    c.ftl = "dac".into();
+    // The test-only example scheme has no endurance model (every built-in one has).
+    c.ftl = ftlab::example::ID.into();
     let e = Simulation::new(c).err().unwrap().to_string();
-    assert!(e.contains("until_worn_out") && e.contains("dac"), "{e}");
+    assert!(
+        e.contains("until_worn_out") && e.contains(ftlab::example::ID),
+        "{e}"
+    );
+}
+
+/// Issue 23 item 4: every FTL that declares `pe_limit` (read off its options) retires
+/// blocks and lives until the device is worn out: `until_worn_out` ends with an
+/// `endurance` section naming the scheme, and no block was erased past the limit.
+#[test]
+fn every_ftl_with_a_pe_limit_lives_until_worn_out() {
+    let mut covered = 0;
+    for f in ftlab::registry::FTLS {
+        if !f.options.fields().iter().any(|o| o.name == "pe_limit") {
+            continue;
+        }
+        covered += 1;
+        let mut c = small();
+        c.ftl = f.id.into();
+        c.capacity = "4MiB".parse().unwrap();
+        c.op = 25.0;
+        c.op = c.op.max(ftlab::sim::least_op(&c).unwrap());
+        c.synthetic.count = 2_000;
+        c.synthetic.read_ratio = 0.0;
+        c.until_worn_out = true;
+        c.ftl_options.insert("pe_limit".into(), 5.into());
+        let out = Simulation::new(c)
+            .unwrap()
+            .run(Workload::Configured, &mut NoObserver)
+            .unwrap();
+        let id = f.id;
+        assert!(out.failure.is_none(), "{id}: {:?}", out.failure);
+        let e = out.report.endurance.as_ref().expect("an endurance section");
+        assert_eq!(e.ended_by, "pe_limit", "{id}");
+        assert!(
+            e.message.contains(id) && e.message.contains("device worn out"),
+            "{id}: {}",
+            e.message
+        );
+        assert!(e.tbw > 0.0, "{id}");
+        assert!(out.report.flash.erase_count.max <= 5, "{id}");
+        assert!(
+            out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0) > 0.0,
+            "{id}: the device wore out without retiring a block"
+        );
+    }
+    assert!(covered >= 9, "{covered}");
+}
+
+/// Initial bad blocks (issue 23 item 4): with `bad_blocks` the preset's rate (or
+/// `nand_params.bad_block_percent`) of the physical blocks, chosen from the seed, are
+/// hidden below the FTL: every FTL runs on the good blocks alone (the flash model has
+/// no other, so no FTL can use a bad one), the oracle finds nothing wrong, the report
+/// counts them, and the same seed gives the same blocks and the same report.
+#[test]
+fn initial_bad_blocks_are_counted_never_used_and_chosen_from_the_seed() {
+    for f in ftlab::registry::FTLS {
+        let mut c = small();
+        c.ftl = f.id.into();
+        c.capacity = "4MiB".parse().unwrap();
+        c.op = 50.0;
+        c.synthetic.count = 3_000;
+        c.bad_blocks = true;
+        c.nand_params.bad_block_percent = Some(5.0);
+        let physical = ftlab::sim::device_geometry(&Config {
+            bad_blocks: false,
+            ..c.clone()
+        })
+        .unwrap()
+        .blocks;
+        let map = ftlab::sim::bad_blocks(&c).unwrap().expect("a map");
+        let bad = (physical as f64 * 0.05).floor() as u32;
+        assert!(bad > 0);
+        assert_eq!((map.physical, map.bad()), (physical, bad));
+        assert!(map.good.windows(2).all(|w| w[0] < w[1]));
+        let run = || {
+            Simulation::new(c.clone())
+                .unwrap()
+                .run(Workload::Configured, &mut NoObserver)
+                .unwrap()
+        };
+        let out = run();
+        let id = f.id;
+        assert!(out.failure.is_none(), "{id}: {:?}", out.failure);
+        let device = &out.report.config["device"];
+        assert_eq!(device["bad_blocks"]["count"], bad, "{id}");
+        assert_eq!(device["bad_blocks"]["physical_blocks"], physical, "{id}");
+        assert_eq!(device["geometry"]["blocks"], physical - bad, "{id}");
+        // The flash the FTL wrote has the good blocks only.
+        let blocks: u64 = out
+            .report
+            .flash
+            .erase_count
+            .histogram
+            .iter()
+            .map(|b| b.blocks)
+            .sum();
+        assert_eq!(blocks, (physical - bad) as u64, "{id}");
+        let again = run();
+        assert_eq!(
+            serde_json::to_value(&out.report).unwrap(),
+            serde_json::to_value(&again.report).unwrap(),
+            "{id}: same seed, same report"
+        );
+    }
+    // Another seed, other blocks; without the option, none and no report key.
+    let mut c = small();
+    c.bad_blocks = true;
+    let one = ftlab::sim::bad_blocks(&c).unwrap().unwrap();
+    assert_eq!(one.percent, 2.0, "the preset's class figure");
+    c.seed += 1;
+    let other = ftlab::sim::bad_blocks(&c).unwrap().unwrap();
+    assert_eq!(one.bad(), other.bad());
+    assert_ne!(one.good, other.good);
+    c.bad_blocks = false;
+    assert!(ftlab::sim::bad_blocks(&c).unwrap().is_none());
+    let sim = Simulation::new(c).unwrap();
+    assert!(sim.echo()["device"].get("bad_blocks").is_none());
+}
+
+/// A device whose good blocks are too few for the scheme is refused, and the error says
+/// the initial bad blocks took them, naming the option; a rate that is not a share is
+/// refused naming its key.
+#[test]
+fn too_few_good_blocks_are_refused_naming_the_option() {
+    let mut c = small();
+    c.ftl = "bast".into();
+    c.op = 0.0;
+    c.op = ftlab::sim::least_op(&c).unwrap();
+    assert!(Simulation::new(c.clone()).is_ok());
+    c.bad_blocks = true;
+    c.nand_params.bad_block_percent = Some(10.0);
+    let e = Simulation::new(c.clone())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("initial bad blocks") && e.contains("bad_block_percent"),
+        "{e}"
+    );
+    // Fewer good blocks than logical ones: no scheme could run; refused before any is
+    // asked (and for every scheme alike).
+    c.nand_params.bad_block_percent = Some(50.0);
+    for ftl in ["page", "cach"] {
+        c.ftl = ftl.into();
+        let e = Simulation::new(c.clone())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("bad_blocks") && e.contains("good blocks"), "{e}");
+    }
+    for bad in [-1.0, 100.0, f64::NAN] {
+        c.nand_params.bad_block_percent = Some(bad);
+        let e = Simulation::new(c.clone())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("nand_params.bad_block_percent"), "{e}");
+    }
+}
+
+/// Static wear levelling beyond `page` (issue 23 item 3): on a 90/10 hot/cold mix, the
+/// page-mapped schemes that offer it (read off their options) narrow the erase-count
+/// spread against dynamic levelling, moving data (`wl_migrations`), and the oracle
+/// finds nothing wrong.
+#[test]
+fn static_levelling_narrows_the_spread_on_every_scheme_that_offers_it() {
+    let mut covered = 0;
+    for f in ftlab::registry::FTLS {
+        let fields = f.options.fields();
+        let offers = fields
+            .iter()
+            .any(|o| o.name == "wear_leveling" && o.kind.contains("static"));
+        // `page` is left out: on this 41-block device its static levelling widens the
+        // spread (143..243 erases against 187..213 under dynamic at 80,000 writes; it
+        // narrows on 164 blocks and in docs/results.md's 256-block table): the moved
+        // cold data lands in the least-worn free block again (docs/results.md).
+        if !offers || f.id == "page" {
+            continue;
+        }
+        covered += 1;
+        let run = |wl: &str| {
+            let mut c = small();
+            c.ftl = f.id.into();
+            c.capacity = "4MiB".parse().unwrap();
+            c.op = 28.0;
+            c.synthetic.count = 40_000;
+            c.synthetic.read_ratio = 0.0;
+            c.synthetic.request_bytes = 4096;
+            c.ftl_options.insert("wear_leveling".into(), wl.into());
+            c.ftl_options.insert("wl_threshold".into(), 4.into());
+            let mut s: toml::Value = toml::Value::try_from(&c.synthetic).unwrap();
+            s["address"] = "hot_cold".into();
+            s["hot_access"] = 0.9.into();
+            s["hot_space"] = 0.1.into();
+            c.synthetic = s.try_into().unwrap();
+            let out = Simulation::new(c)
+                .unwrap()
+                .run(Workload::Configured, &mut NoObserver)
+                .unwrap();
+            assert!(out.failure.is_none(), "{} {wl}: {:?}", f.id, out.failure);
+            let e = &out.report.flash.erase_count;
+            (e.max - e.min, out.report.ftl.extra.get("wl_migrations"))
+        };
+        let (dynamic, _) = run("dynamic");
+        let (levelled, moved) = run("static");
+        assert!(moved.unwrap_or(0.0) > 0.0, "{}", f.id);
+        assert!(
+            levelled < dynamic,
+            "{}: spread {levelled} under static, {dynamic} under dynamic",
+            f.id
+        );
+    }
+    assert!(covered >= 3, "{covered}");
+}
+
+/// Regression (swarm seed 4242, run 359): a device that wears out in the end-of-run
+/// drain (the buffer's dirty pages make DFTL collect) ends as worn out, not as an
+/// internal error while building the report.
+#[test]
+fn a_device_that_wears_out_in_the_final_drain_says_so() {
+    let mut c: Config = toml::from_str(
+        r#"
+        buffer = "lru"
+        capacity = "128MiB"
+        channels = 4
+        deep_every = 20000
+        dies = 2
+        flush_every = 8
+        ftl = "dftl"
+        op = 0.32
+        precondition = "fill"
+        seed = 2567013211774670538
+        verify = "deep"
+        [buffer_options]
+        size = 4096
+        [ftl_options]
+        cmt_bytes = 8192
+        gc_frontier = "separate"
+        pe_limit = 24
+        wear_leveling = "dynamic"
+        [mix]
+        gap_max_us = 0
+        hot_pct = 50
+        hot_space_pct = 6
+        max_pages = 1
+        partial_pct = 5
+        read_pct = 29
+        requests = 2777
+        seq_pct = 40
+        trim_pct = 1
+        write_pct = 43
+        [nand_params]
+        pages_per_block = 16
+        "#,
+    )
+    .unwrap();
+    c.ftl_options.insert("gc_d".into(), 1.into());
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    match &out.failure {
+        Some(Failure::WornOut { message, .. }) => {
+            assert!(message.contains("dftl: device worn out"), "{message}")
+        }
+        other => panic!("expected a worn-out end, got {other:?}"),
+    }
 }

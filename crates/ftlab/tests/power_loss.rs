@@ -294,31 +294,95 @@ fn every_wear_leveling_recovers() {
     assert!(covered > 0);
 }
 
-/// Issue 23 items 4 and 6: `page` with `pe_limit` through many power losses (twice the
-/// profiles' spare blocks, so blocks retire well before the device wears out): the run
-/// ends at its end or with the device worn out, never with a violation or a failed
-/// recovery, and no block is erased past the limit. (Whether a loss falls between the
-/// first retirement and the wear-out depends on the run; the unit test
-/// `page::tests::blocks_retire_at_the_pe_limit_until_the_device_is_worn_out` recovers
-/// with retired blocks on purpose.)
+/// `cach` with `bmr_update = "out_of_place"` and a PMR of a quarter of the blocks: in
+/// place a logical block's block is fixed, and under `pmr_percent = auto` the BMR has
+/// one spare, so the first BMR block at the limit ends the device's life (too soon for
+/// a power loss after a retirement); with spares the BMR's blocks retire as the PMR's.
+fn out_of_place_bmr(cfg: &mut ftlab::config::Config) {
+    if cfg.ftl == "cach" {
+        cfg.ftl_options
+            .insert("bmr_update".into(), "out_of_place".into());
+        cfg.ftl_options.insert("pmr_percent".into(), 25.into());
+    }
+}
+
+/// Issue 23 items 4 and 6: every FTL that declares `pe_limit` (read off its options),
+/// through many power losses with spare blocks to retire (so blocks retire well before
+/// the device wears out): the run ends at its end or with the device worn out, never
+/// with a violation or a failed recovery, and no block is erased past the limit.
+/// (Whether a loss falls between the first retirement and the wear-out depends on the
+/// run; `every_pe_limit_recovers_with_retired_blocks` makes sure it does.)
 #[test]
 fn power_loss_with_retired_blocks_recovers() {
-    for (profile, limit) in [(0, 30), (0, 60), (1, 8), (1, 16)] {
-        let mut cfg = with_power_losses("page", profile, 5);
-        // Spare blocks to retire: the profiles are near the least the scheme takes.
+    let mut covered = 0;
+    for f in FTLS {
+        if !f.options.fields().iter().any(|o| o.name == "pe_limit") {
+            continue;
+        }
+        covered += 1;
+        for (profile, limit) in [(0, 30), (0, 60), (1, 8), (1, 16)] {
+            let mut cfg = with_power_losses(f.id, profile, 5);
+            // Spare blocks to retire: the profiles are near the least the scheme takes.
+            cfg.op += 100.0;
+            cfg.ftl_options.insert("pe_limit".into(), limit.into());
+            out_of_place_bmr(&mut cfg);
+            let out = run(&cfg, &mut NoObserver).unwrap();
+            let id = f.id;
+            match &out.failure {
+                None | Some(ftlab::Failure::WornOut { .. }) => {}
+                Some(f) => panic!("{id} profile {profile}, pe_limit {limit}: {f}"),
+            }
+            assert!(out.report.flash.erase_count.max <= limit, "{id} {limit}");
+            assert!(
+                out.report.ftl.extra.get("retired_blocks").is_some(),
+                "{id} reports retired_blocks"
+            );
+            assert!(
+                out.report.power_loss.events > 2,
+                "{id} profile {profile}, pe_limit {limit}"
+            );
+        }
+    }
+    assert!(covered >= 9, "{covered} FTLs declare pe_limit");
+}
+
+/// Retirement through recovery, for every FTL that declares `pe_limit`: a power loss
+/// struck after the first block has retired (found by a first run), and the run goes on
+/// to its end or to a worn-out device with retired blocks still retired.
+#[test]
+fn every_pe_limit_recovers_with_retired_blocks() {
+    for f in FTLS {
+        if !f.options.fields().iter().any(|o| o.name == "pe_limit") {
+            continue;
+        }
+        let id = f.id;
+        let mut cfg = with_power_losses(id, 1, 7);
         cfg.op += 100.0;
-        cfg.ftl_options.insert("pe_limit".into(), limit.into());
+        cfg.ftl_options.insert("pe_limit".into(), 6.into());
+        out_of_place_bmr(&mut cfg);
+        // Power losses every 25 requests: some fall after the first retirement.
+        cfg.power_loss = vec![(1..240)
+            .map(|i| (i * 25).to_string())
+            .collect::<Vec<_>>()
+            .join(",")];
         let out = run(&cfg, &mut NoObserver).unwrap();
         match &out.failure {
             None | Some(ftlab::Failure::WornOut { .. }) => {}
-            Some(f) => panic!("profile {profile}, pe_limit {limit}: {f}"),
+            Some(f) => panic!("{id}: {f}"),
         }
-        assert!(out.report.flash.erase_count.max <= limit, "{limit}");
         let retired = out.report.ftl.extra.get("retired_blocks").unwrap_or(0.0);
-        assert!(retired > 0.0, "profile {profile}, pe_limit {limit}");
+        assert!(retired > 0.0, "{id}: no block retired");
+        assert!(
+            out.report.flash.erase_count.max <= 6,
+            "{id}: {} erases, {retired} retired, {:?}",
+            out.report.flash.erase_count.max,
+            out.failure
+        );
         assert!(
             out.report.power_loss.events > 2,
-            "profile {profile}, pe_limit {limit}"
+            "{id}: {} events, {retired} retired, {:?}",
+            out.report.power_loss.events,
+            out.failure
         );
     }
 }

@@ -97,6 +97,12 @@ impl CachFtl {
                     if !flash.is_erased(b) {
                         flash.erase(b, Cause::Merge);
                         self.record_erase(b);
+                        // In place a logical block's block is fixed: at the P/E limit
+                        // the device is worn out (raises WornOut).
+                        let erases = flash.erase_count(b);
+                        self.spare
+                            .retirement()
+                            .fixed(b, erases, "in-place BMR block");
                     }
                     b
                 });
@@ -155,7 +161,7 @@ impl CachFtl {
             return;
         }
         if flash.is_erased(old) {
-            self.spare.push_back(old);
+            self.spare.push(old, flash.erase_count(old));
         } else {
             self.retired.push_back(old);
         }
@@ -164,14 +170,21 @@ impl CachFtl {
     /// Out of place: an erased spare block, erasing a retired one if none is erased.
     fn take_erased_block(&mut self, flash: &mut Flash) -> Pbn {
         loop {
-            if let Some(b) = self.spare.pop_front() {
+            if let Some(b) = self.spare.pop_if_any() {
                 return b;
             }
             if let Some(b) = self.retired.pop_front() {
                 flash.erase(b, Cause::Merge);
                 self.record_erase(b);
+                let erases = flash.erase_count(b);
+                if self.spare.retirement().reached(erases) {
+                    self.spare.push(b, erases); // retires it
+                    continue;
+                }
                 return b;
             }
+            // No spare and none to erase: with blocks worn out, the device's end.
+            self.spare.retirement().exhausted();
             // A pending BMR-GC job holds the only spare block between its phases.
             assert!(
                 self.job.is_some(),
@@ -257,7 +270,7 @@ impl CachFtl {
                 }
                 flash.erase(victim, Cause::Gc);
                 self.record_erase(victim);
-                self.pmr.release(victim);
+                self.pmr.release(flash, victim);
                 self.stats.gc_invocations += 1;
                 self.held.clear();
                 self.copies.clear();
@@ -386,7 +399,7 @@ impl CachFtl {
                 self.retired.pop_front();
                 flash.erase(b, Cause::Merge);
                 self.record_erase(b);
-                self.spare.push_back(b);
+                self.spare.push(b, flash.erase_count(b));
                 continue;
             }
             if self.job.is_none() && !self.start_async_job(flash, budget) {

@@ -6,8 +6,8 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::u32map::U32Map;
 use ftlab_core::victim::GreedyIndex;
+use ftlab_core::wear::{FreeBlocks, Retirement};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
-use std::collections::VecDeque;
 
 /// The PMR. Sealed (full) blocks are indexed by valid count for greedy PMR-GC; the
 /// active block is not, and neither is a block a GC job has taken as its victim.
@@ -16,7 +16,9 @@ pub(super) struct Pmr {
     first: Pbn,
     blocks: u32,
     min_invalid: u32,
-    pub(super) free: VecDeque<Pbn>,
+    /// Erased blocks (first-in first-out, or least-erased first), retiring at the P/E
+    /// limit.
+    pub(super) free: FreeBlocks,
     pub(super) active: Option<Pbn>,
     sealed: GreedyIndex,
     /// LPN -> PPN of every logical page whose live copy is in the PMR.
@@ -30,15 +32,25 @@ pub(super) struct Pmr {
 
 impl Pmr {
     /// A PMR of the `blocks` physical blocks starting at `first`, all erased, whose GC
-    /// victims must have at least `min_invalid` invalid pages.
-    pub(super) fn new(geo: &Geometry, first: Pbn, blocks: u32, min_invalid: u32) -> Pmr {
+    /// victims must have at least `min_invalid` invalid pages; free blocks least-erased
+    /// first if `dynamic`, retiring as `retirement` says.
+    pub(super) fn new(
+        geo: &Geometry,
+        first: Pbn,
+        blocks: u32,
+        min_invalid: u32,
+        dynamic: bool,
+        retirement: Retirement,
+    ) -> Pmr {
         let ppb = geo.pages_per_block;
+        let mut free = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(retirement);
+        (first.0..first.0 + blocks).for_each(|b| free.push(Pbn(b), 0));
         Pmr {
             ppb,
             first,
             blocks,
             min_invalid,
-            free: (first.0..first.0 + blocks).map(Pbn).collect(),
+            free,
             active: None,
             sealed: GreedyIndex::new(geo.blocks, ppb),
             map: U32Map::with_max_len(blocks * ppb),
@@ -71,7 +83,7 @@ impl Pmr {
             None => {
                 let a = self
                     .free
-                    .pop_front()
+                    .pop()
                     .expect("CACH-FTL: PMR has no free block (GC reserve broken)");
                 self.active = Some(a);
                 a
@@ -143,9 +155,10 @@ impl Pmr {
         self.sealed.remove(pbn);
     }
 
-    /// An erased victim returns to the free pool (erased blocks go to the back).
-    pub(super) fn release(&mut self, pbn: Pbn) {
-        self.free.push_back(pbn);
+    /// An erased victim returns to the free pool (erased blocks go to the back), or
+    /// retires at the P/E limit.
+    pub(super) fn release(&mut self, flash: &Flash, pbn: Pbn) {
+        self.free.push(pbn, flash.erase_count(pbn));
     }
 
     /// Whether a block is sealed and indexed.
@@ -162,7 +175,8 @@ impl Pmr {
         for pbn in (self.first.0..self.first.0 + self.blocks).map(Pbn) {
             self.sealed.remove(pbn);
             if flash.is_erased(pbn) {
-                self.free.push_back(pbn);
+                // (At the P/E limit it retires again: the erase counts are on flash.)
+                self.free.push(pbn, flash.erase_count(pbn));
             } else if flash.is_full(pbn) {
                 self.sealed.insert(pbn, flash.valid_count(pbn));
             } else if let Some(a) = self.active {

@@ -164,6 +164,12 @@ impl CachFtl {
         self.spare.clear();
         for pbn in self.outside_pmr_blocks() {
             match scan.block_lbn[pbn.idx()] {
+                // An erased block at the P/E limit retires again (counts on flash).
+                _ if flash.is_erased(pbn)
+                    && self.spare.retirement().reached(flash.erase_count(pbn)) =>
+                {
+                    self.spare.push(pbn, flash.erase_count(pbn))
+                }
                 _ if flash.is_erased(pbn) => erased.push_back(pbn),
                 NO_LBN => self.retired.push_back(pbn), // only fillers
                 l => cands[l as usize].push(pbn),
@@ -181,19 +187,26 @@ impl CachFtl {
                 .find(|&&b| self.holds_all(flash, b, lbn, scan))
             {
                 Some(&b) => b,
-                None => self.merge_newest(flash, lbn, blocks, scan),
+                None => self.merge_newest(flash, lbn, blocks, scan, &mut erased)?,
             };
             self.bmr[l] = chosen;
             self.adopt(flash, chosen, scan);
-            self.retired
-                .extend(blocks.iter().copied().filter(|&b| b != chosen));
+            // (A block the merge erased to the P/E limit has retired.)
+            self.retired.extend(
+                blocks
+                    .iter()
+                    .copied()
+                    .filter(|&b| b != chosen && !flash.is_erased(b)),
+            );
         }
         for lbn in homeless {
             self.bmr[lbn.idx()] = erased
                 .pop_front()
                 .ok_or_else(|| failed(format!("no erased block left for the empty {lbn:?}")))?;
         }
-        self.spare.extend(erased);
+        for b in erased {
+            self.spare.push(b, flash.erase_count(b));
+        }
         Ok(())
     }
 
@@ -218,7 +231,14 @@ impl CachFtl {
     /// Reads the newest BMR copies of `lbn`'s pages from its `blocks` into RAM, erases
     /// the first block and programs them into it (all under `Cause::Recovery`; holes get
     /// fillers). Returns that block.
-    fn merge_newest(&mut self, flash: &mut Flash, lbn: Lbn, blocks: &[Pbn], scan: &Scan) -> Pbn {
+    fn merge_newest(
+        &mut self,
+        flash: &mut Flash,
+        lbn: Lbn,
+        blocks: &[Pbn],
+        scan: &Scan,
+        erased: &mut VecDeque<Pbn>,
+    ) -> Result<Pbn, RecoverError> {
         let mut img = std::mem::take(&mut self.fg_img);
         img.clear();
         for l in self.lpns(lbn) {
@@ -238,11 +258,32 @@ impl CachFtl {
                 .expect("a newest BMR copy lies in a block of its logical block");
             img.set(off, flash.read(src, Cause::Recovery), MOVED);
         }
-        let target = blocks[0];
-        flash.erase(target, Cause::Recovery);
+        // The first block that this erase leaves below the P/E limit (one that reaches
+        // it retires), else an erased block.
+        let mut target = None;
+        for &b in blocks {
+            flash.erase(b, Cause::Recovery);
+            let erases = flash.erase_count(b);
+            if !self.spare.retirement().reached(erases) {
+                target = Some(b);
+                break;
+            }
+            self.spare.push(b, erases); // retires it
+        }
+        let target = match target.or_else(|| erased.pop_front()) {
+            Some(b) => b,
+            None => {
+                self.fg_img = img;
+                // Every block at the limit: the device's end (raises WornOut).
+                self.spare.retirement().exhausted();
+                return Err(failed(format!(
+                    "no block below the P/E limit left to merge {lbn:?} into"
+                )));
+            }
+        };
         self.program_recovered(flash, target, &img);
         self.fg_img = img;
-        target
+        Ok(target)
     }
 
     /// Programs a recovered image from offset 0 to its last page, with fillers in the

@@ -211,6 +211,9 @@ impl SuperblockFtl {
                 self.sb_len[sb as usize] < self.cfg.max_blocks,
                 "superblock {sb}: no room for its map page after a merge"
             );
+            if self.free.is_empty() {
+                self.retirement.exhausted();
+            }
             let b = self
                 .free
                 .pop_front()

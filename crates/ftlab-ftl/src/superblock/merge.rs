@@ -183,6 +183,9 @@ impl SuperblockFtl {
             let f = self.frontier[sb as usize];
             if f == NONE || flash.is_full(Pbn(f)) {
                 fits = false;
+                if self.reserved.is_empty() {
+                    self.retirement.exhausted();
+                }
                 let d = self
                     .reserved
                     .pop()
@@ -196,7 +199,10 @@ impl SuperblockFtl {
             self.copy_ws(flash, p, dst);
         }
         flash.erase(src, Cause::Merge);
-        if fits {
+        // (A block at the P/E limit retires; the log sees it released to the free pool.)
+        let retired = self.retire_if_worn(flash, src);
+        if retired {
+        } else if fits {
             self.free.push_back(src);
         } else {
             self.owner[src.idx()] = super::OWN_RESERVED;
@@ -204,7 +210,7 @@ impl SuperblockFtl {
         }
         self.note(Event::Release {
             pbn: src.0,
-            to_reserved: !fits,
+            to_reserved: !fits && !retired,
         });
         match (valid, fits) {
             (0, _) => self.stats.merges_switch += 1,

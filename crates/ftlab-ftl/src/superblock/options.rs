@@ -44,6 +44,9 @@ pub struct SuperblockOptions {
     /// t: a PT holds 2^t entries (Table III: 4); clamped to the page-offset bits.
     #[schemars(range(min = 1, max = 12))]
     pub pt_bits: u32,
+    /// Erases after which a block retires (never written again); 0: blocks never
+    /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
+    pub pe_limit: u32,
 }
 
 impl Default for SuperblockOptions {
@@ -60,6 +63,7 @@ impl Default for SuperblockOptions {
             background_merge: OnOff::Off,
             background_free_blocks: 2,
             pt_bits: 4,
+            pe_limit: 0,
         }
     }
 }

@@ -300,6 +300,9 @@ impl SuperblockFtl {
             }
             if !flash.is_erased(b) {
                 flash.erase(b, Cause::Map);
+                // The snapshot area is fixed: a block of it at the limit ends the device.
+                self.retirement
+                    .fixed(b, flash.erase_count(b), "snapshot block");
             }
         }
         let seq = log.next_seq;
@@ -456,6 +459,7 @@ impl SuperblockFtl {
         } else {
             self.snap = Some(log);
         }
+        self.retire_worn_pooled(flash);
         self.mark_live(flash)?;
         // What the scan and the probes rebuilt is in no snapshot yet: checkpoint it, or a
         // second power loss would replay the old snapshot under newer partial ones.
