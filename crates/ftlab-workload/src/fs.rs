@@ -45,7 +45,9 @@
 //! other (the device's `precondition = "fill"` has written every page already; these
 //! writes are not replayed). A create that would take the used clusters above `fill`
 //! first deletes uniformly random files until it fits (a camera or player whose owner
-//! deletes old pictures or songs to make room; the paper does not say which files go).
+//! deletes old pictures or songs to make room; the paper does not say which files go);
+//! `delete = "oldest"` deletes the oldest files instead, so the free space stays one run
+//! ahead of the allocator and the volume is written like a circular log.
 //!
 //! File sizes come from `profile` (the paper's traces; Table IV gives only the average
 //! size, so the spread is our assumption: uniform from half to one and a half times the
@@ -102,6 +104,17 @@ pub enum Profile {
     Pc,
 }
 
+/// Which files a create deletes to make room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Delete {
+    /// Uniformly random files (free space fragments; files start anywhere).
+    Random,
+    /// The oldest files first (free space stays one run ahead of the allocator: the
+    /// volume is written like a circular log).
+    Oldest,
+}
+
 /// One kind of file: its share of the files created and its size distribution.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -132,6 +145,8 @@ pub struct FsConfig {
     /// Probability that an operation rewrites part of a file in place; default: the
     /// profile's (0, or 0.5 for pc).
     pub p_overwrite: Option<f64>,
+    /// Which files go when room is needed: random or oldest.
+    pub delete: Delete,
     /// Directory entries per directory.
     pub files_per_dir: u32,
     /// File kinds replacing the profile's sizes.
@@ -148,6 +163,7 @@ impl Default for FsConfig {
             metadata_every_kib: 1024,
             fill: 0.9,
             p_overwrite: None,
+            delete: Delete::Random,
             files_per_dir: 256,
             files: None,
         }
@@ -427,6 +443,7 @@ pub struct FsGen {
     kinds: Vec<FileKind>,
     weight_sum: f64,
     p_overwrite: f64,
+    delete: Delete,
     write_bytes: u64,
     meta_every: u64,
     files_per_dir: u64,
@@ -475,6 +492,7 @@ impl FsGen {
             kinds,
             weight_sum,
             p_overwrite: cfg.p_overwrite(),
+            delete: cfg.delete,
             write_bytes: cfg.write_kib as u64 * 1024,
             meta_every: cfg.metadata_every_kib as u64 * 1024,
             files_per_dir: cfg.files_per_dir as u64,
@@ -703,7 +721,11 @@ impl FsGen {
     }
 
     fn delete_file(&mut self, i: usize) {
-        let f = self.files.swap_remove(i);
+        // With `oldest`, files stay in creation order (`remove`), oldest first.
+        let f = match self.delete {
+            Delete::Random => self.files.swap_remove(i),
+            Delete::Oldest => self.files.remove(i),
+        };
         self.free_runs(&f.runs);
         for &(s, l) in &f.runs {
             self.push_table(s as u64, l as u64);
@@ -760,7 +782,10 @@ impl FsGen {
         while !self.files.is_empty()
             && (self.used_count + clusters > self.limit || self.files.len() as u64 >= recs)
         {
-            let i = rng.gen_range(0..self.files.len());
+            let i = match self.delete {
+                Delete::Random => rng.gen_range(0..self.files.len()),
+                Delete::Oldest => 0,
+            };
             self.delete_file(i);
         }
         let free = self.layout.data_clusters - self.used_count;
@@ -1051,6 +1076,29 @@ mod tests {
         let mut lens: Vec<u64> = reqs.iter().map(|r| r.len).collect();
         lens.sort_unstable();
         assert!(lens[lens.len() / 2] <= 4096, "{}", lens[lens.len() / 2]);
+    }
+
+    #[test]
+    fn oldest_first_deletion_writes_the_volume_like_a_circular_log() {
+        let fs = FsConfig {
+            delete: Delete::Oldest,
+            ..small_pic()
+        };
+        let (reqs, lay, counts) = run(&cfg(fs, 20_000), 256 * MIB, 1);
+        assert!(counts.deleted > 100, "{counts:?}");
+        // Free space stays one run; a file is split only where it wraps round the
+        // volume's end or meets a directory's clusters.
+        assert!(counts.fragmented * 100 <= counts.created, "{counts:?}");
+        // File data moves forward through the volume (wrapping once at most here).
+        let data: Vec<&Request> = reqs
+            .iter()
+            .filter(|r| r.offset >= lay.data_start && r.len > SECTOR)
+            .collect();
+        let backwards = data
+            .windows(2)
+            .filter(|w| w[1].offset < w[0].offset)
+            .count();
+        assert!(backwards <= 5, "{backwards}");
     }
 
     #[test]
