@@ -82,14 +82,14 @@ fn walk_superblock_merges_on_a_fat32_picture_workload() {
         ..Default::default()
     };
     cfg.validate(geo.logical_bytes()).unwrap();
-    let mut g = Synthetic::new(&cfg, geo.logical_bytes(), PAGE, 1);
+    let g = Synthetic::new(&cfg, geo.logical_bytes(), PAGE, 1);
     let layout = g.filesystem().unwrap().layout().clone();
     let sbs = logical_blocks / 4;
     let mut before: Vec<Vec<(u32, u32, u32)>> = (0..sbs).map(|s| state(&ftl, &flash, s)).collect();
     flash.set_logging(true);
     let (mut shown, mut n) = (0, 0u64);
     let mut tally: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
-    while let Some(r) = g.next() {
+    for r in g {
         n += 1;
         let off = r.offset + shift * 512;
         let (first, last) = (off / PAGE, (off + r.len).div_ceil(PAGE) - 1);
