@@ -237,7 +237,9 @@ pub struct SyntheticConfig {
     pub align_bytes: u64,
     /// A file-system workload instead of the request-level draws (see [`crate::fs`]):
     /// files in clusters, allocation-table and directory updates, deletions. Only
-    /// `count`, the inter-arrival keys and `address_space` apply with it.
+    /// `count`, the inter-arrival keys and `address_space` apply with it. Left out of
+    /// reports and shown configs when unset, so those of other workloads are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub filesystem: Option<FsConfig>,
 }
 
