@@ -298,11 +298,11 @@ pub struct Layout {
     pub table_copies: u64,
     /// Bits of allocation table per cluster (FAT32: 32, NTFS: 1).
     pub table_bits: u64,
-    /// NTFS: first byte and size of `$LogFile` (0 for FAT32).
+    /// NTFS: first byte of `$LogFile` (0 for FAT32).
     pub log_start: u64,
     /// NTFS: size of `$LogFile`.
     pub log_bytes: u64,
-    /// NTFS: first byte and size of the MFT zone.
+    /// NTFS: first byte of the MFT zone (0 for FAT32).
     pub mft_start: u64,
     /// NTFS: bytes of the MFT zone.
     pub mft_bytes: u64,
