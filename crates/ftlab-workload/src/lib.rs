@@ -16,6 +16,7 @@
 pub mod ascii;
 pub mod blkparse;
 pub mod csv;
+pub mod fs;
 pub mod fuzzing;
 pub mod input;
 pub mod mix;

@@ -7,6 +7,11 @@
 //! address space, a count and a seed. Random requests can be skewed: hot/cold (x% of
 //! accesses to y% of the space) or Zipf.
 //!
+//! With a `[synthetic.filesystem]` table the generator instead issues the writes of a
+//! FAT32 or NTFS volume whose files are created, rewritten and deleted (files in
+//! clusters, allocation-table and directory updates between them, reused clusters):
+//! see [`crate::fs`] for the model, its options and where each figure comes from.
+//!
 //! Parameters are in the units the papers quote: sizes and distances in KiB, times in
 //! ms (the older keys `request_bytes` and `interarrival_us` still work when the new
 //! tables are absent). Distributions take DiskSim's parameters: normal (mean, variance),
@@ -40,6 +45,7 @@
 //!   the previous end is offset 0 (so a sequential stream starts at 0); one ChaCha8 stream seeded by the run seed drives everything, so a seed
 //!   replays exactly.
 
+use crate::fs::{FsConfig, FsGen};
 use ftlab_core::request::{Op, Request};
 use ftlab_core::units::parse_size;
 use ftlab_core::Nanos;
@@ -115,7 +121,7 @@ pub enum Dist {
 }
 
 impl Dist {
-    fn check(&self, key: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, key: &str) -> Result<(), String> {
         let finite = |v: f64, what: &str| {
             if v.is_finite() {
                 Ok(())
@@ -229,6 +235,12 @@ pub struct SyntheticConfig {
     pub zipf_scatter: bool,
     /// Alignment of random and local offsets in bytes (0: the page size).
     pub align_bytes: u64,
+    /// A file-system workload instead of the request-level draws (see [`crate::fs`]):
+    /// files in clusters, allocation-table and directory updates, deletions. Only
+    /// `count`, the inter-arrival keys and `address_space` apply with it. Left out of
+    /// reports and shown configs when unset, so those of other workloads are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<FsConfig>,
 }
 
 impl Default for SyntheticConfig {
@@ -255,6 +267,7 @@ impl Default for SyntheticConfig {
             zipf_exponent: 1.0,
             zipf_scatter: true,
             align_bytes: 0,
+            filesystem: None,
         }
     }
 }
@@ -352,6 +365,9 @@ impl SyntheticConfig {
                 "synthetic.hot_space = {}: hot_cold needs a hot region strictly inside the space",
                 self.hot_space
             ));
+        }
+        if let Some(fs) = &self.filesystem {
+            fs.validate(space)?;
         }
         Ok(())
     }
@@ -463,6 +479,7 @@ pub struct Synthetic {
     now_ns: f64,
     emitted: u64,
     last_kind: Kind,
+    fs: Option<FsGen>,
 }
 
 impl Synthetic {
@@ -491,9 +508,14 @@ impl Synthetic {
             };
             (Zipf::new(units, cfg.zipf_exponent), units, stride.max(1))
         });
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let fs = cfg
+            .filesystem
+            .as_ref()
+            .map(|f| FsGen::new(f, space, &mut rng));
         Synthetic {
             cfg: cfg.clone(),
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng,
             space,
             align,
             p_seq,
@@ -503,7 +525,13 @@ impl Synthetic {
             now_ns: 0.0,
             emitted: 0,
             last_kind: Kind::Random,
+            fs,
         }
+    }
+
+    /// The file-system workload's state, when `filesystem` is set.
+    pub fn filesystem(&self) -> Option<&FsGen> {
+        self.fs.as_ref()
     }
 
     /// The kind of the request returned last.
@@ -597,6 +625,19 @@ impl Iterator for Synthetic {
             return None;
         }
         self.emitted += 1;
+        if self.fs.is_some() {
+            let fs = self.fs.as_mut().expect("checked");
+            let (offset, len) = fs.next_write(&mut self.rng);
+            if self.emitted > 1 {
+                self.now_ns += self.gap_ns();
+            }
+            return Some(Request {
+                arrival: Nanos(self.now_ns as u64),
+                op: Op::Write,
+                offset,
+                len,
+            });
+        }
         let u: f64 = self.rng.gen();
         let op = if self.rng.gen::<f64>() < self.cfg.read_ratio {
             Op::Read
