@@ -519,6 +519,13 @@ impl DieClock {
         self.exponential.is_some()
     }
 
+    /// When the die of `block` is free (its last reserved operation ends): what an
+    /// allocator that places writes by die load compares.
+    #[inline]
+    pub fn free_at(&self, block: Pbn) -> Nanos {
+        Nanos(self.die_free[self.route[block.idx()].0 as usize])
+    }
+
     /// When every die and channel is free again.
     pub fn idle_at(&self) -> Nanos {
         Nanos(self.latest)

@@ -61,7 +61,11 @@
 //!   (one open block per die, consecutive page writes dealt to the dies in turn: a
 //!   multi-page write or a run of writes spreads over every die) or `"static"` (one open
 //!   block per die, LPN `l` always written on die `l % dies`: striping by LPN, GC copies
-//!   included). A block's die is `pbn % dies`, as parallel timing places it. Free blocks
+//!   included) or `"least_busy"` (one open block per die, each page, host or GC copy, to
+//!   the open block whose die the parallel timing model has free first, ties to the
+//!   lowest; the FTL reads when each die is free off the flash's die clock,
+//!   `Flash::clock`, and never the time itself; under serial timing there is no die
+//!   clock and it deals pages in turn). A block's die is `pbn % dies`, as parallel timing places it. Free blocks
 //!   are kept per die (first-in first-out in each); when a die has none left, its open
 //!   block comes from the die with the most free blocks (the lowest such die), so
 //!   allocation never fails while any block is free. GC is global: the victim policy
@@ -151,6 +155,10 @@ pub enum DieAlloc {
     RoundRobin,
     /// One open block per die; LPN `l` is written on die `l % dies`.
     Static,
+    /// One open block per die; each page goes to the open block whose die is free
+    /// first under parallel timing (ties to the lowest die); without a die clock
+    /// (serial timing), as `round_robin`.
+    LeastBusy,
 }
 
 impl Default for PageOptions {
@@ -247,7 +255,9 @@ impl PageFtl {
         let gc_threshold = opts.gc_threshold.max(1);
         let streams = match opts.die_alloc {
             DieAlloc::Single => 1,
-            DieAlloc::RoundRobin | DieAlloc::Static => geo.dies().min(geo.blocks),
+            DieAlloc::RoundRobin | DieAlloc::Static | DieAlloc::LeastBusy => {
+                geo.dies().min(geo.blocks)
+            }
         };
         // With one open block per die, one victim's copies can fill every open block
         // once: GC keeps that many more blocks free (none more under `single`).
@@ -344,16 +354,37 @@ impl PageFtl {
 
     /// The stream (die) the next write of `lpn` goes to.
     #[inline]
-    fn stream(&mut self, lpn: Lpn) -> usize {
+    fn stream(&mut self, flash: &Flash, lpn: Lpn) -> usize {
         match self.alloc {
             DieAlloc::Single => 0,
-            DieAlloc::RoundRobin => {
-                let s = self.turn;
-                self.turn = if s + 1 == self.active.len() { 0 } else { s + 1 };
-                s
-            }
+            DieAlloc::RoundRobin => self.next_turn(),
             DieAlloc::Static => lpn.idx() % self.active.len(),
+            DieAlloc::LeastBusy => match flash.clock() {
+                // The open block whose die is free first (an open block may sit on
+                // another die than its stream's, borrowed when the stream's pool ran
+                // dry); ties to the lowest stream.
+                Some(clock) => {
+                    let mut best = 0;
+                    let mut at = clock.free_at(self.active[0]);
+                    for (s, &b) in self.active.iter().enumerate().skip(1) {
+                        let t = clock.free_at(b);
+                        if t < at {
+                            (best, at) = (s, t);
+                        }
+                    }
+                    best
+                }
+                None => self.next_turn(),
+            },
         }
+    }
+
+    /// Round robin over the streams.
+    #[inline]
+    fn next_turn(&mut self) -> usize {
+        let s = self.turn;
+        self.turn = if s + 1 == self.active.len() { 0 } else { s + 1 };
+        s
     }
 
     /// A free block for die `s`: its own pool's oldest, else the oldest of the die
@@ -471,10 +502,10 @@ impl PageFtl {
         // nothing for the others.
         match self.alloc {
             DieAlloc::Single => self.copy_valid(flash, victim, |_, _, _| 0),
-            DieAlloc::RoundRobin | DieAlloc::Static => {
+            DieAlloc::RoundRobin | DieAlloc::Static | DieAlloc::LeastBusy => {
                 self.copy_valid(flash, victim, |f: &mut PageFtl, flash: &Flash, src| {
                     let lpn = f.lpn_of(flash, src);
-                    f.stream(lpn)
+                    f.stream(flash, lpn)
                 })
             }
         }
@@ -549,7 +580,7 @@ impl PageFtl {
     fn lpn_of(&self, flash: &Flash, src: Ppn) -> Lpn {
         match self.alloc {
             DieAlloc::Static => flash.peek_tag(src).expect("a valid page is programmed").lpn,
-            DieAlloc::Single | DieAlloc::RoundRobin => Lpn(0),
+            DieAlloc::Single | DieAlloc::RoundRobin | DieAlloc::LeastBusy => Lpn(0),
         }
     }
 
@@ -574,7 +605,7 @@ impl Ftl for PageFtl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         for &tag in pages {
             self.unmap(flash, tag.lpn);
-            let s = self.stream(tag.lpn);
+            let s = self.stream(flash, tag.lpn);
             let ppn = self.frontier(flash, s, false);
             flash.program(ppn, tag, Cause::Host);
             self.l2p[tag.lpn.idx()] = ppn.0;
@@ -828,6 +859,45 @@ mod tests {
         let (mut s, mut flash) = ftl(DieAlloc::Single);
         write_all(&mut s, &mut flash, 0..8);
         assert!((0..8).all(|l| die_of(&s, l) == 0));
+    }
+
+    #[test]
+    fn least_busy_writes_where_the_die_clock_is_free_first() {
+        use ftlab_core::nand::Latencies;
+        use ftlab_core::timing::DieClock;
+        use ftlab_core::Nanos;
+        // Without a die clock (serial timing) it deals pages in turn.
+        let (mut f, mut flash) = ftl(DieAlloc::LeastBusy);
+        write_all(&mut f, &mut flash, 0..8);
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // With one: each page goes to the die free first (programs take 300, no
+        // transfer; ties to the lowest die).
+        let (mut f, mut flash) = ftl(DieAlloc::LeastBusy);
+        let lat = Latencies {
+            read: Nanos(1000),
+            spare_read: Nanos(10),
+            program: Nanos(300),
+            erase: Nanos(2000),
+        };
+        let g = geo();
+        flash.install_clock(DieClock::new(lat, 2, 2, g.blocks, Nanos(0)));
+        write_all(&mut f, &mut flash, 0..1);
+        assert_eq!(die_of(&f, 0), 0);
+        flash.clock_begin(Nanos(0));
+        // The first page goes to die 0 (busy until 300); dies 1, 2, 3 are free at 0,
+        // so the next pages go there; then all four are free at 300: dies 0 and 1.
+        let writes: Vec<PageWrite> = (10..16)
+            .map(|l| PageWrite {
+                lpn: Lpn(l),
+                version: 1,
+            })
+            .collect();
+        f.write(&mut flash, &writes[..1]);
+        f.write(&mut flash, &writes[1..]);
+        flash.clock_end();
+        let dies: Vec<u32> = (10..16).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1]);
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     // Die-aware allocation of the page FTL (issue 22), where there are dies to spread
     // over; drawn only there, so every other case of a seed is as before.
     if cfg.ftl == "page" && cfg.timing == TimingModel::Parallel {
-        let alloc = d.pick(&["single", "round_robin", "static"]);
+        let alloc = d.pick(&["single", "round_robin", "static", "least_busy"]);
         cfg.ftl_options.insert("die_alloc".into(), alloc.into());
     }
     // One run in four at the least over-provisioning the scheme accepts on this device

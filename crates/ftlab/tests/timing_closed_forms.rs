@@ -160,3 +160,51 @@ fn suspend_needs_parallel_timing() {
         "{err}"
     );
 }
+
+/// `die_alloc = "least_busy"` (issue 22, item 3): each page goes to the open block
+/// whose die is free first. With no GC (100% over-provisioning) on MQSim's SSD at queue
+/// depth 64, half random 8 KiB reads of a filled device, it serves more IOPS than
+/// dealing pages in turn, with a shorter read tail (measured at 4 GiB, 40 k requests:
+/// 61.5 k against 53.7 k IOPS, read p99 2.28 ms against 3.69 ms).
+#[test]
+fn least_busy_beats_round_robin_without_gc() {
+    let run = |alloc: &str| {
+        let mut c = Config {
+            nand: "mqsim-8k".into(),
+            timing: TimingModel::Parallel,
+            capacity: "1GiB".parse().unwrap(),
+            op: 100.0,
+            queue_depth: Some(64),
+            verify: VerifyLevel::Off,
+            precondition: Precondition::Fill,
+            ..Config::default()
+        };
+        c.synthetic.count = 20_000;
+        c.synthetic.read_ratio = 0.5;
+        c.synthetic.request_bytes = 8192;
+        c.ftl_options
+            .insert("die_alloc".into(), serde_json::json!(alloc));
+        let out = Simulation::new(c)
+            .unwrap()
+            .run(Workload::Configured, &mut NoObserver)
+            .unwrap();
+        assert!(out.failure.is_none());
+        serde_json::to_value(&out.report).unwrap()
+    };
+    let (rr, lb) = (run("round_robin"), run("least_busy"));
+    let f = |r: &serde_json::Value, k: &str| r["host"][k].as_f64().unwrap();
+    let p99 = |r: &serde_json::Value| r["host"]["read_response_ns"]["p99"].as_f64().unwrap();
+    assert_eq!(rr["flash"]["page_programs"], lb["flash"]["page_programs"]);
+    assert!(
+        f(&lb, "iops") > 1.05 * f(&rr, "iops"),
+        "{} IOPS least busy, {} round robin",
+        f(&lb, "iops"),
+        f(&rr, "iops")
+    );
+    assert!(
+        p99(&lb) < p99(&rr),
+        "read p99 {} against {}",
+        p99(&lb),
+        p99(&rr)
+    );
+}
