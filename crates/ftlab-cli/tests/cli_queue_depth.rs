@@ -186,3 +186,52 @@ fn qd_curve_writes_csv_and_charts() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--suspend` (issue 22): refused without parallel timing (exit 2, naming the flag);
+/// under it, the summary says how many programs and erases host reads suspended, and
+/// the JSON report counts them.
+#[test]
+fn suspend_is_counted_in_summary_and_report_and_needs_parallel_timing() {
+    refused(
+        &ftlab(&["run", "--suspend", "-q"]),
+        &["--suspend", "--timing parallel"],
+    );
+    let args = [
+        "run",
+        "--nand",
+        "mlc-k9gag08u0m",
+        "--capacity",
+        "64MiB",
+        "--op",
+        "20",
+        "--precondition",
+        "fill",
+        "--timing",
+        "parallel",
+        "--channels",
+        "2",
+        "--dies",
+        "2",
+        "--suspend",
+        "--set",
+        "synthetic.count=6000",
+        "--set",
+        "synthetic.read_ratio=0.5",
+        "--set",
+        "synthetic.interarrival_us=3000",
+    ];
+    let o = ftlab(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.contains("suspended by host reads"))
+        .unwrap_or_else(|| panic!("no suspend line in: {out}"));
+    let n: u64 = line.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(n > 0, "{line}");
+    let mut json = args.to_vec();
+    json.extend_from_slice(&["-q", "--json", "-"]);
+    let r: serde_json::Value = serde_json::from_str(&stdout(&ftlab(&json))).unwrap();
+    assert_eq!(r["host"]["suspensions"].as_u64(), Some(n));
+    assert_eq!(r["config"]["suspend"], true);
+}

@@ -844,6 +844,12 @@ pub fn summary(r: &Report) -> String {
             us(h.wait_ns.last_quarter)
         );
     }
+    if let Some(n) = h.suspensions {
+        let _ = writeln!(
+            s,
+            "            {n} programs and erases suspended by host reads (--suspend)"
+        );
+    }
     let e = &r.end_of_run;
     // WA is never printed as 0 for a run that wrote: null then means nothing reached
     // flash, and the summary says where the pages are.
