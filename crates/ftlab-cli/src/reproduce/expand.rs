@@ -5,7 +5,7 @@
 
 use super::schema::{Axis, Best, Experiment, Point};
 use super::ReproError;
-use ftlab::config::{set_key, Config};
+use ftlab::config::{set_key, Config, Precondition};
 use std::path::{Path, PathBuf};
 
 /// The variants of each series point: one unnamed variant for a plain point.
@@ -32,18 +32,30 @@ pub(super) struct Expanded {
 /// The workload a configuration runs, in a few words: the trace's file name, or the
 /// synthetic generator and its request count.
 fn workload_words(cfg: &Config) -> String {
-    match &cfg.trace {
-        Some(t) => {
-            let name = Path::new(t)
-                .file_name()
-                .map_or(t.clone(), |n| n.to_string_lossy().into_owned());
-            if cfg.warmup > 0 {
-                format!("{name} (after {} warm-up passes)", cfg.warmup)
-            } else {
-                name
-            }
-        }
+    let base = match &cfg.trace {
+        Some(t) => Path::new(t)
+            .file_name()
+            .map_or(t.clone(), |n| n.to_string_lossy().into_owned()),
         None => format!("synthetic, {} requests", cfg.synthetic.count),
+    };
+    // How the measured phase was reached and how long it ran: a caption that names
+    // the trace alone hides whether GC had reached steady state (issue 24 item 4).
+    let mut how = Vec::new();
+    match cfg.precondition {
+        Precondition::Fill => how.push("device filled first".to_string()),
+        Precondition::Footprint => how.push("footprint written first".to_string()),
+        Precondition::None => {}
+    }
+    if cfg.warmup > 0 {
+        how.push(format!("after {} warm-up passes", cfg.warmup));
+    }
+    if cfg.replay > 1 {
+        how.push(format!("{} measured passes", cfg.replay));
+    }
+    if how.is_empty() {
+        base
+    } else {
+        format!("{base} ({})", how.join(", "))
     }
 }
 
@@ -346,6 +358,21 @@ mod tests {
         assert_eq!(
             workload_words(&cfg),
             "financial1-first10k.spc (after 2 warm-up passes)"
+        );
+        // The fill and the measured passes are named too.
+        cfg.precondition = Precondition::Fill;
+        cfg.replay = 60;
+        assert_eq!(
+            workload_words(&cfg),
+            "financial1-first10k.spc (device filled first, after 2 warm-up passes, 60 \
+             measured passes)"
+        );
+        cfg.trace = None;
+        cfg.warmup = 0;
+        cfg.replay = 1;
+        assert_eq!(
+            workload_words(&cfg),
+            "synthetic, 1234 requests (device filled first)"
         );
     }
 
