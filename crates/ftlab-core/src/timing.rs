@@ -265,11 +265,20 @@ struct Suspend {
     program: u64,
     erase: u64,
     /// Per die: the operations reserved on it that have not ended by the current
-    /// batch's start, in order (what runs at a given time is found by its end).
+    /// batch's start, in order, the first the one running (at most [`PENDING`]: past
+    /// that the oldest is forgotten, and a read that finds it running does not suspend
+    /// it). Times are stored less the die's `shift`.
     pending: Vec<VecDeque<Running>>,
+    /// Per die: how much suspensions have delayed its queue; added to every stored
+    /// time (one addition per suspension instead of one per queued operation).
+    shift: Vec<u64>,
     /// Operations suspended since the last reset.
     count: u64,
 }
+
+/// Operations remembered per die for program/erase suspend (a saturated die's queue
+/// is not remembered whole).
+const PENDING: usize = 4096;
 
 /// An operation reserved on a die; a host read may suspend it if it is a program or an
 /// erase.
@@ -349,8 +358,12 @@ impl DieClock {
         };
         let (d, _) = self.route[block.idx()];
         let d = d as usize;
+        let shift = sus.shift[d];
         let queue = &mut sus.pending[d];
-        while queue.front().is_some_and(|r| r.end <= self.start) {
+        while queue
+            .front()
+            .is_some_and(|r| r.end.wrapping_add(shift) <= self.start)
+        {
             queue.pop_front();
         }
         let host_read = kind == OpKind::Read && cause == Cause::Host;
@@ -363,10 +376,14 @@ impl DieClock {
         } else {
             self.op::<false>(kind, block)
         };
-        sus.pending[d].push_back(Running {
+        let queue = &mut sus.pending[d];
+        if queue.len() == PENDING {
+            queue.pop_front();
+        }
+        queue.push_back(Running {
             kind,
-            end: self.die_free[d],
-            array_begin,
+            end: self.die_free[d].wrapping_sub(shift),
+            array_begin: array_begin.wrapping_sub(shift),
             reads_until: 0,
         });
         self.suspend = Some(sus);
@@ -376,11 +393,17 @@ impl DieClock {
     /// is and enough of it is left to be worth the suspend's latency. Returns whether it
     /// did (the read is then timed).
     fn try_suspend(&mut self, sus: &mut Suspend, d: usize, block: Pbn, exp: bool) -> bool {
-        // The operation running on the die when the read arrives.
+        // The operation running on the die when the read arrives: the first that has
+        // not ended (the caller dropped those that have).
+        let shift = sus.shift[d];
         let queue = &mut sus.pending[d];
-        let i = queue.partition_point(|r| r.end <= self.start);
-        let Some(&run) = queue.get(i) else {
+        let Some(stored) = queue.front_mut() else {
             return false;
+        };
+        let run = Running {
+            end: stored.end.wrapping_add(shift),
+            array_begin: stored.array_begin.wrapping_add(shift),
+            ..*stored
         };
         if !matches!(run.kind, OpKind::Program | OpKind::Erase) {
             return false;
@@ -418,14 +441,11 @@ impl DieClock {
         self.dep = end;
         // The suspended operation resumes when the read is done: it ends that much
         // later, and so does everything queued on the die after it.
+        // (The running operation's array began before: it keeps that time.)
         let held = end - at;
-        for r in queue.iter_mut().skip(i) {
-            r.end += held;
-            if r.array_begin > at {
-                r.array_begin += held;
-            }
-        }
-        queue[i].reads_until = end;
+        sus.shift[d] += held;
+        stored.array_begin = stored.array_begin.wrapping_sub(held);
+        stored.reads_until = end;
         self.die_free[d] += held;
         self.latest = self.latest.max(self.die_free[d]);
         if cost > 0 {
@@ -539,6 +559,7 @@ impl DieClock {
         self.busy = 0;
         if let Some(s) = &mut self.suspend {
             s.pending.iter_mut().for_each(VecDeque::clear);
+            s.shift.fill(0);
             s.count = 0;
         }
     }
@@ -614,6 +635,7 @@ impl ParallelTiming {
             program: program.0,
             erase: erase.0,
             pending: vec![VecDeque::new(); dies],
+            shift: vec![0; dies],
             count: 0,
         }));
         self
@@ -1044,6 +1066,38 @@ mod tests {
         on.reset();
         assert_eq!(on.suspensions(), Some(0));
         assert_eq!(serve(&mut on, 0, &[op(OpKind::Read, 2)]), (100, 0));
+    }
+
+    #[test]
+    fn a_saturated_die_remembers_a_bounded_queue_and_shifts_it_at_once() {
+        // Regression: every suspension shifted every queued operation one by one and
+        // the queue grew with the backlog, so a saturated run went quadratic (the
+        // swarm's 3 minutes held 144 runs).
+        let mut on =
+            ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_suspend(Nanos(30), Nanos(70));
+        for _ in 0..10_000 {
+            on.background(Nanos(0), batch(&[gc(OpKind::Program, 1)]));
+        }
+        let sus = on.clock.suspend.as_ref().unwrap();
+        assert_eq!(sus.pending[0].len(), PENDING);
+        assert_eq!(on.idle_at(), Nanos(10_000 * 300));
+        // The running program was forgotten: a read at 100 queues behind the backlog.
+        assert_eq!(
+            serve(&mut on, 100, &[op(OpKind::Read, 2)]).0,
+            10_000 * 300 + 100
+        );
+        assert_eq!(on.suspensions(), Some(0));
+        // Once the die reaches the remembered part of its queue (the queued read took
+        // one more place), reads suspend again, and one suspension delays the whole
+        // remembered queue by one read.
+        let t = (10_000 - PENDING as u64 + 1) * 300 + 100;
+        let before = on.idle_at();
+        assert_eq!(
+            serve(&mut on, t, &[op(OpKind::Read, 2)]),
+            (t + 30 + 100, 30)
+        );
+        assert_eq!(on.suspensions(), Some(1));
+        assert_eq!(on.idle_at(), Nanos(before.0 + 130));
     }
 
     #[test]
