@@ -218,12 +218,6 @@ fn draw_endurance(d: &mut Draw, cfg: &mut Config, large: bool) {
     // every write, and a device that is never written never wears out.
     if !large && cfg.power_loss.is_empty() && cfg.buffer == "none" && d.below(3) == 0 {
         cfg.until_worn_out = true;
-        // A run to the end of the device's life is as long as its limit allows: at
-        // the lowest limit, with deep checks spaced as on the large devices, it stays
-        // a run of seconds (at 24 cycles and a deep check every 50 requests the swarm
-        // managed 144 runs in its 3 minutes, against 2,389 before).
-        cfg.ftl_options.insert("pe_limit".into(), 3u32.into());
-        cfg.deep_every = cfg.deep_every.max(5000);
     }
 }
 
