@@ -64,6 +64,16 @@ impl Sink {
         );
     }
 
+    /// Records the per-stream figures of a scheme with a separate GC frontier
+    /// (`gc_frontier = "separate"`): pages programmed and blocks opened by the host
+    /// stream (`[0]`) and the GC stream (`[1]`).
+    pub fn streams(&mut self, programs: [u64; 2], blocks: [u64; 2]) {
+        self.counter("stream_host_programs", "pages", programs[0] as f64);
+        self.counter("stream_gc_programs", "pages", programs[1] as f64);
+        self.counter("stream_host_blocks", "blocks", blocks[0] as f64);
+        self.counter("stream_gc_blocks", "blocks", blocks[1] as f64);
+    }
+
     /// Records gauge `key` (a value at the end) in `unit`.
     pub fn gauge(&mut self, key: &'static str, unit: &'static str, value: f64) {
         self.figures.insert(

@@ -524,19 +524,7 @@ impl Ftl for DacFtl {
             wl.report(&mut s.extra);
         }
         if !self.gc_active.is_empty() {
-            let e = &mut s.extra;
-            e.counter(
-                "stream_host_programs",
-                "pages",
-                self.stream_programs[0] as f64,
-            );
-            e.counter(
-                "stream_gc_programs",
-                "pages",
-                self.stream_programs[1] as f64,
-            );
-            e.counter("stream_host_blocks", "blocks", self.stream_blocks[0] as f64);
-            e.counter("stream_gc_blocks", "blocks", self.stream_blocks[1] as f64);
+            s.extra.streams(self.stream_programs, self.stream_blocks);
         }
         if s.gc_invocations > 0 {
             s.extra.gauge(

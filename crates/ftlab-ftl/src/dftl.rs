@@ -540,19 +540,7 @@ impl Ftl for Dftl {
             wl.report(&mut st.extra);
         }
         if self.separate {
-            let e = &mut st.extra;
-            e.counter(
-                "stream_host_programs",
-                "pages",
-                self.stream_programs[0] as f64,
-            );
-            e.counter(
-                "stream_gc_programs",
-                "pages",
-                self.stream_programs[1] as f64,
-            );
-            e.counter("stream_host_blocks", "blocks", self.stream_blocks[0] as f64);
-            e.counter("stream_gc_blocks", "blocks", self.stream_blocks[1] as f64);
+            st.extra.streams(self.stream_programs, self.stream_blocks);
         }
         st
     }

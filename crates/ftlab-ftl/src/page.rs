@@ -736,27 +736,16 @@ impl Ftl for PageFtl {
         if !self.gc_active.is_empty() {
             let c = &self.streams;
             let e = &mut st.extra;
-            for (i, keys) in [
-                [
-                    "stream_host_programs",
-                    "stream_host_blocks",
-                    "stream_host_victims",
-                    "stream_host_victim_valid",
-                ],
-                [
-                    "stream_gc_programs",
-                    "stream_gc_blocks",
-                    "stream_gc_victims",
-                    "stream_gc_victim_valid",
-                ],
+            e.streams(c.programs, c.blocks);
+            for (i, (victims, valid)) in [
+                ("stream_host_victims", "stream_host_victim_valid"),
+                ("stream_gc_victims", "stream_gc_victim_valid"),
             ]
             .into_iter()
             .enumerate()
             {
-                e.counter(keys[0], "pages", c.programs[i] as f64);
-                e.counter(keys[1], "blocks", c.blocks[i] as f64);
-                e.counter(keys[2], "blocks", c.victims[i] as f64);
-                e.counter(keys[3], "pages", c.victim_valid[i] as f64);
+                e.counter(victims, "blocks", c.victims[i] as f64);
+                e.counter(valid, "pages", c.victim_valid[i] as f64);
             }
         }
         self.retirement.report(&mut st.extra);

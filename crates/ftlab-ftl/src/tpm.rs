@@ -752,16 +752,7 @@ impl Ftl for Tpm {
             wl.report(e);
         }
         if !self.gc_wp.is_empty() {
-            for (i, (p, b)) in [
-                ("stream_host_programs", "stream_host_blocks"),
-                ("stream_gc_programs", "stream_gc_blocks"),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                e.counter(p, "pages", self.stream_programs[i] as f64);
-                e.counter(b, "blocks", self.stream_blocks[i] as f64);
-            }
+            e.streams(self.stream_programs, self.stream_blocks);
         }
         e.gauge(
             "wp_space_overhead",
