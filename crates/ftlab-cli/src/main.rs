@@ -519,6 +519,12 @@ struct RunArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "is_false")]
     suspend: bool,
+    /// Preemptible GC under --timing parallel: a host read goes ahead of the GC
+    /// operations queued on its die that have not begun (they begin that much later);
+    /// the report counts host.preemptions
+    #[arg(long)]
+    #[serde(skip_serializing_if = "is_false")]
+    preempt_gc: bool,
     /// Before measuring: write every logical page once (fill), every page the workload
     /// reads or writes (footprint: short trace excerpts then read real data), or
     /// nothing (none) [default: none]

@@ -235,3 +235,54 @@ fn suspend_is_counted_in_summary_and_report_and_needs_parallel_timing() {
     assert_eq!(r["host"]["suspensions"].as_u64(), Some(n));
     assert_eq!(r["config"]["suspend"], true);
 }
+
+/// `--preempt-gc` (issue 22): refused without parallel timing (exit 2, naming the flag);
+/// under it, the summary says how many host reads went ahead of queued GC, and the JSON
+/// report counts them.
+#[test]
+fn preempt_gc_is_counted_in_summary_and_report_and_needs_parallel_timing() {
+    refused(
+        &ftlab(&["run", "--preempt-gc", "-q"]),
+        &["--preempt-gc", "--timing parallel"],
+    );
+    let args = [
+        "run",
+        "--nand",
+        "mlc-k9gag08u0m",
+        "--capacity",
+        "64MiB",
+        "--op",
+        "20",
+        "--precondition",
+        "fill",
+        "--timing",
+        "parallel",
+        "--channels",
+        "2",
+        "--dies",
+        "2",
+        "--preempt-gc",
+        "--set",
+        "ftl_options.die_alloc=round_robin",
+        "--set",
+        "synthetic.count=6000",
+        "--set",
+        "synthetic.read_ratio=0.5",
+        "--set",
+        "synthetic.interarrival_us=3000",
+    ];
+    let o = ftlab(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.contains("went ahead of queued GC"))
+        .unwrap_or_else(|| panic!("no preemption line in: {out}"));
+    let n: u64 = line.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(n > 0, "{line}");
+    let mut json = args.to_vec();
+    json.extend_from_slice(&["-q", "--json", "-"]);
+    let r: serde_json::Value = serde_json::from_str(&stdout(&ftlab(&json))).unwrap();
+    assert_eq!(r["host"]["preemptions"].as_u64(), Some(n));
+    assert_eq!(r["config"]["preempt_gc"], true);
+}

@@ -146,6 +146,9 @@ pub struct Outcome {
     /// Programs and erases suspended by host reads ([`Timing::suspensions`]); `None`
     /// without program/erase suspend.
     pub suspensions: Option<u64>,
+    /// Host reads that went ahead of queued GC operations ([`Timing::preemptions`]);
+    /// `None` without preemptible GC.
+    pub preemptions: Option<u64>,
     /// Buffer counters.
     pub buffer: BufferStats,
     /// Power losses and their recoveries.
@@ -810,6 +813,10 @@ impl Engine {
             suspensions: match self.flash.clock() {
                 Some(clock) => clock.suspensions(),
                 None => self.timing.suspensions(),
+            },
+            preemptions: match self.flash.clock() {
+                Some(clock) => clock.preemptions(),
+                None => self.timing.preemptions(),
             },
             buffer,
             recoveries: self.recoveries.clone(),

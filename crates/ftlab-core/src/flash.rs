@@ -781,7 +781,7 @@ impl Flash {
     pub fn clock_begin(&mut self, start: Nanos) {
         if self.has_clock {
             self.clock.begin(start);
-            self.record = if self.clock.exponential() || self.clock.suspends() {
+            self.record = if self.clock.exponential() || self.clock.needs_cause() {
                 Record::ClockCaused
             } else {
                 Record::Clock

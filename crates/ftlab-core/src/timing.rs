@@ -30,8 +30,8 @@
 //!   their die and channel. Resources are reserved when a request is served, in
 //!   submission order: a later operation never fills an idle gap a reserved one left
 //!   (no backfilling), which keeps the model one pass per operation and makes it
-//!   pessimistic under heavy channel contention. One plane per die; GC operations
-//!   queue like host ones (not preemptible).
+//!   pessimistic under heavy channel contention. One plane per die. GC operations
+//!   queue like host ones unless GC is preemptible (below).
 //! - Program/erase suspend ([`ParallelTiming::with_suspend`], off by default): a host
 //!   read that finds its die running a program or an erase (in its array time, with
 //!   more of it left than the suspend latency) suspends it: the read starts after the
@@ -42,6 +42,23 @@
 //!   suspend; a read arriving while an earlier read holds the suspended operation
 //!   follows it without a second suspend. The suspended operation's own request keeps
 //!   the completion it was given (requests are served when they arrive).
+//! - Preemptible GC ([`ParallelTiming::with_preemptible_gc`], off by default; issue 22
+//!   item 3): a host read that finds GC operations (causes `gc` and `merge`: the
+//!   page-mapped schemes' collections and the block-mapped ones' merges) queued on its
+//!   die that have not begun goes ahead of them (after the host operations and the begun GC operations
+//!   queued before them), as a scheduler with separate user and GC queues that serves
+//!   user reads first does (MQSim's transaction scheduling unit keeps such queues per
+//!   die). The overtaken operations, and the GC operations queued after them, begin
+//!   that much later. Only host reads overtake: a host write may program the open
+//!   block GC copies are queued into, and NAND programs a block's pages in order. Only
+//!   the GC operations at the end of a die's queue are overtaken (an operation reserved
+//!   after them that is not GC's ends the run: host operations keep their order). A
+//!   read of a page whose GC copy is still queued is timed on the copy's die, as if
+//!   the copy were done (a controller would read the source, still intact until the
+//!   erase). With suspend on as well, a read first tries to suspend the running
+//!   program or erase (and then goes ahead of everything queued, as under suspend
+//!   alone), else goes ahead of the queued GC operations. As under suspend, an overtaken operation's own request
+//!   keeps the completion it was given.
 //! - Utilisation counts an operation's die time as its array time plus its transfer
 //!   (waits excluded).
 //! - Array times are the preset's, fixed. [`ParallelTiming::with_exponential_service`]
@@ -95,6 +112,12 @@ pub trait Timing {
     /// Operations suspended by host reads since the last reset, for a model with
     /// program/erase suspend; `None` (the default) for one without.
     fn suspensions(&self) -> Option<u64> {
+        None
+    }
+
+    /// Host reads that went ahead of queued GC operations, for a model with preemptible
+    /// GC; `None` (the default) for one without.
+    fn preemptions(&self) -> Option<u64> {
         None
     }
 
@@ -253,27 +276,112 @@ pub struct DieClock {
     first: u64,
     /// When the batch's last operation to finish ends (`start` with none).
     done: u64,
-    /// Program/erase suspend ([`ParallelTiming::with_suspend`]): the suspend latencies
-    /// and, per die, the program or erase it ran last; `None`: off.
-    suspend: Option<Box<Suspend>>,
+    /// Program/erase suspend ([`ParallelTiming::with_suspend`]) and preemptible GC
+    /// ([`ParallelTiming::with_preemptible_gc`]): what they need of each die's queue;
+    /// `None`: both off.
+    queues: Option<Box<Queues>>,
 }
 
-/// Program/erase suspend state of a [`DieClock`].
+/// The per-die queues of a [`DieClock`] under program/erase suspend and preemptible
+/// GC.
 #[derive(Clone, Debug, Default)]
-struct Suspend {
-    /// What a suspend costs before the read can start, ns: of a program, of an erase.
-    program: u64,
-    erase: u64,
+struct Queues {
+    /// Program/erase suspend: what a suspend costs before the read can start, ns (of
+    /// a program, of an erase); `None`: suspend off.
+    suspend: Option<(u64, u64)>,
+    /// Preemptible GC: host reads go ahead of GC operations queued on their die.
+    preempt: bool,
     /// Per die: the operations reserved on it that have not ended by the current
-    /// batch's start, in order, the first the one running (at most [`PENDING`]: past
-    /// that the oldest is forgotten, and a read that finds it running does not suspend
-    /// it). Times are stored less the die's `shift`.
+    /// batch's start, in order, the first the one running; under `preempt`, up to the
+    /// die's trailing run of GC operations not yet begun, which are in `gc`. Together
+    /// at most [`PENDING`]: past that the oldest is forgotten (a read that finds it
+    /// running does not suspend it). Times are stored less the die's `shift`.
     pending: Vec<VecDeque<Running>>,
-    /// Per die: how much suspensions have delayed its queue; added to every stored
-    /// time (one addition per suspension instead of one per queued operation).
+    /// Per die: how much suspensions and overtaking reads have delayed its queue;
+    /// added to every stored time (one addition per delay instead of one per queued
+    /// operation).
     shift: Vec<u64>,
+    /// Per die, under `preempt`: the GC operations at the end of its queue that have
+    /// not begun (a later host read may go ahead of them), in order, stored less
+    /// `gc_shift`. Empty without `preempt`.
+    gc: Vec<VecDeque<Running>>,
+    /// Per die: how much overtaking reads have delayed its queued GC operations.
+    gc_shift: Vec<u64>,
     /// Operations suspended since the last reset.
     count: u64,
+    /// Host reads that went ahead of queued GC operations since the last reset.
+    overtakes: u64,
+}
+
+impl Queues {
+    fn new(dies: usize) -> Queues {
+        Queues {
+            pending: vec![VecDeque::new(); dies],
+            shift: vec![0; dies],
+            gc: vec![VecDeque::new(); dies],
+            gc_shift: vec![0; dies],
+            ..Queues::default()
+        }
+    }
+
+    /// Forgets the operations of die `d` that ended by `now`.
+    fn drop_ended(&mut self, d: usize, now: u64) {
+        let shift = self.shift[d];
+        let queue = &mut self.pending[d];
+        while queue
+            .front()
+            .is_some_and(|r| r.end.wrapping_add(shift) <= now)
+        {
+            queue.pop_front();
+        }
+        if queue.is_empty() {
+            let shift = self.gc_shift[d];
+            let gc = &mut self.gc[d];
+            while gc.front().is_some_and(|r| r.end.wrapping_add(shift) <= now) {
+                gc.pop_front();
+            }
+        }
+    }
+
+    /// Moves queued GC operations of die `d` into its ordinary queue: all of them
+    /// (`before = u64::MAX`, an operation that is not GC's was reserved behind them),
+    /// or those that began by `before` (a read no longer goes ahead of them).
+    fn settle_gc(&mut self, d: usize, before: u64) {
+        let (from, to) = (self.gc_shift[d], self.shift[d]);
+        while let Some(r) = self.gc[d].front() {
+            if before != u64::MAX && r.begin.wrapping_add(from) > before {
+                break;
+            }
+            let r = self.gc[d].pop_front().expect("checked");
+            let moved = |t: u64| t.wrapping_add(from).wrapping_sub(to);
+            self.pending[d].push_back(Running {
+                begin: moved(r.begin),
+                end: moved(r.end),
+                array_begin: moved(r.array_begin),
+                ..r
+            });
+        }
+    }
+
+    /// Remembers an operation reserved on die `d` (absolute times); `gc`: GC's, which
+    /// a later host read may overtake under `preempt`.
+    fn push(&mut self, d: usize, r: Running, gc: bool) {
+        if self.pending[d].len() + self.gc[d].len() == PENDING
+            && self.pending[d].pop_front().is_none()
+        {
+            self.gc[d].pop_front();
+        }
+        if self.preempt && gc {
+            let s = self.gc_shift[d];
+            self.gc[d].push_back(r.less(s));
+        } else {
+            if self.preempt {
+                self.settle_gc(d, u64::MAX);
+            }
+            let s = self.shift[d];
+            self.pending[d].push_back(r.less(s));
+        }
+    }
 }
 
 /// Operations remembered per die for program/erase suspend (a saturated die's queue
@@ -281,16 +389,30 @@ struct Suspend {
 const PENDING: usize = 4096;
 
 /// An operation reserved on a die; a host read may suspend it if it is a program or an
-/// erase.
+/// erase, or go ahead of it if it is GC's and has not begun.
 #[derive(Clone, Copy, Debug)]
 struct Running {
     kind: OpKind,
+    /// When it takes the die (a program: when its transfer in begins).
+    begin: u64,
     /// When it ends (later if reads suspended it).
     end: u64,
     /// When its array time begins (a program's data is transferred in before).
     array_begin: u64,
     /// Until when reads that suspended it hold the die (0: none did).
     reads_until: u64,
+}
+
+impl Running {
+    /// The same with its times less `shift` (as a queue stores them).
+    fn less(self, shift: u64) -> Running {
+        Running {
+            begin: self.begin.wrapping_sub(shift),
+            end: self.end.wrapping_sub(shift),
+            array_begin: self.array_begin.wrapping_sub(shift),
+            ..self
+        }
+    }
 }
 
 impl DieClock {
@@ -327,28 +449,56 @@ impl DieClock {
             dep: 0,
             first: u64::MAX,
             done: 0,
-            suspend: None,
+            queues: None,
         }
     }
 
-    /// Whether program/erase suspend is on ([`ParallelTiming::with_suspend`]); then
-    /// operations go through [`DieClock::op_caused`].
+    /// Whether program/erase suspend or preemptible GC is on; then operations go
+    /// through [`DieClock::op_caused`], which needs each one's cause.
     #[inline]
-    pub fn suspends(&self) -> bool {
-        self.suspend.is_some()
+    pub fn needs_cause(&self) -> bool {
+        self.queues.is_some()
     }
 
     /// Operations suspended by host reads since the last reset; `None` with suspend off.
     pub fn suspensions(&self) -> Option<u64> {
-        self.suspend.as_ref().map(|s| s.count)
+        self.queues
+            .as_ref()
+            .filter(|q| q.suspend.is_some())
+            .map(|q| q.count)
+    }
+
+    /// Host reads that went ahead of GC operations queued on their die since the last
+    /// reset; `None` with preemptible GC off.
+    pub fn preemptions(&self) -> Option<u64> {
+        self.queues
+            .as_ref()
+            .filter(|q| q.preempt)
+            .map(|q| q.overtakes)
+    }
+
+    /// Draws an array time: the preset's, or under exponential service a draw of that
+    /// mean.
+    #[inline]
+    fn array_time(&mut self, kind: OpKind, exp: bool) -> u64 {
+        let mut array = self.array[kind as usize];
+        if exp {
+            if let Some(rng) = &mut self.exponential {
+                // Inverse transform of a uniform in (0, 1]: -ln(u) has mean 1.
+                let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                array = (array as f64 * -u.ln()).round() as u64;
+            }
+        }
+        array
     }
 
     /// [`DieClock::op`] for any configuration, with the operation's cause: under
-    /// program/erase suspend a host read may suspend the program or erase its die is
+    /// preemptible GC a host read may go ahead of the GC operations queued on its die,
+    /// under program/erase suspend it may suspend the program or erase its die is
     /// running (module documentation, "Choices").
     pub fn op_caused(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
         let exp = self.exponential();
-        let Some(mut sus) = self.suspend.take() else {
+        let Some(mut q) = self.queues.take() else {
             if exp {
                 self.op::<true>(kind, block);
             } else {
@@ -358,46 +508,95 @@ impl DieClock {
         };
         let (d, _) = self.route[block.idx()];
         let d = d as usize;
-        let shift = sus.shift[d];
-        let queue = &mut sus.pending[d];
-        while queue
-            .front()
-            .is_some_and(|r| r.end.wrapping_add(shift) <= self.start)
-        {
-            queue.pop_front();
+        q.drop_ended(d, self.start);
+        if kind == OpKind::Read && cause == Cause::Host {
+            let done = (q.suspend.is_some() && self.try_suspend(&mut q, d, block, exp))
+                || (q.preempt && self.try_overtake(&mut q, d, block, exp));
+            if done {
+                self.queues = Some(q);
+                return;
+            }
         }
-        let host_read = kind == OpKind::Read && cause == Cause::Host;
-        if host_read && self.try_suspend(&mut sus, d, block, exp) {
-            self.suspend = Some(sus);
-            return;
-        }
-        let array_begin = if exp {
+        let (begin, array_begin) = if exp {
             self.op::<true>(kind, block)
         } else {
             self.op::<false>(kind, block)
         };
-        let queue = &mut sus.pending[d];
-        if queue.len() == PENDING {
-            queue.pop_front();
-        }
-        queue.push_back(Running {
+        let r = Running {
             kind,
-            end: self.die_free[d].wrapping_sub(shift),
-            array_begin: array_begin.wrapping_sub(shift),
+            begin,
+            end: self.die_free[d],
+            array_begin,
             reads_until: 0,
-        });
-        self.suspend = Some(sus);
+        };
+        q.push(d, r, matches!(cause, Cause::Gc | Cause::Merge));
+        self.queues = Some(q);
+    }
+
+    /// Preemptible GC: a host read on die `d` goes ahead of the GC operations queued at
+    /// the end of the die's queue that have not begun, which then begin that much
+    /// later. Returns whether it did (the read is then timed).
+    fn try_overtake(&mut self, q: &mut Queues, d: usize, block: Pbn, exp: bool) -> bool {
+        // GC operations that have begun are not overtaken.
+        q.settle_gc(d, self.start);
+        let Some(first) = q.gc[d].front() else {
+            return false;
+        };
+        let first_begin = first.begin.wrapping_add(q.gc_shift[d]);
+        // The read follows what is queued ahead of the GC operations (host operations,
+        // and GC's that have begun).
+        let ahead = q.pending[d]
+            .back()
+            .map_or(0, |r| r.end.wrapping_add(q.shift[d]));
+        let begin = self.start.max(ahead);
+        let (_, c) = self.route[block.idx()];
+        let array = self.array_time(OpKind::Read, exp);
+        // As a suspending read does, it goes ahead on its channel as on its die.
+        let end = begin + array + self.xfer;
+        let chan = &mut self.chan_free[c as usize];
+        *chan = (*chan).max(begin + array) + self.xfer;
+        self.latest = self.latest.max(*chan);
+        self.dep = end;
+        let held = end.saturating_sub(first_begin);
+        q.gc_shift[d] += held;
+        self.die_free[d] += held;
+        self.latest = self.latest.max(self.die_free[d]);
+        let r = Running {
+            kind: OpKind::Read,
+            begin,
+            end,
+            array_begin: begin,
+            reads_until: 0,
+        };
+        // Queued ahead of the GC operations it overtook (which stay overtakable).
+        if q.pending[d].len() + q.gc[d].len() == PENDING && q.pending[d].pop_front().is_none() {
+            q.gc[d].pop_front();
+        }
+        let s = q.shift[d];
+        q.pending[d].push_back(r.less(s));
+        q.overtakes += 1;
+        if self.first == u64::MAX {
+            self.first = begin;
+        }
+        self.done = self.done.max(end);
+        true
     }
 
     /// A host read on die `d` suspends the program or erase the die is running, if one
     /// is and enough of it is left to be worth the suspend's latency. Returns whether it
     /// did (the read is then timed).
-    fn try_suspend(&mut self, sus: &mut Suspend, d: usize, block: Pbn, exp: bool) -> bool {
+    fn try_suspend(&mut self, q: &mut Queues, d: usize, block: Pbn, exp: bool) -> bool {
+        let Some((program, erase)) = q.suspend else {
+            return false;
+        };
         // The operation running on the die when the read arrives: the first that has
-        // not ended (the caller dropped those that have).
-        let shift = sus.shift[d];
-        let queue = &mut sus.pending[d];
-        let Some(stored) = queue.front_mut() else {
+        // not ended (the caller dropped those that have). Under preemptible GC it may
+        // be a GC operation still in `gc`: those that have begun move to `pending`.
+        if q.preempt {
+            q.settle_gc(d, self.start);
+        }
+        let shift = q.shift[d];
+        let Some(stored) = q.pending[d].front_mut() else {
             return false;
         };
         let run = Running {
@@ -414,21 +613,15 @@ impl DieClock {
         let cost = if self.start < run.reads_until {
             0
         } else if run.kind == OpKind::Program {
-            sus.program
+            program
         } else {
-            sus.erase
+            erase
         };
         if at < run.array_begin || run.end.saturating_sub(at) <= cost {
             return false;
         }
         let (_, c) = self.route[block.idx()];
-        let mut array = self.array[OpKind::Read as usize];
-        if exp {
-            if let Some(rng) = &mut self.exponential {
-                let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-                array = (array as f64 * -u.ln()).round() as u64;
-            }
-        }
+        let array = self.array_time(OpKind::Read, exp);
         // The read goes ahead of what is queued on its channel as on its die: its
         // transfer right after its sensing, the channel's later reservations one
         // transfer later (else it would wait for the end of every transfer reserved so
@@ -443,13 +636,15 @@ impl DieClock {
         // later, and so does everything queued on the die after it.
         // (The running operation's array began before: it keeps that time.)
         let held = end - at;
-        sus.shift[d] += held;
+        q.shift[d] += held;
+        q.gc_shift[d] += held;
         stored.array_begin = stored.array_begin.wrapping_sub(held);
+        stored.begin = stored.begin.wrapping_sub(held);
         stored.reads_until = end;
         self.die_free[d] += held;
         self.latest = self.latest.max(self.die_free[d]);
         if cost > 0 {
-            sus.count += 1;
+            q.count += 1;
         }
         if self.first == u64::MAX {
             self.first = begin;
@@ -474,18 +669,18 @@ impl DieClock {
     /// `EXP`: the array time is an exponential draw (only with
     /// [`ParallelTiming::with_exponential_service`], [`DieClock::exponential`]); a
     /// constant, so the fixed-time path carries no test per operation.
-    /// Returns when the operation's array time begins (after a program's transfer in).
+    /// Returns when the operation takes its die (a program: when its transfer in
+    /// begins) and when its array time begins (after a program's transfer in).
     #[inline(always)]
-    pub fn op<const EXP: bool>(&mut self, kind: OpKind, block: Pbn) -> u64 {
+    pub fn op<const EXP: bool>(&mut self, kind: OpKind, block: Pbn) -> (u64, u64) {
         let (d, c) = self.route[block.idx()];
+        let array = if EXP {
+            self.array_time(kind, true)
+        } else {
+            self.array[kind as usize]
+        };
         let die = &mut self.die_free[d as usize];
         let chan = &mut self.chan_free[c as usize];
-        let mut array = self.array[kind as usize];
-        if let (true, Some(rng)) = (EXP, &mut self.exponential) {
-            // Inverse transform of a uniform in (0, 1]: -ln(u) has mean 1.
-            let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-            array = (array as f64 * -u.ln()).round() as u64;
-        }
         let start = self.start;
         let ready = start.max(*die);
         let (begin, end) = match kind {
@@ -511,7 +706,7 @@ impl DieClock {
             self.first = begin;
         }
         self.done = self.done.max(end);
-        end - array
+        (begin, end - array)
     }
 
     /// Closes the batch, whose operations numbered `counts` by kind: when it completed
@@ -557,10 +752,13 @@ impl DieClock {
         self.chan_free.fill(0);
         self.latest = 0;
         self.busy = 0;
-        if let Some(s) = &mut self.suspend {
-            s.pending.iter_mut().for_each(VecDeque::clear);
-            s.shift.fill(0);
-            s.count = 0;
+        if let Some(q) = &mut self.queues {
+            q.pending.iter_mut().for_each(VecDeque::clear);
+            q.gc.iter_mut().for_each(VecDeque::clear);
+            q.shift.fill(0);
+            q.gc_shift.fill(0);
+            q.count = 0;
+            q.overtakes = 0;
         }
     }
 
@@ -572,7 +770,7 @@ impl DieClock {
     /// Times a logged batch from `start`.
     fn run(&mut self, start: Nanos, ops: &OpBatch<'_>) -> Served {
         self.begin(start);
-        if self.suspends() {
+        if self.needs_cause() {
             for op in ops.ops {
                 self.op_caused(op.kind, op.block, op.cause);
             }
@@ -630,15 +828,24 @@ impl ParallelTiming {
     /// `erase` (the suspend latency), and the operation resumes when the read is done
     /// (module documentation, "Choices").
     pub fn with_suspend(mut self, program: Nanos, erase: Nanos) -> Self {
-        let dies = self.clock.die_free.len();
-        self.clock.suspend = Some(Box::new(Suspend {
-            program: program.0,
-            erase: erase.0,
-            pending: vec![VecDeque::new(); dies],
-            shift: vec![0; dies],
-            count: 0,
-        }));
+        self.queues().suspend = Some((program.0, erase.0));
         self
+    }
+
+    /// Preemptible GC: a host read goes ahead of the GC operations queued on its die
+    /// that have not begun, and they begin that much later (module documentation,
+    /// "Choices").
+    pub fn with_preemptible_gc(mut self) -> Self {
+        self.queues().preempt = true;
+        self
+    }
+
+    /// The clock's per-die queues, made on first use.
+    fn queues(&mut self) -> &mut Queues {
+        let dies = self.clock.die_free.len();
+        self.clock
+            .queues
+            .get_or_insert_with(|| Box::new(Queues::new(dies)))
     }
 }
 
@@ -665,6 +872,10 @@ impl Timing for ParallelTiming {
 
     fn suspensions(&self) -> Option<u64> {
         self.clock.suspensions()
+    }
+
+    fn preemptions(&self) -> Option<u64> {
+        self.clock.preemptions()
     }
 
     fn inline_clock(&mut self) -> Option<DieClock> {
@@ -1023,6 +1234,73 @@ mod tests {
     }
 
     #[test]
+    fn a_host_read_goes_ahead_of_queued_gc_operations_under_preemptible_gc() {
+        let mk = || ParallelTiming::new(lat(), 1, 1, 16, Nanos(40));
+        // GC at 0: a read (0..100), a copy's program (transfer 100..140, array to 400),
+        // an erase (400..2400).
+        let work = [
+            gc(OpKind::Read, 2),
+            gc(OpKind::Program, 1),
+            gc(OpKind::Erase, 3),
+        ];
+        let mut off = mk();
+        assert_eq!(off.background(Nanos(0), batch(&work)), Nanos(2400));
+        // Without preemption a host read at 50 waits for all of it.
+        assert_eq!(serve(&mut off, 50, &[op(OpKind::Read, 2)]), (2500, 2350));
+        assert_eq!(off.preemptions(), None);
+
+        let mut on = mk().with_preemptible_gc();
+        assert_eq!(on.background(Nanos(0), batch(&work)), Nanos(2400));
+        // The GC read has begun; the program and the erase have not: the host read
+        // follows the GC read (100..200) and the two GC operations begin 100 later.
+        assert_eq!(serve(&mut on, 50, &[op(OpKind::Read, 2)]), (200, 50));
+        assert_eq!(on.idle_at(), Nanos(2500));
+        // A second read follows the first (host reads keep their order), ahead of GC.
+        assert_eq!(serve(&mut on, 60, &[op(OpKind::Read, 2)]), (300, 140));
+        assert_eq!(on.idle_at(), Nanos(2600));
+        // A host write does not overtake: it queues behind the GC operations (its
+        // transfer 2600..2640, array to 2900) ...
+        assert_eq!(serve(&mut on, 70, &[op(OpKind::Program, 1)]), (2900, 2530));
+        // ... and a read after it has nothing to overtake: GC queued before a host
+        // operation keeps its place.
+        assert_eq!(serve(&mut on, 80, &[op(OpKind::Read, 2)]), (3000, 2820));
+        assert_eq!(on.preemptions(), Some(2));
+        assert_eq!(on.suspensions(), None);
+
+        // A GC operation that has begun is not overtaken: at 150 the program runs
+        // (array until 400); the read goes ahead of the erase only.
+        let mut on = mk().with_preemptible_gc();
+        on.background(Nanos(0), batch(&work));
+        assert_eq!(serve(&mut on, 150, &[op(OpKind::Read, 2)]), (500, 250));
+        assert_eq!(on.idle_at(), Nanos(2500));
+        // A GC read does not overtake anything.
+        let mut on = mk().with_preemptible_gc();
+        on.background(Nanos(0), batch(&work));
+        assert_eq!(
+            on.background(Nanos(50), batch(&[gc(OpKind::Read, 2)])),
+            Nanos(2500)
+        );
+        assert_eq!(on.preemptions(), Some(0));
+        // With suspend on as well, a read that can suspend the running program does
+        // (30, then 60 + 40), ahead of everything; one that cannot overtakes the queue.
+        let mut both = mk()
+            .with_preemptible_gc()
+            .with_suspend(Nanos(30), Nanos(70));
+        both.background(Nanos(0), batch(&work));
+        assert_eq!(serve(&mut both, 150, &[op(OpKind::Read, 2)]), (280, 30));
+        assert_eq!((both.suspensions(), both.preemptions()), (Some(1), Some(0)));
+        // The program now ends at 530 and the erase is still queued: a read at 520
+        // (too little of the program left to suspend) goes ahead of the erase.
+        assert_eq!(serve(&mut both, 520, &[op(OpKind::Read, 2)]), (630, 10));
+        assert_eq!((both.suspensions(), both.preemptions()), (Some(1), Some(1)));
+        assert_eq!(both.idle_at(), Nanos(2630));
+        // Reset forgets the queues and the counts.
+        both.reset();
+        assert_eq!(both.preemptions(), Some(0));
+        assert_eq!(serve(&mut both, 0, &[op(OpKind::Read, 2)]), (100, 0));
+    }
+
+    #[test]
     fn only_host_reads_suspend_and_only_a_running_program_or_erase() {
         let mk =
             || ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_suspend(Nanos(30), Nanos(70));
@@ -1078,7 +1356,7 @@ mod tests {
         for _ in 0..10_000 {
             on.background(Nanos(0), batch(&[gc(OpKind::Program, 1)]));
         }
-        let sus = on.clock.suspend.as_ref().unwrap();
+        let sus = on.clock.queues.as_ref().unwrap();
         assert_eq!(sus.pending[0].len(), PENDING);
         assert_eq!(on.idle_at(), Nanos(10_000 * 300));
         // The running program was forgotten: a read at 100 queues behind the backlog.

@@ -139,6 +139,10 @@ pub struct HostReport {
     /// absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspensions: Option<u64>,
+    /// Host reads that went ahead of GC operations queued on their die, under
+    /// `preempt_gc` (parallel timing); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<u64>,
 }
 
 /// Per-cause operation counts.
@@ -689,6 +693,7 @@ pub fn build(o: &Outcome, labels: Labels<'_>) -> Report {
                     .then(|| (busy as f64 / (dies.max(1) as f64 * sim as f64) * 1e6).round() / 1e6)
             },
             suspensions: o.suspensions,
+            preemptions: o.preemptions,
         },
         flash: FlashReport {
             page_reads: total(&f.page_reads),
@@ -848,6 +853,12 @@ pub fn summary(r: &Report) -> String {
         let _ = writeln!(
             s,
             "            {n} programs and erases suspended by host reads (--suspend)"
+        );
+    }
+    if let Some(n) = h.preemptions {
+        let _ = writeln!(
+            s,
+            "            {n} host reads went ahead of queued GC operations (--preempt-gc)"
         );
     }
     let e = &r.end_of_run;

@@ -283,6 +283,10 @@ pub struct Config {
     /// `Suspend_Erase_Time`, 700 µs); only with `suspend`.
     #[schemars(range(min = 0.0))]
     pub suspend_erase_us: f64,
+    /// Preemptible GC (parallel timing): a host read goes ahead of the GC operations
+    /// queued on its die that have not begun, which begin that much later
+    /// (docs/timing.md). Off: GC operations queue like host ones.
+    pub preempt_gc: bool,
     /// Checking: every read against the last write (`on`), none, or `deep`.
     pub verify: VerifyLevel,
     /// Requests between deep checks under `verify = "deep"`.
@@ -409,6 +413,7 @@ impl Default for Config {
             suspend: false,
             suspend_program_us: 100.0,
             suspend_erase_us: 700.0,
+            preempt_gc: false,
             verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,

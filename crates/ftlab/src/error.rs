@@ -92,6 +92,7 @@ pub fn flag_of(key: &str) -> Option<&'static str> {
         "queue_depth" => "--queue-depth",
         "queues" => "--queues",
         "suspend" => "--suspend",
+        "preempt_gc" => "--preempt-gc",
         "channels" => "--channels",
         "dies" => "--dies",
         "ftl" => "--ftl",

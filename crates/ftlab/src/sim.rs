@@ -479,6 +479,13 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
              only the parallel model times per die: add --timing parallel",
         ));
     }
+    if cfg.preempt_gc && cfg.timing != TimingModel::Parallel {
+        return Err(setting(
+            "preempt_gc",
+            "preemptible GC lets a host read go ahead of the GC operations queued on its \
+             die, and only the parallel model has per-die queues: add --timing parallel",
+        ));
+    }
     for (key, us) in [
         ("suspend_program_us", cfg.suspend_program_us),
         ("suspend_erase_us", cfg.suspend_erase_us),
@@ -617,11 +624,16 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
                 Some(map) => model.with_block_map(&map.good),
                 None => model,
             };
-            if cfg.suspend {
-                Box::new(model.with_suspend(
+            let model = if cfg.suspend {
+                model.with_suspend(
                     Nanos::from_us_f64(cfg.suspend_program_us),
                     Nanos::from_us_f64(cfg.suspend_erase_us),
-                ))
+                )
+            } else {
+                model
+            };
+            if cfg.preempt_gc {
+                Box::new(model.with_preemptible_gc())
             } else {
                 Box::new(model)
             }

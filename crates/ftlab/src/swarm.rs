@@ -190,6 +190,11 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     if cfg.timing == TimingModel::Parallel && d.below(2) == 0 {
         cfg.suspend = true;
     }
+    // Preemptible GC (issue 22) likewise, half the parallel-timing cases, drawn after
+    // suspend so both come together a quarter of the time.
+    if cfg.timing == TimingModel::Parallel && d.below(2) == 0 {
+        cfg.preempt_gc = true;
+    }
     cfg
 }
 
