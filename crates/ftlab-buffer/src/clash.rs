@@ -1282,4 +1282,163 @@ mod tests {
         let e = Clash::new(&geo, &o).err().expect("refused");
         assert!(e.to_string().contains("`b_space_blocks`"), "{e}");
     }
+
+    /// The LRU order the paper's b-space policy implies, kept outside the cache: the
+    /// b-space logical blocks, least recently used first.
+    fn touch(lru: &mut Vec<u32>, lbn: u32) {
+        lru.retain(|&l| l != lbn);
+        lru.push(lbn);
+    }
+
+    #[test]
+    fn every_eviction_of_a_mixed_stream_follows_the_papers_rules() {
+        // The eviction walk of issue 24 item 3 (experiments/c-lash/NOTES.md): a stream
+        // shaped like c-lash.txt Table 1 (80% writes, 80% of accesses continue a
+        // sequential run, the rest jump anywhere) through a 6-page p-space and 2-block
+        // b-space. Before each access the rules of §3.2 are applied by hand to the
+        // cache's contents; the cache must do what they predict: a write miss into a
+        // full p-space evicts a largest group of one logical block (§3.2 "the largest
+        // set of pages belonging to the same block") into a free b-space block, else
+        // switches it with a b-space block holding fewer valid pages (the fewest), else
+        // writes the least recently used b-space block to flash with a late merge and
+        // takes its place. Ties between largest groups are not checked (the paper sets
+        // no rule). The first evictions are printed (`--nocapture`) for the walk.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as u32
+        };
+        let logical = 32 * PPB;
+        let mut seen = [0u32; 4]; // joins, moves to a free block, switches, flushes
+        let mut shown = 0;
+        let mut step = 0;
+        // The recorder below only appends (256 physical pages): a fresh rig per episode.
+        while step < 50_000 {
+            let mut r = Rig::new(small());
+            let mut lru: Vec<u32> = Vec::new();
+            let mut lpn = 0u32;
+            while r.ftl.next + 2 * PPB < 64 * PPB {
+                step += 1;
+                lpn = if rnd(100) < 80 {
+                    (lpn + 1) % logical
+                } else {
+                    rnd(logical)
+                };
+                let (lbn, off) = (lpn / PPB, lpn % PPB);
+                let (b0, p0) = (r.b_space(), r.p_space());
+                let in_b = b0.iter().any(|(l, o)| *l == lbn && o.contains(&off));
+                let groups0 = r.ftl.groups.len();
+                if rnd(100) < 20 {
+                    r.read(lpn);
+                    if in_b {
+                        touch(&mut lru, lbn);
+                    }
+                    assert_eq!((r.b_space(), r.p_space()), (b0, p0), "step {step}: a read");
+                    continue;
+                }
+                r.write(lbn, &[off]);
+                let (b1, p1) = (r.b_space(), r.p_space());
+                if in_b {
+                    touch(&mut lru, lbn);
+                    assert_eq!((&b1, &p1), (&b0, &p0), "step {step}: a b-space write hit");
+                    continue;
+                }
+                if p0.contains(&lpn) || p0.len() < 6 {
+                    assert_eq!(b1, b0, "step {step}: no eviction");
+                    assert_eq!(r.ftl.groups.len(), groups0, "step {step}: no flash write");
+                    continue;
+                }
+                // An eviction. The candidates: the largest p-space groups.
+                let mut size = std::collections::BTreeMap::<u32, u32>::new();
+                for &l in &p0 {
+                    *size.entry(l / PPB).or_default() += 1;
+                }
+                let n = *size.values().max().expect("a full p-space");
+                let moved: Vec<u32> = size
+                    .iter()
+                    .filter(|&(&g, &c)| {
+                        c == n
+                            && p0.iter().filter(|&&l| l / PPB == g).all(|&l| {
+                                b1.iter().any(|(bl, o)| *bl == g && o.contains(&(l % PPB)))
+                            })
+                    })
+                    .map(|(&g, _)| g)
+                    .collect();
+                assert_eq!(
+                    moved.len(),
+                    1,
+                    "step {step}: one largest group left the p-space"
+                );
+                let g = moved[0];
+                let valid = |b: &[(u32, Vec<u32>)], l: u32| {
+                    b.iter()
+                        .find(|(bl, _)| *bl == l)
+                        .map_or(0, |(_, o)| o.len())
+                };
+                let what = if b0.iter().any(|(l, _)| *l == g) {
+                    seen[0] += 1;
+                    assert_eq!(
+                        valid(&b1, g),
+                        valid(&b0, g) + n as usize,
+                        "step {step}: join"
+                    );
+                    "joins its b-space block"
+                } else if b0.len() < 2 {
+                    seen[1] += 1;
+                    assert_eq!(b1.len(), b0.len() + 1, "step {step}: a free block");
+                    "moves to a free b-space block"
+                } else {
+                    let fewest = b0.iter().map(|(_, o)| o.len()).min().expect("full");
+                    let gone: Vec<u32> = b0
+                        .iter()
+                        .filter(|(l, _)| !b1.iter().any(|(bl, _)| bl == l))
+                        .map(|(l, _)| *l)
+                        .collect();
+                    assert_eq!(gone.len(), 1, "step {step}: one b-space block left");
+                    if fewest < n as usize {
+                        seen[2] += 1;
+                        assert_eq!(valid(&b0, gone[0]), fewest, "step {step}: switch partner");
+                        assert_eq!(r.ftl.groups.len(), groups0, "step {step}: a switch is free");
+                        for &o in &b0.iter().find(|(l, _)| *l == gone[0]).expect("gone").1 {
+                            assert!(p1.contains(&(gone[0] * PPB + o)), "step {step}: back to p");
+                        }
+                        "switches with the b-space block holding the fewest valid pages"
+                    } else {
+                        seen[3] += 1;
+                        assert_eq!(gone[0], lru[0], "step {step}: the LRU block is flushed");
+                        let written = &r.ftl.groups[groups0..];
+                        assert_eq!(written.len(), 1, "step {step}: one block to flash");
+                        assert!(written[0].iter().all(|&l| l / PPB == gone[0]));
+                        for &o in &b0.iter().find(|(l, _)| *l == gone[0]).expect("gone").1 {
+                            assert!(written[0].contains(&(gone[0] * PPB + o)), "step {step}");
+                        }
+                        "flushes the LRU b-space block (late merge), takes its place"
+                    }
+                };
+                lru.retain(|l| b1.iter().any(|(bl, _)| bl == l));
+                touch(&mut lru, g);
+                assert!(
+                    p1.contains(&lpn),
+                    "step {step}: the written page enters the p-space"
+                );
+                if shown < 8 {
+                    shown += 1;
+                    eprintln!(
+                        "step {step}: write lpn{lpn} (B{lbn}) misses a full p-space {p0:?}; \
+                     largest group B{g} ({n} pages) {what}; b-space {b0:?} -> {b1:?}; \
+                     flash groups {:?}",
+                        &r.ftl.groups[groups0..]
+                    );
+                }
+            }
+            r.verify();
+        }
+        eprintln!("joins, moves, switches, flushes: {seen:?}");
+        assert!(
+            seen.iter().all(|&c| c > 100),
+            "every outcome is exercised: {seen:?}"
+        );
+    }
 }
