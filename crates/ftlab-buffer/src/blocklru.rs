@@ -706,6 +706,7 @@ pub mod testutil {
                 op_percent: 50.0,
                 channels: 1,
                 dies_per_channel: 1,
+                planes_per_die: 1,
                 min_spare_blocks: 0,
             }
             .build()
@@ -768,6 +769,7 @@ mod tests {
             op_percent: 50.0,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 0,
         }
         .build()

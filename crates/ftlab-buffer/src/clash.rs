@@ -853,6 +853,7 @@ mod tests {
                 op_percent: 100.0,
                 channels: 1,
                 dies_per_channel: 1,
+                planes_per_die: 1,
                 min_spare_blocks: 0,
             }
             .build()
@@ -1271,6 +1272,7 @@ mod tests {
             op_percent: 10.0,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 0,
         }
         .build()

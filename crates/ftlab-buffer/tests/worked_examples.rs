@@ -29,6 +29,7 @@ fn geometry() -> Geometry {
         op_percent: 100.0,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
         min_spare_blocks: 0,
     }
     .build()

@@ -1043,6 +1043,7 @@ mod tests {
             op_percent: 7.0,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 0,
         }
         .build()
@@ -1081,6 +1082,7 @@ mod tests {
             op_percent: 7.0,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 0,
         }
         .build()

@@ -909,6 +909,7 @@ mod tests {
             op_percent: 50.0,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 1,
         }
         .build()

@@ -51,6 +51,9 @@ pub struct Geometry {
     pub channels: u32,
     /// Dies per channel (parallel timing only).
     pub dies_per_channel: u32,
+    /// Planes per die (parallel timing only): a die programs pages on different planes
+    /// at once (multi-plane programs). Block `b` is on plane `(b / dies) % planes`.
+    pub planes_per_die: u32,
 }
 
 /// Builds a [`Geometry`] from a logical size and over-provisioning.
@@ -70,6 +73,8 @@ pub struct GeometryBuilder {
     pub channels: u32,
     /// Dies per channel.
     pub dies_per_channel: u32,
+    /// Planes per die.
+    pub planes_per_die: u32,
     /// Physical blocks beyond the logical ones that the device must have at least.
     pub min_spare_blocks: u32,
 }
@@ -103,6 +108,13 @@ impl GeometryBuilder {
                 "channels/dies",
                 format!("{}x{}", self.channels, self.dies_per_channel),
                 "need at least one channel and one die",
+            ));
+        }
+        if !(1..=MAX_PLANES).contains(&self.planes_per_die) {
+            return Err(invalid(
+                "planes",
+                self.planes_per_die,
+                format!("must be 1 to {MAX_PLANES} planes per die"),
             ));
         }
         if !self.op_percent.is_finite() || !(0.0..=1000.0).contains(&self.op_percent) {
@@ -147,6 +159,7 @@ impl GeometryBuilder {
             logical_pages: logical_pages as u32,
             channels: self.channels,
             dies_per_channel: self.dies_per_channel,
+            planes_per_die: self.planes_per_die,
         })
     }
 }
@@ -215,7 +228,17 @@ impl Geometry {
     pub fn dies(&self) -> u32 {
         self.channels * self.dies_per_channel
     }
+
+    /// Total planes (dies x planes per die): the units die-aware allocation deals
+    /// writes to. Block `b` is on die `b % dies` and on the plane numbered `b % planes`
+    /// over the device (plane `(b / dies) % planes_per_die` of its die).
+    pub fn planes(&self) -> u32 {
+        self.dies() * self.planes_per_die
+    }
 }
+
+/// The most planes per die a geometry may have.
+pub const MAX_PLANES: u32 = 16;
 
 #[cfg(test)]
 mod tests {
@@ -230,6 +253,7 @@ mod tests {
             op_percent: 7.0,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 4,
         }
     }

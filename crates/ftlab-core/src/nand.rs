@@ -17,10 +17,12 @@
 //! whole-operation costs: the array time plus one page's transfer at the channel rate
 //! (8 KiB at 333 MB/s = 24.6 µs), which parallel timing splits off again; under
 //! `--timing parallel` it brings its organisation (8 channels x 8 dies, 317.6 MiB/s)
-//! unless `--channels`, `--dies` or `--channel-mib-s` say otherwise. Left open (not
-//! modelled): its 2 planes (a die runs one operation at a time) and transfers of less
-//! than a page (a 4 KiB read moves the whole 8 KiB page); 256 pages per block and 448
-//! spare bytes are this preset's choices, not MQSim's figures.
+//! unless `--channels`, `--dies`, `--planes` or `--channel-mib-s` say otherwise. Its
+//! 2 planes per die run programs together (multi-plane programs, see
+//! [`crate::timing`]); reads and erases run one plane at a time. Left open (not
+//! modelled): transfers of less than a page (a 4 KiB read moves the whole 8 KiB
+//! page); 256 pages per block and 448 spare bytes are this preset's choices, not
+//! MQSim's figures.
 //!
 //! Endurance (`pe_cycles`, issue 23 item 4): the rated program/erase cycles per block.
 //! None of the papers' tables gives one, and the collection holds no datasheets; the
@@ -86,6 +88,8 @@ pub struct Organisation {
     pub channels: u32,
     /// Dies per channel (chips x dies per chip).
     pub dies_per_channel: u32,
+    /// Planes per die (multi-plane programs).
+    pub planes_per_die: u32,
     /// Channel bandwidth in MiB/s.
     pub channel_mib_s: f64,
 }
@@ -214,6 +218,7 @@ pub const PRESETS: &[NandPreset] = &[
         organisation: Some(Organisation {
             channels: 8,
             dies_per_channel: 8,
+            planes_per_die: 2,
             // 333 MB/s = 333e6 / 2^20 MiB/s.
             channel_mib_s: 317.574,
         }),

@@ -30,8 +30,22 @@
 //!   their die and channel. Resources are reserved when a request is served, in
 //!   submission order: a later operation never fills an idle gap a reserved one left
 //!   (no backfilling), which keeps the model one pass per operation and makes it
-//!   pessimistic under heavy channel contention. One plane per die. GC operations
-//!   queue like host ones unless GC is preemptible (below).
+//!   pessimistic under heavy channel contention. GC operations queue like host ones
+//!   unless GC is preemptible (below).
+//! - Planes ([`ParallelTiming::with_planes`], one per die by default; `mqsim-8k` has 2):
+//!   block `b` is on plane `(b / dies) % planes` of its die. A program joins the
+//!   program group reserved last on its die when that group is still the die's last
+//!   reservation, has not begun its array time when the program's request arrives (or
+//!   its background work starts), and has no program on the same plane: its data goes
+//!   in after the group's (one transfer at a time on the die's channel), and the group's
+//!   array time begins when all its members' data is in, so up to `planes` programs
+//!   take one program time (MQSim's multi-plane program command, which its scheduler
+//!   forms from the transactions queued for a die). Open choices, made here: only
+//!   programs combine (reads and erases run one plane at a time); the members need not
+//!   be at the same page offset; a member from an earlier request delays the group by
+//!   at most the new member's transfer, and that earlier request keeps the completion
+//!   it was given (as under suspend). Utilisation on such a device is the planes'
+//!   busy share (each operation counted on its plane).
 //! - Program/erase suspend ([`ParallelTiming::with_suspend`], off by default): a host
 //!   read that finds its die running a program or an erase (in its array time, with
 //!   more of it left than the suspend latency) suspends it: the read starts after the
@@ -280,6 +294,34 @@ pub struct DieClock {
     /// ([`ParallelTiming::with_preemptible_gc`]): what they need of each die's queue;
     /// `None`: both off.
     queues: Option<Box<Queues>>,
+    /// Multi-plane programs ([`ParallelTiming::with_planes`]); `None`: one plane per
+    /// die.
+    planes: Option<Box<Planes>>,
+}
+
+/// Multi-plane programs of a [`DieClock`]: which plane each block is on, and per die
+/// the group of programs reserved last.
+#[derive(Clone, Debug, Default)]
+struct Planes {
+    /// Planes per die.
+    per_die: u32,
+    /// Per block: its plane's bit in its die's group mask.
+    bit: Vec<u32>,
+    /// Per die: the program group reserved last on it.
+    group: Vec<Group>,
+}
+
+/// Programs on different planes of one die that run their array time together.
+#[derive(Clone, Copy, Debug, Default)]
+struct Group {
+    /// The planes it programs.
+    mask: u32,
+    /// When the data of its last member is in (the die takes one transfer at a time).
+    xfer_end: u64,
+    /// When the array time begins (all members' data in).
+    array_begin: u64,
+    /// When it ends.
+    end: u64,
 }
 
 /// The per-die queues of a [`DieClock`] under program/erase suspend and preemptible
@@ -450,6 +492,7 @@ impl DieClock {
             first: u64::MAX,
             done: 0,
             queues: None,
+            planes: None,
         }
     }
 
@@ -679,6 +722,9 @@ impl DieClock {
         } else {
             self.array[kind as usize]
         };
+        if kind == OpKind::Program && self.planes.is_some() {
+            return self.program_on_planes(d as usize, c as usize, block, array);
+        }
         let die = &mut self.die_free[d as usize];
         let chan = &mut self.chan_free[c as usize];
         let start = self.start;
@@ -707,6 +753,54 @@ impl DieClock {
         }
         self.done = self.done.max(end);
         (begin, end - array)
+    }
+
+    /// [`DieClock::op`] of a program on a device with several planes per die: it joins
+    /// the program group reserved last on its die when that group is still the die's
+    /// last reservation, has not begun its array time when this batch starts, and has
+    /// no program on this block's plane; its data goes in after the group's (one
+    /// transfer at a time on the die and its channel) and the group's array time then
+    /// begins when all its data is in. Otherwise it starts a group of its own, timed as
+    /// a single-plane program.
+    #[inline(never)]
+    fn program_on_planes(&mut self, d: usize, c: usize, block: Pbn, array: u64) -> (u64, u64) {
+        let start = self.start;
+        let p = self.planes.as_mut().expect("checked by the caller");
+        let bit = p.bit[block.idx()];
+        let g = &mut p.group[d];
+        let die = &mut self.die_free[d];
+        let chan = &mut self.chan_free[c];
+        let joins = g.mask & bit == 0 && g.end == *die && g.array_begin > start;
+        let xs = if joins {
+            g.xfer_end.max(*chan).max(self.dep)
+        } else {
+            start.max(*die).max(*chan).max(self.dep)
+        };
+        let xe = xs + self.xfer;
+        *chan = xe;
+        self.dep = start;
+        *g = if joins {
+            let array_begin = g.array_begin.max(xe);
+            Group {
+                mask: g.mask | bit,
+                xfer_end: xe,
+                array_begin,
+                end: (g.end + (array_begin - g.array_begin)).max(array_begin + array),
+            }
+        } else {
+            Group {
+                mask: bit,
+                xfer_end: xe,
+                array_begin: xe,
+                end: xe + array,
+            }
+        };
+        *die = g.end;
+        if self.first == u64::MAX {
+            self.first = xs;
+        }
+        self.done = self.done.max(g.end);
+        (xs, g.array_begin)
     }
 
     /// Closes the batch, whose operations numbered `counts` by kind: when it completed
@@ -760,11 +854,17 @@ impl DieClock {
             q.count = 0;
             q.overtakes = 0;
         }
+        if let Some(p) = &mut self.planes {
+            p.group.fill(Group::default());
+        }
     }
 
-    /// Die time spent on operations, summed over dies, and the number of dies.
+    /// Die time spent on operations, summed over dies, and the number of dies (of
+    /// planes, on a device with several per die: utilisation is then the planes' share
+    /// of time busy, each operation counted on its plane).
     pub fn busy(&self) -> (Nanos, u32) {
-        (Nanos(self.busy), self.die_free.len() as u32)
+        let per_die = self.planes.as_ref().map_or(1, |p| p.per_die);
+        (Nanos(self.busy), self.die_free.len() as u32 * per_die)
     }
 
     /// Times a logged batch from `start`.
@@ -812,6 +912,32 @@ impl ParallelTiming {
         for (r, &p) in c.route.iter_mut().zip(physical) {
             *r = (p % dies, p % dies % channels);
         }
+        if let Some(planes) = &mut c.planes {
+            for (bit, &p) in planes.bit.iter_mut().zip(physical) {
+                *bit = 1 << (p / dies % planes.per_die);
+            }
+        }
+        self
+    }
+
+    /// `per_die` planes per die (1: the default, one): block `b` is on plane
+    /// `(b / dies) % per_die` of its die, and programs on different planes of a die
+    /// run their array time together (module documentation, "Choices"). Call before
+    /// [`ParallelTiming::with_block_map`].
+    pub fn with_planes(mut self, per_die: u32) -> Self {
+        let c = &mut self.clock;
+        if per_die <= 1 {
+            c.planes = None;
+            return self;
+        }
+        let dies = c.die_free.len() as u32;
+        c.planes = Some(Box::new(Planes {
+            per_die,
+            bit: (0..c.route.len() as u32)
+                .map(|b| 1 << (b / dies % per_die))
+                .collect(),
+            group: vec![Group::default(); dies as usize],
+        }));
         self
     }
 
@@ -1298,6 +1424,58 @@ mod tests {
         both.reset();
         assert_eq!(both.preemptions(), Some(0));
         assert_eq!(serve(&mut both, 0, &[op(OpKind::Read, 2)]), (100, 0));
+    }
+
+    #[test]
+    fn programs_on_two_planes_of_a_die_share_one_program_time() {
+        // One die, two planes (block b on plane b % 2), a 40 transfer, program 300
+        // (array 260).
+        let mk = || ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_planes(2);
+        let progs = |blocks: &[u32]| -> Vec<FlashOp> {
+            blocks.iter().map(|&b| op(OpKind::Program, b)).collect()
+        };
+        let mut one = ParallelTiming::new(lat(), 1, 1, 16, Nanos(40));
+        assert_eq!(serve(&mut one, 0, &progs(&[0, 1])), (600, 0));
+        // Two planes: the second page's data goes in after the first's (40..80), and
+        // both program from 80: done at 340, not 600.
+        let mut two = mk();
+        assert_eq!(serve(&mut two, 0, &progs(&[0, 1])), (340, 0));
+        // A third page on plane 0 again starts a group of its own.
+        let mut two = mk();
+        assert_eq!(serve(&mut two, 0, &progs(&[0, 1, 2])), (640, 0));
+        // Two pages on one plane do not combine.
+        let mut two = mk();
+        assert_eq!(serve(&mut two, 0, &progs(&[0, 2])), (600, 0));
+        // A program of a later request joins a group that has not begun its array
+        // time when the request arrives (at 10: the first's data is still going in) ...
+        let mut two = mk();
+        assert_eq!(serve(&mut two, 0, &progs(&[0])), (300, 0));
+        assert_eq!(serve(&mut two, 10, &progs(&[1])), (340, 30));
+        assert_eq!(two.idle_at(), Nanos(340));
+        // ... but not one already programming (at 100), nor after another operation.
+        let mut two = mk();
+        serve(&mut two, 0, &progs(&[0]));
+        assert_eq!(serve(&mut two, 100, &progs(&[1])), (600, 200));
+        let mut two = mk();
+        assert_eq!(
+            serve(
+                &mut two,
+                0,
+                &[
+                    op(OpKind::Program, 0),
+                    op(OpKind::Read, 4),
+                    op(OpKind::Program, 1)
+                ]
+            ),
+            (700, 0)
+        );
+        // Utilisation counts planes: two programs of 300 over 340 ns on 2 planes.
+        let mut two = mk();
+        serve(&mut two, 0, &progs(&[0, 1]));
+        assert_eq!(two.busy(), (Nanos(600), 2));
+        // One plane per die is the model without planes.
+        let mut flat = ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_planes(1);
+        assert_eq!(serve(&mut flat, 0, &progs(&[0, 1])), (600, 0));
     }
 
     #[test]

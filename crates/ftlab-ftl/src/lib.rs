@@ -33,6 +33,7 @@ mod testutil {
             op_percent: op,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
             min_spare_blocks: 0,
         }
         .build()

@@ -716,6 +716,7 @@ pub(crate) mod tests {
             logical_pages: logical_blocks * ppb,
             channels: 1,
             dies_per_channel: 1,
+            planes_per_die: 1,
         }
     }
 

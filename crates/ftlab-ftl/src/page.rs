@@ -65,7 +65,12 @@
 //!   the open block whose die the parallel timing model has free first, ties to the
 //!   lowest; the FTL reads when each die is free off the flash's die clock,
 //!   `Flash::clock`, and never the time itself; under serial timing there is no die
-//!   clock and it deals pages in turn). A block's die is `pbn % dies`, as parallel timing places it. Free blocks
+//!   clock and it deals pages in turn). A block's die is `pbn % dies`, as parallel timing places it.
+//!   On a device with several planes per die the streams are the planes, not the
+//!   dies: one open block per plane (plane `pbn % planes` over the device, so
+//!   consecutive streams are on consecutive dies, then on the next plane of each), and
+//!   "die" below means plane; parallel timing runs programs on a die's planes
+//!   together (multi-plane programs). Free blocks
 //!   are kept per die (first-in first-out in each); when a die has none left, its open
 //!   block comes from the die with the most free blocks (the lowest such die), so
 //!   allocation never fails while any block is free. GC is global: the victim policy
@@ -74,8 +79,6 @@
 //!   the copies of one victim can fill every open block once, so GC keeps `dies` more
 //!   blocks free (it runs while fewer than gc_threshold + dies are free) and the device
 //!   needs at least logical blocks + gc_threshold + 2 x dies blocks.
-//!   A least-busy-die policy needs the die clocks, which FTLs do not see (the timing
-//!   model owns them); it is not offered.
 //! - Endurance (issue 23 item 4, in part; not in the papers): `pe_limit` (default 0:
 //!   blocks never retire). A block erased `pe_limit` times retires: it is not returned
 //!   to the free pool and never written again (`ftl.extra.retired_blocks`). The scheme
@@ -256,7 +259,7 @@ impl PageFtl {
         let streams = match opts.die_alloc {
             DieAlloc::Single => 1,
             DieAlloc::RoundRobin | DieAlloc::Static | DieAlloc::LeastBusy => {
-                geo.dies().min(geo.blocks)
+                geo.planes().min(geo.blocks)
             }
         };
         // With one open block per die, one victim's copies can fill every open block
@@ -275,7 +278,7 @@ impl PageFtl {
             } else {
                 format!(
                     "logical blocks + gc_threshold + {streams} (GC reserve, one block per \
-                     die) + {streams} open blocks, one per die"
+                     die or plane) + {streams} open blocks, one per die or plane"
                 )
             };
             if separate {
@@ -797,6 +800,10 @@ mod tests {
 
     /// 4 dies (2 channels x 2), 8 pages per block, 64 logical blocks.
     fn geo() -> Geometry {
+        builder().build().unwrap()
+    }
+
+    fn builder() -> GeometryBuilder {
         GeometryBuilder {
             page_size: 2048,
             pages_per_block: 8,
@@ -805,10 +812,9 @@ mod tests {
             op_percent: 25.0,
             channels: 2,
             dies_per_channel: 2,
+            planes_per_die: 1,
             min_spare_blocks: 0,
         }
-        .build()
-        .unwrap()
     }
 
     fn ftl(alloc: DieAlloc) -> (PageFtl, Flash) {
@@ -848,6 +854,29 @@ mod tests {
         let (mut s, mut flash) = ftl(DieAlloc::Single);
         write_all(&mut s, &mut flash, 0..8);
         assert!((0..8).all(|l| die_of(&s, l) == 0));
+    }
+
+    #[test]
+    fn round_robin_deals_writes_over_every_plane_of_every_die() {
+        let g = GeometryBuilder {
+            planes_per_die: 2,
+            op_percent: 50.0,
+            ..builder()
+        }
+        .build()
+        .unwrap();
+        let opts = PageOptions {
+            die_alloc: DieAlloc::RoundRobin,
+            ..PageOptions::default()
+        };
+        let (mut f, mut flash) = (PageFtl::new(&g, &opts).unwrap(), Flash::new(&g));
+        assert_eq!(f.active.len(), 8);
+        write_all(&mut f, &mut flash, 0..16);
+        // Block b is on plane b % 8 of the device: die b % 4, plane b / 4 % 2 of it.
+        let planes: Vec<u32> = (0..16)
+            .map(|l| f.l2p[l] / g.pages_per_block % g.planes())
+            .collect();
+        assert_eq!(planes, [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]);
     }
 
     #[test]

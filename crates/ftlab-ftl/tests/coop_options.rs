@@ -20,6 +20,7 @@ fn geometry(blocks: u32) -> Geometry {
         logical_pages: 16,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
     }
 }
 

@@ -28,6 +28,7 @@ fn geometry() -> Geometry {
         logical_pages: 12,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
     }
 }
 

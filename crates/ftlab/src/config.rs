@@ -261,6 +261,9 @@ pub struct Config {
     /// Dies per channel (parallel timing); none: 4 under parallel timing, 1 under
     /// serial.
     pub dies: Option<u32>,
+    /// Planes per die (parallel timing): a die programs pages on different planes at
+    /// once; none: the preset's (2 for `mqsim-8k`), else 1.
+    pub planes: Option<u32>,
     /// Channel bandwidth in MiB/s (parallel timing: page transfer time); none: the
     /// preset's organisation's (`mqsim-8k`: 317.574, i.e. 333 MB/s), else 40.
     pub channel_mib_s: Option<f64>,
@@ -407,6 +410,7 @@ impl Default for Config {
             timing: TimingModel::Serial,
             channels: None,
             dies: None,
+            planes: None,
             channel_mib_s: None,
             queue_depth: None,
             queues: 1,

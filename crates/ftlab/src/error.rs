@@ -95,6 +95,7 @@ pub fn flag_of(key: &str) -> Option<&'static str> {
         "preempt_gc" => "--preempt-gc",
         "channels" => "--channels",
         "dies" => "--dies",
+        "planes" => "--planes",
         "ftl" => "--ftl",
         "buffer" => "--buffer",
         "nand" => "--nand",

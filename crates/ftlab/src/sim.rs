@@ -221,13 +221,17 @@ pub const DEFAULT_CHANNEL_MIB_S: f64 = 40.0;
 
 /// Channels and dies per channel: as set; else, under parallel timing, the preset's
 /// organisation where it names one; else [`Config::organisation`].
-fn organisation(cfg: &Config, preset: &NandPreset) -> (u32, u32) {
+fn organisation(cfg: &Config, preset: &NandPreset) -> (u32, u32, u32) {
     match (cfg.timing, preset.organisation) {
         (TimingModel::Parallel, Some(o)) => (
             cfg.channels.unwrap_or(o.channels),
             cfg.dies.unwrap_or(o.dies_per_channel),
+            cfg.planes.unwrap_or(o.planes_per_die),
         ),
-        _ => cfg.organisation(),
+        _ => {
+            let (c, d) = cfg.organisation();
+            (c, d, cfg.planes.unwrap_or(1))
+        }
     }
 }
 
@@ -332,6 +336,7 @@ fn physical_geometry(cfg: &Config, preset: &NandPreset) -> Result<Geometry, RunE
         op_percent: cfg.op,
         channels: organisation(cfg, preset).0,
         dies_per_channel: organisation(cfg, preset).1,
+        planes_per_die: organisation(cfg, preset).2,
         min_spare_blocks: 0,
     }
     .build()?)
@@ -417,6 +422,7 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
     // The echo states the organisation the run used, defaults filled in.
     resolved.channels = Some(geo.channels);
     resolved.dies = Some(geo.dies_per_channel);
+    resolved.planes = Some(geo.planes_per_die);
     let rate = channel_mib_s(cfg, preset);
     resolved.channel_mib_s = Some(rate);
     for (opts, value) in [
@@ -619,7 +625,8 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
                 geo.dies_per_channel,
                 geo.blocks,
                 Nanos(xfer.round() as u64),
-            );
+            )
+            .with_planes(geo.planes_per_die);
             let model = match bad_blocks(cfg)? {
                 Some(map) => model.with_block_map(&map.good),
                 None => model,

@@ -195,6 +195,10 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     if cfg.timing == TimingModel::Parallel && d.below(2) == 0 {
         cfg.preempt_gc = true;
     }
+    // Multi-plane programs (issue 22) in a third of the parallel-timing cases.
+    if cfg.timing == TimingModel::Parallel && d.below(3) == 0 {
+        cfg.planes = Some(2 + d.below(3) as u32);
+    }
     cfg
 }
 

@@ -80,6 +80,7 @@ fn geometry(logical_blocks: u32, op_pct: f64) -> (Geometry, f64) {
         logical_pages: logical_blocks * PPB,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
     };
     let a = ((blocks - THRESHOLD) * PPB) as f64 / geo.logical_pages as f64;
     (geo, a)

@@ -78,7 +78,8 @@ fn engine(cfg: &Config, inline: bool) -> Engine {
         geo.dies_per_channel,
         geo.blocks,
         xfer,
-    );
+    )
+    .with_planes(geo.planes_per_die);
     if cfg.suspend {
         model = model.with_suspend(
             Nanos::from_us_f64(cfg.suspend_program_us),
@@ -191,6 +192,24 @@ fn inline_clock_with_suspend_times_as_the_logged_replay_does() {
             a.suspensions.unwrap() > 0,
             "{ftl}: no read suspended anything"
         );
+    }
+}
+
+#[test]
+fn inline_clock_with_two_planes_times_as_the_logged_replay_does() {
+    for ftl in ["page", "bast", "dftl", "cach"] {
+        let mut cfg = config(ftl, "none");
+        cfg.planes = Some(2);
+        if ftl == "page" {
+            cfg.op = 40.0;
+            cfg.ftl_options
+                .insert("die_alloc".into(), serde_json::json!("round_robin"));
+        }
+        let (a, da) = drive(&cfg, &mut engine(&cfg, true));
+        let (b, db) = drive(&cfg, &mut engine(&cfg, false));
+        same_times(&a, &b, ftl);
+        assert_eq!(da, db, "{ftl}: drain time");
+        assert_eq!(a.device_busy.1, 8, "{ftl}: 2 x 2 dies x 2 planes");
     }
 }
 

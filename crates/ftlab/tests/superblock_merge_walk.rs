@@ -51,6 +51,7 @@ fn walk_superblock_merges_on_a_fat32_picture_workload() {
         op_percent: 3.125, // 16 spare blocks, §5.1's share
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
         min_spare_blocks: 0,
     }
     .build()

@@ -21,6 +21,7 @@ fn geo(ppb: u32, logical: u32, extra: u32) -> Geometry {
         op_percent: 0.0,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
         min_spare_blocks: extra,
     }
     .build()
@@ -552,6 +553,7 @@ fn mapping_bytes_count_the_bmr_table_its_validity_bits_and_the_pmr_table() {
         op_percent: 11.12,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
         min_spare_blocks: 0,
     }
     .build()

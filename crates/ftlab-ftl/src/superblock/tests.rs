@@ -16,6 +16,7 @@ pub(super) fn geo(ppb: u32, logical_blocks: u32, op: f64, spare: u32) -> Geometr
         op_percent: op,
         channels: 1,
         dies_per_channel: 1,
+        planes_per_die: 1,
         min_spare_blocks: 0,
     }
     .build()
