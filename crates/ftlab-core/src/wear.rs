@@ -218,6 +218,26 @@ impl FreeBlocks {
         }
     }
 
+    /// The next block [`FreeBlocks::pop`] would take and its erase count, if the pool
+    /// is least-erased first (`None` under first-in first-out or if empty).
+    pub fn peek_least_worn(&self) -> Option<(Pbn, u32)> {
+        match &self.order {
+            Order::Fifo(_) => None,
+            Order::Worn(h, _) => h.peek(),
+        }
+    }
+
+    /// Puts back a block taken by [`FreeBlocks::pop_most_worn`] that was not used (no
+    /// retirement check: it was not erased since).
+    pub fn unpop(&mut self, b: Pbn, erases: u32) {
+        if let Order::Worn(h, most) = &mut self.order {
+            h.push(b, erases);
+            if let Some(m) = most {
+                m.push(b, erases);
+            }
+        }
+    }
+
     /// The most-erased free block (ties: the lowest number) and its erase count, taken
     /// out of the pool; `None` if the pool is empty or was not built
     /// [`FreeBlocks::with_most_worn`]. Never raises (the caller has another way on).
@@ -442,6 +462,11 @@ impl StaticLeveling {
     pub fn candidate(&self) -> Option<Pbn> {
         let (cold, erases) = self.sealed.peek()?;
         (self.max_erase - erases > self.threshold).then_some(cold)
+    }
+
+    /// The spread past which data moves.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
     }
 
     /// A block's `pages` valid pages moved (counted for the report).
