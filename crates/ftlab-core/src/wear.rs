@@ -488,6 +488,12 @@ impl StaticLeveling {
         extra.counter("wl_pages_copied", "pages", self.pages as f64);
     }
 
+    /// Adds `other`'s moves to these (a scheme reporting two regions as one).
+    pub fn add(&mut self, other: &StaticLeveling) {
+        self.migrations += other.migrations;
+        self.pages += other.pages;
+    }
+
     /// Zeroes the reported counters.
     pub fn reset_stats(&mut self) {
         self.migrations = 0;
