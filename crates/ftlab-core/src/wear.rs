@@ -266,6 +266,26 @@ impl FreeBlocks {
         self.retirement.clear();
     }
 
+    /// Takes block `b` out of the pool wherever it is; whether it was there. O(log n)
+    /// least-erased first, O(n) first-in first-out (a scheme's recovery).
+    pub fn remove(&mut self, b: Pbn) -> bool {
+        match &mut self.order {
+            Order::Fifo(q) => match q.iter().position(|&x| x == b) {
+                Some(i) => {
+                    q.remove(i);
+                    true
+                }
+                None => false,
+            },
+            Order::Worn(h, most) => {
+                if let Some(m) = most {
+                    m.remove(b);
+                }
+                h.remove(b)
+            }
+        }
+    }
+
     /// The free blocks (first-in first-out: oldest first; else in no particular
     /// order). Retired blocks are not among them.
     pub fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {

@@ -80,10 +80,23 @@
 //!   past that, when no block can be freed with blocks retired, or when a block of the
 //!   fixed snapshot area reaches the limit. The snapshot log records a retired block as
 //!   released to the free list; recovery takes the pooled blocks at the limit out again
-//!   (the erase counts are on flash). Wear levelling is not offered: the free and
-//!   reserve lists are saved in the snapshots in their order and blocks are taken off
-//!   them by position, which a least-worn-first pool would change; and a D-block's place
-//!   is its superblock's, so moving cold data is a merge the paper's costs do not have.
+//!   (the erase counts are on flash).
+//! - Wear levelling (issue 23 item 3, not in the paper; [`ftlab_core::wear`]):
+//!   `wear_leveling = "off"` (default: the free list first-in first-out) or
+//!   `"dynamic"`: a new U-block (or map-page block, or merge-reserve refill) is the
+//!   least-erased free block, ties by the lowest number. Choices made here: only the
+//!   free list is ordered by wear; the merge reserve (a handful of blocks a merge
+//!   takes at once) keeps its own order. This fits the snapshot design because the
+//!   snapshot log records every allocation by block number (`Alloc { sb, pbn }`) and
+//!   every release (`Release { pbn, .. }`), never by position, and recovery takes a
+//!   block off wherever it is: the lists a snapshot saves are replayed as sets, and
+//!   once recovery ends the free list is keyed by the erase counts on flash again
+//!   (a first-in first-out list keeps its replayed order, as before). Static levelling
+//!   (moving a cold D-block) is not offered: a D-block's pages are reached through the
+//!   map stored in the spare areas of its superblock (PMD and PT, §4.2), so moving one
+//!   is a merge that rewrites those map entries (`SimpleCopyAndCompact`) and its
+//!   superblock's snapshot state; building that, with its recovery, was left for later
+//!   (issue 23 item 3 is open for this scheme's static levelling).
 
 mod cache;
 mod inplace;
@@ -108,7 +121,7 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::nand::Latencies;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
-use ftlab_core::wear::Retirement;
+use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -175,7 +188,8 @@ pub struct SuperblockFtl {
     owner: Vec<u32>,
     is_u: Vec<bool>,
     hot: Vec<bool>,
-    free: VecDeque<Pbn>,
+    /// First-in first-out, or least-erased first under `wear_leveling = "dynamic"`.
+    free: FreeBlocks,
     reserved: Vec<Pbn>,
     /// Blocks retired at `pe_limit` (owner [`OWN_RETIRED`]).
     retirement: Retirement,
@@ -317,6 +331,11 @@ impl SuperblockFtl {
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
         let mut f = Self::build(geo, lat, cfg, split, layout, entries, snap);
+        if opts.wear_leveling == DynamicWearLeveling::Dynamic {
+            let mut worn = FreeBlocks::new(geo.blocks, 1, true);
+            f.free.iter().for_each(|b| worn.push(b, 0));
+            f.free = worn;
+        }
         f.retirement = Retirement::new(ID, geo.blocks, opts.pe_limit, needed);
         if map_pages {
             let len = n as usize * split.pmd_len() * split.pt_len();
@@ -387,13 +406,15 @@ impl SuperblockFtl {
                 owner[b.idx()] = OWN_SNAPSHOT;
             }
         }
-        let mut free: VecDeque<Pbn> = (0..geo.blocks)
+        let mut pooled: VecDeque<Pbn> = (0..geo.blocks)
             .filter(|&b| owner[b as usize] == OWN_FREE)
             .map(Pbn)
             .collect();
         let reserved: Vec<Pbn> = (0..cfg.reserve)
-            .map(|_| free.pop_back().expect("geometry checked"))
+            .map(|_| pooled.pop_back().expect("geometry checked"))
             .collect();
+        let mut free = FreeBlocks::new(geo.blocks, 1, false);
+        pooled.into_iter().for_each(|b| free.push(b, 0));
         for b in &reserved {
             owner[b.idx()] = OWN_RESERVED;
         }
@@ -540,14 +561,14 @@ impl SuperblockFtl {
     }
 
     /// Returns an erased block to the reserve (if short) or the free pool; says which.
-    fn release(&mut self, b: Pbn) -> bool {
+    fn release(&mut self, flash: &Flash, b: Pbn) -> bool {
         if (self.reserved.len() as u32) < self.cfg.reserve {
             self.owner[b.idx()] = OWN_RESERVED;
             self.reserved.push(b);
             true
         } else {
             self.owner[b.idx()] = OWN_FREE;
-            self.free.push_back(b);
+            self.free.push(b, flash.erase_count(b));
             false
         }
     }
@@ -563,7 +584,7 @@ impl SuperblockFtl {
         }
         self.owner[b.idx()] = OWN_RETIRED;
         if (self.reserved.len() as u32) < self.cfg.reserve {
-            if let Some(f) = self.free.pop_front() {
+            if let Some(f) = self.free.pop_if_any() {
                 self.owner[f.idx()] = OWN_RESERVED;
                 self.reserved.push(f);
                 self.note(Event::Release {
@@ -584,18 +605,19 @@ impl SuperblockFtl {
         }
         let worn = |b: &Pbn| self.retirement.reached(flash.erase_count(*b));
         let gone: Vec<Pbn> = (self.free.iter())
-            .chain(&self.reserved)
-            .copied()
+            .chain(self.reserved.iter().copied())
             .filter(worn)
             .collect();
-        self.free.retain(|b| !gone.contains(b));
+        gone.iter().for_each(|&b| {
+            self.free.remove(b);
+        });
         self.reserved.retain(|b| !gone.contains(b));
         for b in gone {
             self.owner[b.idx()] = OWN_RETIRED;
             self.retirement.erased(b, flash.erase_count(b));
         }
         while (self.reserved.len() as u32) < self.cfg.reserve {
-            let Some(f) = self.free.pop_front() else {
+            let Some(f) = self.free.pop_if_any() else {
                 break;
             };
             self.owner[f.idx()] = OWN_RESERVED;
@@ -635,7 +657,7 @@ impl SuperblockFtl {
         self.sample_u(flash, b);
         self.detach(sb, b);
         flash.erase(b, Cause::Merge);
-        let to_reserved = !self.retire_if_worn(flash, b) && self.release(b);
+        let to_reserved = !self.retire_if_worn(flash, b) && self.release(flash, b);
         self.note(Event::Release {
             pbn: b.0,
             to_reserved,
@@ -658,7 +680,7 @@ impl SuperblockFtl {
             } else if self.free.is_empty() {
                 self.make_free_block(flash);
             } else {
-                let b = self.free.pop_front().expect("checked non-empty");
+                let b = self.free.pop_if_any().expect("checked non-empty");
                 debug_assert!(flash.is_erased(b));
                 self.attach(sb, b, true);
                 self.frontier[sb as usize] = b.0;
@@ -1024,8 +1046,8 @@ impl SuperblockFtl {
                 return Err(format!("superblock {sb}: frontier pbn{f} not in its list"));
             }
         }
-        for b in &self.free {
-            if self.owner[b.idx()] != OWN_FREE || seen[b.idx()] || !flash.is_erased(*b) {
+        for b in self.free.iter() {
+            if self.owner[b.idx()] != OWN_FREE || seen[b.idx()] || !flash.is_erased(b) {
                 return Err(format!("free {b:?} is in use or not erased"));
             }
             seen[b.idx()] = true;

@@ -203,7 +203,7 @@ impl SuperblockFtl {
         let retired = self.retire_if_worn(flash, src);
         if retired {
         } else if fits {
-            self.free.push_back(src);
+            self.free.push(src, flash.erase_count(src));
         } else {
             self.owner[src.idx()] = super::OWN_RESERVED;
             self.reserved.push(src);

@@ -4,6 +4,7 @@
 use super::layout::Ecc;
 use crate::auto::AutoOr;
 use ftlab_core::options::JsonSchema;
+use ftlab_core::wear::DynamicWearLeveling;
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -47,6 +48,9 @@ pub struct SuperblockOptions {
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
+    /// dynamic (a new U-block is the least-erased free block).
+    pub wear_leveling: DynamicWearLeveling,
 }
 
 impl Default for SuperblockOptions {
@@ -64,6 +68,7 @@ impl Default for SuperblockOptions {
             background_free_blocks: 2,
             pt_bits: 4,
             pe_limit: 0,
+            wear_leveling: DynamicWearLeveling::Off,
         }
     }
 }
