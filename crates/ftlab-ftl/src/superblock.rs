@@ -91,12 +91,26 @@
 //!   every release (`Release { pbn, .. }`), never by position, and recovery takes a
 //!   block off wherever it is: the lists a snapshot saves are replayed as sets, and
 //!   once recovery ends the free list is keyed by the erase counts on flash again
-//!   (a first-in first-out list keeps its replayed order, as before). Static levelling
-//!   (moving a cold D-block) is not offered: a D-block's pages are reached through the
-//!   map stored in the spare areas of its superblock (PMD and PT, §4.2), so moving one
-//!   is a merge that rewrites those map entries (`SimpleCopyAndCompact`) and its
-//!   superblock's snapshot state; building that, with its recovery, was left for later
-//!   (issue 23 item 3 is open for this scheme's static levelling).
+//!   (a first-in first-out list keeps its replayed order, as before). `"static"`:
+//!   dynamic, and after each host request, when the least-erased block a superblock
+//!   owns has more than `wl_threshold` (default 16) erases fewer than the most-erased
+//!   block erased by a merge, the most-worn free block becomes a U-block of that
+//!   superblock (`Alloc`, as for any U-block) and the cold block is compacted into it
+//!   by the paper's own SimpleCopyAndCompact (Fig. 9: its valid pages copied, the map
+//!   entries in the spares rewritten, the block detached, erased and released; all in
+//!   the snapshot log), so the cold data rest on worn flash and the cold block is
+//!   handed out next. Choices made here: the heap holds the blocks superblocks own,
+//!   keyed by their erase count when attached; the snapshot area is left out (fixed
+//!   blocks); a move only when the superblock has room for one more block and no
+//!   U-block with free pages (so no block is abandoned half written and the log's
+//!   `Alloc` names the U-block recovery resumes), and only if the free block has more
+//!   erases than the cold one; one move per request; counted as a merge as usual and
+//!   as `ftl.extra.wl_migrations` / `wl_pages_copied`. Only with `placement = oop` and
+//!   `mapping = spare`: in place a logical block's pages sit at their offsets of its
+//!   own block, and SB-P's map pages move with their own rules; other combinations are
+//!   refused naming `wear_leveling`. After a power loss the replay restores the
+//!   superblocks' block lists, and the heap is rebuilt from them and the erase counts
+//!   on flash. O(log blocks) per block attached, detached or erased, O(1) per request.
 
 mod cache;
 mod inplace;
@@ -121,7 +135,7 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::nand::Latencies;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
+use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -193,6 +207,10 @@ pub struct SuperblockFtl {
     reserved: Vec<Pbn>,
     /// Blocks retired at `pe_limit` (owner [`OWN_RETIRED`]).
     retirement: Retirement,
+    /// Static levelling: the blocks superblocks own, by erase count when attached.
+    wl: Option<StaticLeveling>,
+    /// Static levelling: each block's erase count at its last erase by a merge.
+    erased_at: Vec<u32>,
     lru: Lru,
     // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
     mappages: Option<mappage::MapPageCache>,
@@ -331,8 +349,22 @@ impl SuperblockFtl {
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
         let mut f = Self::build(geo, lat, cfg, split, layout, entries, snap);
-        if opts.wear_leveling == DynamicWearLeveling::Dynamic {
+        if opts.wear_leveling != WearLeveling::Off {
             let mut worn = FreeBlocks::new(geo.blocks, 1, true);
+            if opts.wear_leveling == WearLeveling::Static {
+                if ip || map_pages {
+                    return Err(bad(
+                        ID,
+                        "wear_leveling",
+                        "static",
+                        "static levelling needs placement = oop and mapping = spare \
+                         (its move is an out-of-place SimpleCopyAndCompact); use dynamic",
+                    ));
+                }
+                worn = worn.with_most_worn();
+                f.wl = Some(StaticLeveling::new(geo.blocks, opts.wl_threshold));
+                f.erased_at = vec![0; geo.blocks as usize];
+            }
             f.free.iter().for_each(|b| worn.push(b, 0));
             f.free = worn;
         }
@@ -437,6 +469,8 @@ impl SuperblockFtl {
             free,
             reserved,
             retirement: Retirement::off(),
+            wl: None,
+            erased_at: Vec::new(),
             lru: Lru::new(superblocks),
             snap,
             frontier_wp: vec![0; superblocks as usize],
@@ -502,6 +536,9 @@ impl SuperblockFtl {
         );
         self.sb_blocks[(sb * self.cfg.row + len) as usize] = b.0;
         self.sb_len[sb as usize] = len + 1;
+        if let Some(wl) = &mut self.wl {
+            wl.sealed(b, self.erased_at[b.idx()]);
+        }
         self.owner[b.idx()] = sb;
         self.is_u[b.idx()] = as_u;
         self.hot[b.idx()] = as_u;
@@ -523,6 +560,9 @@ impl SuperblockFtl {
             .copy_within(base + pos + 1..base + len, base + pos);
         self.sb_blocks[base + len - 1] = NONE;
         self.sb_len[sb as usize] -= 1;
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(b);
+        }
         if self.is_u[b.idx()] {
             self.nu[sb as usize] -= 1;
             if self.nu[sb as usize] == 0 {
@@ -543,6 +583,74 @@ impl SuperblockFtl {
         if self.nu[sb as usize] > 0 && self.sb_len[sb as usize] == self.lbns_of(sb) {
             self.mark_all_d(sb, false);
         }
+    }
+
+    /// Static levelling: block `b` was just erased (a merge or a switch).
+    fn wl_erased(&mut self, flash: &Flash, b: Pbn) {
+        if let Some(wl) = &mut self.wl {
+            let e = flash.erase_count(b);
+            wl.erased(e);
+            self.erased_at[b.idx()] = e;
+        }
+    }
+
+    /// Static wear levelling after a host request (module docs): when the least-erased
+    /// block a superblock owns has more than `wl_threshold` erases fewer than the
+    /// most-erased block, and its superblock has room for one more block and no U-block
+    /// with free pages, the most-worn free block becomes its U-block and the cold
+    /// block is compacted into it (SimpleCopyAndCompact), then erased and freed.
+    fn level(&mut self, flash: &mut Flash) {
+        let Some(cold) = self.wl.as_ref().and_then(StaticLeveling::candidate) else {
+            return;
+        };
+        let sb = self.owner[cold.idx()];
+        if sb >= self.superblocks || self.sb_len[sb as usize] >= self.cfg.max_blocks {
+            return;
+        }
+        let f = self.frontier[sb as usize];
+        if f != NONE && !flash.is_full(Pbn(f)) {
+            return;
+        }
+        let Some((dst, e)) = self.free.pop_most_worn() else {
+            return;
+        };
+        if e <= flash.erase_count(cold) {
+            self.free.unpop(dst, e);
+            return;
+        }
+        let valid = flash.valid_count(cold) as u64;
+        self.load_ws(flash, sb);
+        self.attach(sb, dst, true);
+        self.frontier[sb as usize] = dst.0;
+        self.note_now(flash, Event::Alloc { sb, pbn: dst.0 });
+        self.simple_copy_and_compact(flash, sb, cold);
+        self.store_ws(flash, sb);
+        self.maybe_promote(sb);
+        if let Some(wl) = &mut self.wl {
+            wl.moved(valid);
+        }
+    }
+
+    /// Static levelling after a recovery: the blocks owned by superblocks, keyed by
+    /// their erase counts on flash (the replay does not track them).
+    fn rebuild_levelling(&mut self, flash: &Flash) {
+        let Some(mut wl) = self.wl.take() else {
+            return;
+        };
+        // The most erases outside the snapshot area (levelling leaves it alone).
+        let max = (0..self.geo.blocks)
+            .filter(|&b| self.owner[b as usize] != OWN_SNAPSHOT)
+            .map(|b| flash.erase_count(Pbn(b)))
+            .max()
+            .unwrap_or(0);
+        wl.recover(&[max]);
+        self.erased_at.copy_from_slice(flash.erase_counts());
+        for b in 0..self.geo.blocks {
+            if self.owner[b as usize] < self.superblocks {
+                wl.sealed(Pbn(b), flash.erase_count(Pbn(b)));
+            }
+        }
+        self.wl = Some(wl);
     }
 
     /// Marks every block of `sb` a D-block (and cold, when `cold`).
@@ -657,6 +765,7 @@ impl SuperblockFtl {
         self.sample_u(flash, b);
         self.detach(sb, b);
         flash.erase(b, Cause::Merge);
+        self.wl_erased(flash, b);
         let to_reserved = !self.retire_if_worn(flash, b) && self.release(flash, b);
         self.note(Event::Release {
             pbn: b.0,
@@ -1094,6 +1203,9 @@ impl Ftl for SuperblockFtl {
         for &tag in pages {
             self.host_write(flash, tag);
         }
+        if self.wl.is_some() {
+            self.level(flash);
+        }
         self.snap_tick(flash);
     }
 
@@ -1120,7 +1232,13 @@ impl Ftl for SuperblockFtl {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        self.recover_from_flash(flash)
+        // The replay attaches and detaches blocks in the log's order: levelling's set is
+        // rebuilt after it instead.
+        let wl = self.wl.take();
+        let done = self.recover_from_flash(flash);
+        self.wl = wl;
+        self.rebuild_levelling(flash);
+        done
     }
 
     /// Recovery needs the snapshots (§4.4): without them the PGD and the block lists
@@ -1168,6 +1286,9 @@ impl Ftl for SuperblockFtl {
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
         self.retirement.report(&mut s.extra);
+        if let Some(wl) = &self.wl {
+            wl.report(&mut s.extra);
+        }
         let c = &self.counters;
         let count = s.merges_switch + s.merges_partial + s.merges_full;
         let l = &self.lat;
@@ -1234,6 +1355,9 @@ impl Ftl for SuperblockFtl {
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.counters = Counters::default();
+        if let Some(wl) = &mut self.wl {
+            wl.reset_stats();
+        }
         if let Some(log) = &mut self.snap {
             log.pages_written = 0;
             log.full_snapshots = 0;
