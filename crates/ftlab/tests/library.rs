@@ -506,6 +506,11 @@ fn static_levelling_narrows_the_spread_on_every_scheme_that_offers_it() {
             c.synthetic.request_bytes = 4096;
             c.ftl_options.insert("wear_leveling".into(), wl.into());
             c.ftl_options.insert("wl_threshold".into(), 4.into());
+            if fields.iter().any(|o| o.name == "bmr_update") {
+                // `cach` levels its BMR out of place only.
+                c.ftl_options
+                    .insert("bmr_update".into(), "out_of_place".into());
+            }
             let mut s: toml::Value = toml::Value::try_from(&c.synthetic).unwrap();
             s["address"] = "hot_cold".into();
             s["hot_access"] = 0.9.into();
