@@ -101,10 +101,11 @@
 //!   the snapshot log), so the cold data rest on worn flash and the cold block is
 //!   handed out next. Choices made here: the heap holds the blocks superblocks own,
 //!   keyed by their erase count when attached; the snapshot area is left out (fixed
-//!   blocks); a move only when the superblock has room for one more block and no
-//!   U-block with free pages (so no block is abandoned half written and the log's
-//!   `Alloc` names the U-block recovery resumes), and only if the free block has more
-//!   erases than the cold one; one move per request; counted as a merge as usual and
+//!   blocks); a move only when the superblock has room for one more block and its
+//!   current U-block is not freshly opened (empty), and only if the free block has
+//!   more erases than the cold one; a U-block with free pages is abandoned first
+//!   (`Abandon` in the log, as MergeAll's InvalidateAllFreePages), so the cold data get
+//!   a block of their own; one move per request; counted as a merge as usual and
 //!   as `ftl.extra.wl_migrations` / `wl_pages_copied`. Only with `placement = oop` and
 //!   `mapping = spare`: in place a logical block's pages sit at their offsets of its
 //!   own block, and SB-P's map pages move with their own rules; other combinations are
@@ -608,7 +609,8 @@ impl SuperblockFtl {
             return;
         }
         let f = self.frontier[sb as usize];
-        if f != NONE && !flash.is_full(Pbn(f)) {
+        if f != NONE && flash.write_ptr(Pbn(f)) == 0 {
+            // A U-block just opened: it is where the superblock's writes go next.
             return;
         }
         let Some((dst, e)) = self.free.pop_most_worn() else {
@@ -617,6 +619,12 @@ impl SuperblockFtl {
         if e <= flash.erase_count(cold) {
             self.free.unpop(dst, e);
             return;
+        }
+        if f != NONE && !flash.is_full(Pbn(f)) {
+            // Its free pages are abandoned (as MergeAll's InvalidateAllFreePages does):
+            // the cold data get a block of their own.
+            self.frontier[sb as usize] = NONE;
+            self.note(Event::Abandon { sb });
         }
         let valid = flash.valid_count(cold) as u64;
         self.load_ws(flash, sb);
