@@ -721,7 +721,11 @@ mod tests {
         for (b, e) in [(3, 5), (1, 2), (6, 2), (9, 5), (4, 0)] {
             w.push(Pbn(b), e);
         }
-        assert_eq!(w.pop_most_worn(), Some((Pbn(3), 5)), "ties by the lowest number");
+        assert_eq!(
+            w.pop_most_worn(),
+            Some((Pbn(3), 5)),
+            "ties by the lowest number"
+        );
         assert_eq!(w.pop(), Some(Pbn(4)));
         assert_eq!(w.pop_most_worn(), Some((Pbn(9), 5)));
         assert_eq!(w.len(), 2);

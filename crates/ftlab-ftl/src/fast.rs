@@ -926,7 +926,7 @@ impl Ftl for Fast {
             self.osm_write(flash, lbn, pages);
             self.group.end();
             // A cold log block is left to its own reclaim (module docs).
-        let _ = logblock::level(flash, &mut self.pool, &mut self.dmap, &mut self.counters);
+            let _ = logblock::level(flash, &mut self.pool, &mut self.dmap, &mut self.counters);
             return;
         }
         // The loop is `bast`'s; its step, `write_page`, needs the whole scheme, so only

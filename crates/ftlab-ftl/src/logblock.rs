@@ -876,7 +876,9 @@ pub(crate) mod tests {
     /// every page reads back its last version, before and after a power cycle into
     /// `fresh()`. Returns the erase-count spread (max - min), WAF (programs per host
     /// program) and `wl_migrations` (0 if not reported).
-    pub(crate) fn hot_cold<F: ftlab_core::ftl::Ftl>(mut fresh: impl FnMut() -> F) -> (u32, f64, f64) {
+    pub(crate) fn hot_cold<F: ftlab_core::ftl::Ftl>(
+        mut fresh: impl FnMut() -> F,
+    ) -> (u32, f64, f64) {
         use ftlab_core::flash::FlashStats;
         let geo = geometry(8, 32, 40);
         let mut f = Flash::new(&geo);
@@ -914,8 +916,7 @@ pub(crate) mod tests {
         };
         reads_back(&mut ftl, &mut f);
         let s = f.stats();
-        let waf =
-            FlashStats::total(&s.programs) as f64 / s.programs[Cause::Host as usize] as f64;
+        let waf = FlashStats::total(&s.programs) as f64 / s.programs[Cause::Host as usize] as f64;
         let ec = f.erase_counts();
         let spread = ec.iter().max().unwrap() - ec.iter().min().unwrap();
         let moved = ftl.stats().extra.get("wl_migrations").unwrap_or(0.0);

@@ -618,7 +618,10 @@ impl PageFtl {
                 }
                 let from = if self.free[die].is_empty() {
                     let most = self.free.iter().map(FreeBlocks::len).max().unwrap_or(0);
-                    self.free.iter().position(|f| f.len() == most).unwrap_or(die)
+                    self.free
+                        .iter()
+                        .position(|f| f.len() == most)
+                        .unwrap_or(die)
                 } else {
                     die
                 };
@@ -822,8 +825,12 @@ impl Ftl for PageFtl {
         if let Some(b) = self.gc_active.iter().find(|b| self.active.contains(b)) {
             return Err(format!("{b:?} is open for host writes and for GC copies"));
         }
-        if let Some(b) = (wl_open.iter()).find(|b| self.active.contains(b) || self.gc_active.contains(b)) {
-            return Err(format!("{b:?} is open for levelling moves and for other writes"));
+        if let Some(b) =
+            (wl_open.iter()).find(|b| self.active.contains(b) || self.gc_active.contains(b))
+        {
+            return Err(format!(
+                "{b:?} is open for levelling moves and for other writes"
+            ));
         }
         scan::check_blocks(flash, &free, &self.index, &open)
     }

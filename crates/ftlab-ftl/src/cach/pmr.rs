@@ -72,7 +72,10 @@ impl Pmr {
     /// Static levelling: the sealed block whose data should move (the least-erased one,
     /// if the region's most-erased block has more than the threshold more).
     pub(super) fn wl_candidate(&self) -> Option<Pbn> {
-        self.wl.as_ref()?.candidate().filter(|&b| self.sealed.contains(b))
+        self.wl
+            .as_ref()?
+            .candidate()
+            .filter(|&b| self.sealed.contains(b))
     }
 
     /// Blocks in the region.

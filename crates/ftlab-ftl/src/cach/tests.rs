@@ -980,7 +980,10 @@ fn static_levelling_narrows_the_bmr_spread_out_of_place_at_a_waf_cost() {
          {moved}"
     );
     assert!(moved > 0.0);
-    assert!(statik < dynamic && statik <= 4 + 2, "{statik} against {dynamic}");
+    assert!(
+        statik < dynamic && statik <= 4 + 2,
+        "{statik} against {dynamic}"
+    );
     assert!(waf < waf_dyn * 2.0, "WAF {waf:.3} against {waf_dyn:.3}");
     // In place static levelling works on too (the PMR's levelling).
     let (_, _, _) = levelled(&[("wear_leveling", "static"), th]);

@@ -834,14 +834,24 @@ fn dynamic_levelling_allocates_the_least_worn_free_block_and_recovers_the_order(
     for round in 0..20u64 {
         random_mix(&mut d, 500 + round, 200, 0);
         // The next U-block is a least-erased free block (ties: the lowest number).
-        let least = d.ftl.free.iter().map(|b| (d.flash.erase_count(b), b.0)).min();
+        let least = d
+            .ftl
+            .free
+            .iter()
+            .map(|b| (d.flash.erase_count(b), b.0))
+            .min();
         let next = d.ftl.free.peek_least_worn().map(|(b, e)| (e, b.0));
         assert_eq!(next, least, "round {round}");
     }
     d.verify();
     // After a power loss the free list is keyed by the erase counts on flash.
     let r = recover_copy(&d, pairs);
-    let least = r.ftl.free.iter().map(|b| (r.flash.erase_count(b), b.0)).min();
+    let least = r
+        .ftl
+        .free
+        .iter()
+        .map(|b| (r.flash.erase_count(b), b.0))
+        .min();
     let next = r.ftl.free.peek_least_worn().map(|(b, e)| (e, b.0));
     assert_eq!(next, least);
 }
@@ -891,7 +901,10 @@ fn static_levelling_narrows_the_spread_at_a_waf_cost_and_recovers() {
          static {waf:.3}; moves {moved}"
     );
     assert!(moved > 0.0);
-    assert!(statik < off && statik < dynamic, "{statik}: {off} / {dynamic}");
+    assert!(
+        statik < off && statik < dynamic,
+        "{statik}: {off} / {dynamic}"
+    );
     assert!(waf < waf_off * 3.0);
     for bad in [("placement", "ip"), ("mapping", "map_page")] {
         let e = build(&geo(8, 32, 40.0, 64), &[("wear_leveling", "static"), bad])
