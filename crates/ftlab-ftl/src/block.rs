@@ -55,7 +55,7 @@
 //!   block first) or `"static"` (dynamic, and past a spread of `wl_threshold`, default
 //!   16, the least-erased data block moves to the most-worn free block: a full merge
 //!   with no log, under `Cause::Gc`, counted as `wl_migrations` / `wl_pages_copied`);
-//!   the pool, the move and what is left open are in `logblock.rs` ([`logblock::level`]).
+//!   the pool, the move and what is left open are in `logblock.rs` (`logblock::level`).
 //!   After a power loss the pool and the set of blocks in use are rebuilt from the
 //!   erase counts on flash.
 //!   Static levelling in `block` also moves hot data: under `update = "in_place"` a
