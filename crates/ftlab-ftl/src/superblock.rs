@@ -622,9 +622,19 @@ impl SuperblockFtl {
         }
         if f != NONE && !flash.is_full(Pbn(f)) {
             // Its free pages are abandoned (as MergeAll's InvalidateAllFreePages does):
-            // the cold data get a block of their own.
+            // the cold data get a block of their own. Abandoned without a valid page,
+            // it is reclaimed at once (the switch merge `drop_page` skipped while it
+            // was being written).
             self.frontier[sb as usize] = NONE;
             self.note(Event::Abandon { sb });
+            if flash.valid_count(Pbn(f)) == 0 {
+                self.reclaim_empty(flash, sb, Pbn(f));
+                self.stats.merges_switch += 1;
+                if f == cold.0 {
+                    self.free.unpop(dst, e);
+                    return;
+                }
+            }
         }
         let valid = flash.valid_count(cold) as u64;
         self.load_ws(flash, sb);

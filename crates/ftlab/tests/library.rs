@@ -594,3 +594,53 @@ fn a_device_that_wears_out_in_the_final_drain_says_so() {
         other => panic!("expected a worn-out end, got {other:?}"),
     }
 }
+
+/// Regression (swarm seed 5, run 1534): superblock's static levelling abandoned a
+/// half-written U-block whose pages were all invalid, leaving a block with no valid page
+/// in the superblock (the deep check: "holds no valid page"); it is now reclaimed at
+/// once, as `drop_page` would have.
+#[test]
+fn superblock_levelling_reclaims_an_abandoned_u_block_without_valid_pages() {
+    let c: Config = toml::from_str(
+        r#"
+        buffer = "fab"
+        capacity = "8MiB"
+        channels = 4
+        deep_every = 200
+        dies = 2
+        flush_every = 512
+        ftl = "superblock"
+        nand = "micron-2k"
+        op = 50.0
+        seed = 7687109589357895290
+        suspend = true
+        timing = "parallel"
+        verify = "deep"
+        [buffer_options]
+        size = 524288
+        [ftl_options]
+        wear_leveling = "static"
+        wl_threshold = 16
+        [mix]
+        gap_max_us = 5000
+        hot_pct = 50
+        hot_space_pct = 12
+        max_pages = 128
+        partial_pct = 5
+        read_pct = 25
+        requests = 9300
+        seq_pct = 40
+        trim_pct = 14
+        write_pct = 55
+        [nand_params]
+        pages_per_block = 64
+        "#,
+    )
+    .unwrap();
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    assert!(out.failure.is_none(), "{:?}", out.failure);
+    assert!(out.report.ftl.extra["wl_migrations"] > 0.0);
+}
