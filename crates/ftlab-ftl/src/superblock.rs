@@ -77,8 +77,9 @@
 //!   ([`ftlab_core::wear::Retirement`]): it joins neither the free list nor the merge
 //!   reserve, which is refilled from the free list when the block was due there. The
 //!   scheme works on while its geometry rule's blocks are left, and raises `WornOut`
-//!   past that, when no block can be freed with blocks retired, or when a block of the
-//!   fixed snapshot area reaches the limit. The snapshot log records a retired block as
+//!   past that, when no block can be freed with blocks retired, when a retirement finds
+//!   no free block to refill the merge reserve with (the next merge needing it could
+//!   not run), or when a block of the fixed snapshot area reaches the limit. The snapshot log records a retired block as
 //!   released to the free list; recovery takes the pooled blocks at the limit out again
 //!   (the erase counts are on flash).
 //! - Wear levelling (issue 23 item 3, not in the paper; [`ftlab_core::wear`]):
@@ -717,6 +718,11 @@ impl SuperblockFtl {
                     pbn: f.0,
                     to_reserved: true,
                 });
+            } else {
+                // No free block to refill the merge reserve with: with a block retired
+                // that is the end of the device (the swarm, seed 11 run 531, found the
+                // reserve left short, which the next merge needing it cannot survive).
+                self.retirement.exhausted();
             }
         }
         true

@@ -644,3 +644,52 @@ fn superblock_levelling_reclaims_an_abandoned_u_block_without_valid_pages() {
     assert!(out.failure.is_none(), "{:?}", out.failure);
     assert!(out.report.ftl.extra["wl_migrations"] > 0.0);
 }
+
+/// Regression (swarm seed 11, run 531; the code predates issue 23 item 3, the new
+/// draws found it): a superblock block retired at the P/E limit when the free list was
+/// empty left the merge reserve short (the deep check: "0 reserved blocks"); that is now
+/// the end of the device, as the next merge needing the reserve would be.
+#[test]
+fn superblock_retirement_with_no_free_block_to_refill_the_reserve_wears_out() {
+    let c: Config = toml::from_str(
+        r#"
+        bad_blocks = true
+        capacity = "1MiB"
+        channels = 2
+        dies = 1
+        ftl = "superblock"
+        idle = false
+        nand = "slc-k9wag08u1m"
+        op = 100.0
+        seed = 7422444619666577344
+        verify = "deep"
+        [ftl_options]
+        pe_limit = 3
+        [mix]
+        gap_max_us = 0
+        hot_pct = 20
+        hot_space_pct = 5
+        max_pages = 4
+        partial_pct = 0
+        read_pct = 33
+        requests = 1583
+        seq_pct = 40
+        trim_pct = 2
+        write_pct = 55
+        [nand_params]
+        bad_block_percent = 2.0
+        pages_per_block = 16
+        "#,
+    )
+    .unwrap();
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    match &out.failure {
+        Some(Failure::WornOut { message, .. }) => {
+            assert!(message.contains("superblock: device worn out"), "{message}")
+        }
+        other => panic!("expected a worn-out end, got {other:?}"),
+    }
+}
