@@ -16,7 +16,11 @@
 //! passes `wl_threshold`, the data of that coldest block moves so it re-enters
 //! circulation). Choices left open, made here: one threshold on max - min (not a ratio
 //! to the mean, not Chang et al.'s bit map of recently erased blocks); at most one block
-//! moved per check; the schemes say when they check.
+//! moved per check; the schemes say when they check. Where the moved data go is the
+//! scheme's choice too; the built-in ones park it on the most-worn free block
+//! ([`FreeBlocks::with_most_worn`]), so cold data rest on worn flash while the freed
+//! cold block, least worn, is handed out next (sending it to the least-worn block
+//! instead, as `page` first did, kept cold data circulating and could widen the spread).
 //!
 //! [`WearHeap`]: a set of blocks with the least-erased one first, ties by the lowest
 //! block number (deterministic), in O(log n) per insertion and removal and O(1) for the
@@ -62,10 +66,10 @@ impl WearLeveling {
     ];
 }
 
-/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dftl`,
-/// `tpm`, `block`, `bast`, `fast`, `cach`): the same values as [`WearLeveling`] but
-/// `static`, so listings, the swarm and the conformance suite never pick a value the
-/// scheme refuses.
+/// The `wear_leveling` option of a scheme that offers dynamic levelling only: the same
+/// values as [`WearLeveling`] but `static`, so listings, the swarm and the conformance
+/// suite never pick a value the scheme refuses. (Every built-in scheme now offers
+/// `static`; kept for schemes that cannot move data.)
 #[derive(
     Clone,
     Copy,
