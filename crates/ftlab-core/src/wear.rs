@@ -16,7 +16,11 @@
 //! passes `wl_threshold`, the data of that coldest block moves so it re-enters
 //! circulation). Choices left open, made here: one threshold on max - min (not a ratio
 //! to the mean, not Chang et al.'s bit map of recently erased blocks); at most one block
-//! moved per check; the schemes say when they check.
+//! moved per check; the schemes say when they check. Where the moved data go is the
+//! scheme's choice too; the built-in ones park it on the most-worn free block
+//! ([`FreeBlocks::with_most_worn`]), so cold data rest on worn flash while the freed
+//! cold block, least worn, is handed out next (sending it to the least-worn block
+//! instead, as `page` first did, kept cold data circulating and could widen the spread).
 //!
 //! [`WearHeap`]: a set of blocks with the least-erased one first, ties by the lowest
 //! block number (deterministic), in O(log n) per insertion and removal and O(1) for the
@@ -62,10 +66,10 @@ impl WearLeveling {
     ];
 }
 
-/// The `wear_leveling` option of the schemes that offer dynamic levelling only (`dftl`,
-/// `tpm`, `block`, `bast`, `fast`, `cach`): the same values as [`WearLeveling`] but
-/// `static`, so listings, the swarm and the conformance suite never pick a value the
-/// scheme refuses.
+/// The `wear_leveling` option of a scheme that offers dynamic levelling only: the same
+/// values as [`WearLeveling`] but `static`, so listings, the swarm and the conformance
+/// suite never pick a value the scheme refuses. (Every built-in scheme now offers
+/// `static`; kept for schemes that cannot move data.)
 #[derive(
     Clone,
     Copy,
@@ -109,8 +113,9 @@ pub struct FreeBlocks {
 enum Order {
     /// First-in first-out.
     Fifo(std::collections::VecDeque<Pbn>),
-    /// Least-erased first, ties by the lowest block number.
-    Worn(WearHeap),
+    /// Least-erased first, ties by the lowest block number; under static levelling
+    /// also most-erased first ([`FreeBlocks::with_most_worn`]), the same blocks.
+    Worn(WearHeap, Option<WearHeap>),
 }
 
 impl FreeBlocks {
@@ -118,7 +123,7 @@ impl FreeBlocks {
     /// (stride 1: any block), least-erased first if `dynamic`. No block retires.
     pub fn new(blocks: u32, stride: u32, dynamic: bool) -> Self {
         let order = if dynamic {
-            Order::Worn(WearHeap::new(blocks, stride))
+            Order::Worn(WearHeap::new(blocks, stride), None)
         } else {
             Order::Fifo(std::collections::VecDeque::with_capacity(
                 blocks.div_ceil(stride.max(1)) as usize,
@@ -136,12 +141,27 @@ impl FreeBlocks {
         self
     }
 
+    /// The pool can also hand out its most-erased block ([`FreeBlocks::pop_most_worn`]:
+    /// static levelling parks cold data there). Only a least-erased-first pool
+    /// (`dynamic`) can; a first-in first-out one is left as it is. Costs O(log n) more
+    /// per push and pop (a second heap).
+    pub fn with_most_worn(mut self) -> Self {
+        if let Order::Worn(h, most @ None) = &mut self.order {
+            let mut m = WearHeap::new_most_worn(h.pos.len() as u32 * h.stride, h.stride);
+            for &(e, b) in &h.heap {
+                m.push(Pbn(b), e);
+            }
+            *most = Some(m);
+        }
+        self
+    }
+
     /// Free blocks.
     #[inline]
     pub fn len(&self) -> usize {
         match &self.order {
             Order::Fifo(q) => q.len(),
-            Order::Worn(h) => h.len(),
+            Order::Worn(h, _) => h.len(),
         }
     }
 
@@ -163,7 +183,12 @@ impl FreeBlocks {
         }
         match &mut self.order {
             Order::Fifo(q) => q.push_back(b),
-            Order::Worn(h) => h.push(b, erases),
+            Order::Worn(h, most) => {
+                h.push(b, erases);
+                if let Some(m) = most {
+                    m.push(b, erases);
+                }
+            }
         }
     }
 
@@ -187,8 +212,47 @@ impl FreeBlocks {
     pub fn pop_if_any(&mut self) -> Option<Pbn> {
         match &mut self.order {
             Order::Fifo(q) => q.pop_front(),
-            Order::Worn(h) => h.pop(),
+            Order::Worn(h, most) => {
+                let b = h.pop()?;
+                if let Some(m) = most {
+                    m.remove(b);
+                }
+                Some(b)
+            }
         }
+    }
+
+    /// The next block [`FreeBlocks::pop`] would take and its erase count, if the pool
+    /// is least-erased first (`None` under first-in first-out or if empty).
+    pub fn peek_least_worn(&self) -> Option<(Pbn, u32)> {
+        match &self.order {
+            Order::Fifo(_) => None,
+            Order::Worn(h, _) => h.peek(),
+        }
+    }
+
+    /// Puts back a block taken by [`FreeBlocks::pop_most_worn`] that was not used (no
+    /// retirement check: it was not erased since).
+    pub fn unpop(&mut self, b: Pbn, erases: u32) {
+        if let Order::Worn(h, most) = &mut self.order {
+            h.push(b, erases);
+            if let Some(m) = most {
+                m.push(b, erases);
+            }
+        }
+    }
+
+    /// The most-erased free block (ties: the lowest number) and its erase count, taken
+    /// out of the pool; `None` if the pool is empty or was not built
+    /// [`FreeBlocks::with_most_worn`]. Never raises (the caller has another way on).
+    pub fn pop_most_worn(&mut self) -> Option<(Pbn, u32)> {
+        let Order::Worn(h, Some(m)) = &mut self.order else {
+            return None;
+        };
+        let (b, e) = m.peek()?;
+        m.remove(b);
+        h.remove(b);
+        Some((b, e))
     }
 
     /// Empties the pool and forgets the retired blocks (a recovery rebuilds both
@@ -196,9 +260,34 @@ impl FreeBlocks {
     pub fn clear(&mut self) {
         match &mut self.order {
             Order::Fifo(q) => q.clear(),
-            Order::Worn(h) => h.clear(),
+            Order::Worn(h, most) => {
+                h.clear();
+                if let Some(m) = most {
+                    m.clear();
+                }
+            }
         }
         self.retirement.clear();
+    }
+
+    /// Takes block `b` out of the pool wherever it is; whether it was there. O(log n)
+    /// least-erased first, O(n) first-in first-out (a scheme's recovery).
+    pub fn remove(&mut self, b: Pbn) -> bool {
+        match &mut self.order {
+            Order::Fifo(q) => match q.iter().position(|&x| x == b) {
+                Some(i) => {
+                    q.remove(i);
+                    true
+                }
+                None => false,
+            },
+            Order::Worn(h, most) => {
+                if let Some(m) = most {
+                    m.remove(b);
+                }
+                h.remove(b)
+            }
+        }
     }
 
     /// The free blocks (first-in first-out: oldest first; else in no particular
@@ -206,7 +295,7 @@ impl FreeBlocks {
     pub fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
         let (q, h) = match &self.order {
             Order::Fifo(q) => (Some(q.iter().copied()), None),
-            Order::Worn(h) => (None, Some(h.iter())),
+            Order::Worn(h, _) => (None, Some(h.iter())),
         };
         q.into_iter().flatten().chain(h.into_iter().flatten())
     }
@@ -399,6 +488,11 @@ impl StaticLeveling {
         (self.max_erase - erases > self.threshold).then_some(cold)
     }
 
+    /// The spread past which data moves.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
     /// A block's `pages` valid pages moved (counted for the report).
     pub fn moved(&mut self, pages: u64) {
         self.migrations += 1;
@@ -416,6 +510,12 @@ impl StaticLeveling {
     pub fn report(&self, extra: &mut crate::stats::Sink) {
         extra.counter("wl_migrations", "blocks", self.migrations as f64);
         extra.counter("wl_pages_copied", "pages", self.pages as f64);
+    }
+
+    /// Adds `other`'s moves to these (a scheme reporting two regions as one).
+    pub fn add(&mut self, other: &StaticLeveling) {
+        self.migrations += other.migrations;
+        self.pages += other.pages;
     }
 
     /// Zeroes the reported counters.
@@ -439,6 +539,8 @@ pub struct WearHeap {
     /// Position in `heap` of block `b` (indexed by `b / stride`), [`NIL`] if absent.
     pos: Vec<u32>,
     stride: u32,
+    /// Most-erased first: keys are stored as `u32::MAX - erases`.
+    most: bool,
 }
 
 impl WearHeap {
@@ -450,6 +552,25 @@ impl WearHeap {
             heap: Vec::with_capacity(n),
             pos: vec![NIL; n],
             stride,
+            most: false,
+        }
+    }
+
+    /// [`WearHeap::new`], but the most-erased block first (ties still by the lowest
+    /// block number).
+    pub fn new_most_worn(blocks: u32, stride: u32) -> Self {
+        WearHeap {
+            most: true,
+            ..WearHeap::new(blocks, stride)
+        }
+    }
+
+    #[inline]
+    fn key(&self, erases: u32) -> u32 {
+        if self.most {
+            u32::MAX - erases
+        } else {
+            erases
         }
     }
 
@@ -474,15 +595,16 @@ impl WearHeap {
     pub fn push(&mut self, pbn: Pbn, erases: u32) {
         let slot = (pbn.0 / self.stride) as usize;
         assert_eq!(self.pos[slot], NIL, "{pbn:?} already in the wear heap");
-        self.heap.push((erases, pbn.0));
+        self.heap.push((self.key(erases), pbn.0));
         let i = self.heap.len() - 1;
         self.pos[slot] = i as u32;
         self.up(i);
     }
 
-    /// The least-erased block (lowest number on ties) and its erase count.
+    /// The least-erased block (most-erased under [`WearHeap::new_most_worn`]; lowest
+    /// number on ties) and its erase count.
     pub fn peek(&self) -> Option<(Pbn, u32)> {
-        self.heap.first().map(|&(e, b)| (Pbn(b), e))
+        self.heap.first().map(|&(e, b)| (Pbn(b), self.key(e)))
     }
 
     /// Removes and returns [`WearHeap::peek`]'s block.
@@ -595,6 +717,35 @@ mod tests {
         let order = |p: &mut FreeBlocks| std::iter::from_fn(|| p.pop()).collect::<Vec<_>>();
         assert_eq!(order(&mut f), [Pbn(3), Pbn(1), Pbn(6)]);
         assert_eq!(order(&mut w), [Pbn(1), Pbn(6), Pbn(3)]);
+    }
+
+    #[test]
+    fn a_pool_with_most_worn_hands_out_either_end_and_keeps_both_heaps_in_step() {
+        let mut w = FreeBlocks::new(16, 1, true).with_most_worn();
+        for (b, e) in [(3, 5), (1, 2), (6, 2), (9, 5), (4, 0)] {
+            w.push(Pbn(b), e);
+        }
+        assert_eq!(
+            w.pop_most_worn(),
+            Some((Pbn(3), 5)),
+            "ties by the lowest number"
+        );
+        assert_eq!(w.pop(), Some(Pbn(4)));
+        assert_eq!(w.pop_most_worn(), Some((Pbn(9), 5)));
+        assert_eq!(w.len(), 2);
+        w.push(Pbn(12), 7);
+        assert_eq!(w.pop_most_worn(), Some((Pbn(12), 7)));
+        assert_eq!(w.pop(), Some(Pbn(1)));
+        assert_eq!(w.pop_most_worn(), Some((Pbn(6), 2)));
+        assert_eq!((w.pop(), w.pop_most_worn()), (None, None));
+        // A first-in first-out pool, or a dynamic one not built for it, has no most-worn.
+        let mut f = FreeBlocks::new(4, 1, false).with_most_worn();
+        f.push(Pbn(1), 3);
+        assert_eq!(f.pop_most_worn(), None);
+        let mut d = FreeBlocks::new(4, 1, true);
+        d.push(Pbn(1), 3);
+        assert_eq!(d.pop_most_worn(), None);
+        assert_eq!(d.len(), 1);
     }
 
     #[test]

@@ -51,9 +51,19 @@
 //! - Cost: one spare read per programmed page, no program and no erase (tested in
 //!   `recovery_reads_every_programmed_spare_once`).
 //! - Wear levelling (issue 23 item 3, not in the papers): `wear_leveling = "off"`
-//!   (default: free blocks first-in first-out) or `"dynamic"` (the least-erased free
-//!   block first); the pool and what is left open are in `logblock.rs`. After a
-//!   power loss the pool is rebuilt from the erased blocks with their erase counts.
+//!   (default: free blocks first-in first-out), `"dynamic"` (the least-erased free
+//!   block first) or `"static"` (dynamic, and past a spread of `wl_threshold`, default
+//!   16, the least-erased data block moves to the most-worn free block: a full merge
+//!   with no log, under `Cause::Gc`, counted as `wl_migrations` / `wl_pages_copied`);
+//!   the pool, the move and what is left open are in `logblock.rs` (`logblock::level`).
+//!   After a power loss the pool and the set of blocks in use are rebuilt from the
+//!   erase counts on flash.
+//!   Static levelling in `block` also moves hot data: under `update = "in_place"` a
+//!   rewrite keeps a logical block on the same physical block forever, so a block
+//!   worn more than `wl_threshold` past the least-worn free block is rewritten out of
+//!   place instead (the new image goes to that free block, the old block is erased
+//!   and returned, the same reads, programs and erase as in place); with no free
+//!   block (no spare) it stays in place.
 //! - Endurance (issue 23 item 4, not in the papers): `pe_limit` (default 0: never); a
 //!   block erased `pe_limit` times retires as it returns to the pool (`logblock.rs`,
 //!   [`ftlab_core::wear::Retirement`]) and the scheme works on while its logical
@@ -67,7 +77,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
-use ftlab_core::wear::DynamicWearLeveling;
+use ftlab_core::wear::{self, WearLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 
@@ -84,9 +94,14 @@ pub struct BlockOptions {
     /// in_place: read, erase and reprogram the same block (cach-ftl.txt §4.2.3);
     /// out_of_place: program a free block, then erase the old one.
     pub update: Update,
-    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out) or
-    /// dynamic (a new block is the least-erased free one).
-    pub wear_leveling: DynamicWearLeveling,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
+    /// (a new block is the least-erased free one) or static (dynamic, and when max - min
+    /// erase count exceeds wl_threshold the least-erased data block moves to the
+    /// most-erased free block).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
@@ -97,7 +112,8 @@ impl Default for BlockOptions {
         BlockOptions {
             grouped: true,
             update: Update::InPlace,
-            wear_leveling: DynamicWearLeveling::Off,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
         }
     }
@@ -146,7 +162,14 @@ impl BlockFtl {
             geo: geo.clone(),
             ppb: geo.pages_per_block,
             dmap: vec![NONE; geo.logical_blocks() as usize],
-            pool: FreePool::all(geo, opts.wear_leveling.dynamic(), ID, opts.pe_limit, needed),
+            pool: FreePool::all(
+                geo,
+                opts.wear_leveling,
+                opts.wl_threshold,
+                ID,
+                opts.pe_limit,
+                needed,
+            ),
             grouped,
             in_place,
             srcs: vec![Src::Hole; geo.pages_per_block as usize],
@@ -210,7 +233,10 @@ impl BlockFtl {
             }
             self.srcs[o] = Src::Host(*p);
         }
-        let dst = if self.in_place {
+        // Static levelling: a block worn past the least-worn free block is rewritten out
+        // of place, so hot data leaves it (module docs).
+        let in_place = self.in_place && !self.pool.worn_past_free(flash.erase_count(old));
+        let dst = if in_place {
             for s in self.srcs.iter_mut() {
                 if let Src::Copy(ppn) = *s {
                     *s = Src::Ram(flash.read(ppn, Cause::Merge));
@@ -218,6 +244,7 @@ impl BlockFtl {
                 }
             }
             flash.erase(old, Cause::Merge);
+            self.pool.erased_in_place(flash, old);
             if self.pool.retires(flash.erase_count(old)) {
                 // Worn out: the block retires and the data goes to a free one.
                 self.pool.put(flash, old);
@@ -231,7 +258,7 @@ impl BlockFtl {
             self.pool.take(ID)
         };
         let done = compose(flash, dst, 0, &self.srcs, self.first_lpn(lbn), Cause::Merge);
-        if !self.in_place {
+        if !in_place {
             flash.erase(old, Cause::Merge);
             self.pool.put(flash, old);
             self.dmap[lbn.idx()] = dst.0;
@@ -293,6 +320,8 @@ impl Ftl for BlockFtl {
                 self.write_group(flash, lbn, std::slice::from_ref(p));
             }
         }
+        // A cold log block is left to its own reclaim (module docs).
+        let _ = logblock::level(flash, &mut self.pool, &mut self.dmap, &mut self.counters);
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
@@ -339,6 +368,7 @@ impl Ftl for BlockFtl {
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.counters = MergeCounters::default();
+        self.pool.reset_stats();
     }
 
     fn mapping_bytes(&self) -> u64 {
@@ -630,6 +660,34 @@ mod recovery_tests {
             f.power_cycle();
             let e = ftl(&geo, &[]).recover(&mut f).unwrap_err();
             assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod wear_tests {
+    use super::*;
+    use ftlab_core::options::from_pairs;
+
+    /// The WAF ratio static levelling may cost here (measured: see the test's output).
+    const COST: f64 = 3.0;
+
+    #[test]
+    fn static_levelling_narrows_the_spread_at_a_waf_cost_and_recovers() {
+        // wl_threshold 4 on the family's hot/cold workload (logblock::tests::hot_cold).
+        for update in ["in_place", "out_of_place"] {
+            crate::logblock::tests::static_levelling_narrows(
+                |wl| {
+                    let pairs = [
+                        ("wear_leveling", wl),
+                        ("wl_threshold", "4"),
+                        ("update", update),
+                    ];
+                    let o: BlockOptions = from_pairs(ID, &pairs).unwrap();
+                    BlockFtl::new(&crate::logblock::tests::geometry(8, 32, 40), &o).unwrap()
+                },
+                COST,
+            );
         }
     }
 }

@@ -84,8 +84,26 @@
 //!   PMR blocks and out-of-place BMR spares first-in first-out) or `"dynamic"` (the
 //!   least-erased free block first, ties by the lowest number; [`ftlab_core::wear`]).
 //!   In place, a BMR block's address is its logical block's, so only the PMR levels.
-//!   Static levelling is not offered: the BMR's data sit where their logical block
-//!   says, and moving a cold PMR block's pages is what PMR-GC already does.
+//!   `"static"`: dynamic, and after each host request with no GC job pending, at most
+//!   one move per region, each region levelled against its own most-erased block (the
+//!   regions are fixed ranges of blocks, which recovery relies on, so wear never
+//!   crosses between them: a device-wide spread, PMR against BMR, stays). Choices made
+//!   here: in the PMR, when its least-erased sealed block has more than `wl_threshold`
+//!   (default 16) erases fewer than the PMR's most-erased block, that block is
+//!   collected by PMR-GC (its valid pages go to the PMR frontier; only if they leave
+//!   the synchronous reserve free), counted as a PMR-GC run and as a levelling move;
+//!   PMR data is transient (BMR-GC drains it), so no destination is chosen for it. In
+//!   the BMR, out of place only: when the least-erased block mapped to a logical block
+//!   has more than `wl_threshold` erases fewer than the BMR's most-erased block, and
+//!   the block the move would take has more erases than it (the most-worn erased
+//!   spare, else the next old block waiting for its erase, erased then), the logical
+//!   block is rewritten there by an out-of-place BMR update with no new page (its PMR
+//!   pages merge in too; `Cause::Merge`, counted as a BMR update and as a levelling
+//!   move); a logical block with no data just takes that block. In place the BMR does
+//!   not level (a rewrite of a hot block keeps its address). Moves are reported as
+//!   `ftl.extra.wl_migrations` and `wl_pages_copied` (both regions). Costs O(log
+//!   blocks) per block sealed, mapped, erased or moved, O(1) per request. Recovery
+//!   rebuilds both sets from the erase counts on flash.
 //! - Endurance (issue 23 item 4, not in the paper): `pe_limit` (default 0: never). The
 //!   regions are fixed, so each retires on its own ([`ftlab_core::wear::Retirement`]):
 //!   a PMR block at the limit leaves the PMR, which works on while it keeps an active
@@ -160,7 +178,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
-use ftlab_core::wear::{DynamicWearLeveling, FreeBlocks, Retirement};
+use ftlab_core::wear::{self, FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use pmr::Pmr;
 use serde::{Deserialize, Serialize};
@@ -202,8 +220,14 @@ pub struct CachOptions {
     /// points of cach-ftl.txt §4.3.3.
     pub power_safe_bmr_gc: bool,
     /// Wear levelling (ftlab_core::wear): off (free PMR blocks and BMR spares
-    /// first-in first-out) or dynamic (a new block is the least-erased free one).
-    pub wear_leveling: DynamicWearLeveling,
+    /// first-in first-out), dynamic (a new block is the least-erased free one) or
+    /// static (dynamic, and past a spread of wl_threshold within a region the
+    /// least-erased PMR block is collected and, out of place, the least-erased BMR
+    /// block moves to the most-erased spare).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
@@ -220,7 +244,8 @@ impl Default for CachOptions {
             pmr_gc_min_invalid: 1,
             bmr_update: BmrUpdate::InPlace,
             power_safe_bmr_gc: false,
-            wear_leveling: DynamicWearLeveling::Off,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
         }
     }
@@ -338,6 +363,13 @@ pub struct CachFtl {
     /// retirement; in place only the one that ends the device).
     spare: FreeBlocks,
     retired: VecDeque<Pbn>,
+    /// Static levelling of the BMR (out of place only): its blocks in use by erase
+    /// count, the BMR's most erases, and moves.
+    bmr_wl: Option<StaticLeveling>,
+    /// Static levelling: the logical block each BMR block holds (`u32::MAX`: none).
+    bmr_lbn: Vec<u32>,
+    /// A levelling move is running: the out-of-place update takes the most-worn spare.
+    park: bool,
     pmr: Pmr,
     job: Option<Job>,
     job_img: Image,
@@ -438,7 +470,8 @@ impl CachFtl {
         let async_pct = opts.async_free_percent.clamp(0.0, 100.0);
         let pmr_pages = pmr_blocks * ppb;
         let first_spare = logical + pmr_blocks;
-        let dynamic = opts.wear_leveling.dynamic();
+        let dynamic = opts.wear_leveling != WearLeveling::Off;
+        let statik = opts.wear_leveling == WearLeveling::Static;
         // Out of place, the BMR's blocks are a pool (the logical blocks' and the
         // spares), one spare the least; in place, a logical block's block is fixed and
         // the first at the limit ends the device's life.
@@ -454,9 +487,21 @@ impl CachFtl {
             Retirement::new(ID, logical, opts.pe_limit, logical)
         };
         let mut spare = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(bmr_retirement);
+        if statik {
+            spare = spare.with_most_worn();
+        }
         if out_of_place {
             (first_spare..geo.blocks).for_each(|b| spare.push(Pbn(b), 0));
         }
+        let (bmr_wl, bmr_lbn) = if statik && out_of_place {
+            let mut wl = StaticLeveling::new(geo.blocks, opts.wl_threshold);
+            (0..logical).for_each(|b| wl.sealed(Pbn(b), 0));
+            let mut of = vec![u32::MAX; geo.blocks as usize];
+            (0..logical).for_each(|l| of[l as usize] = l);
+            (Some(wl), of)
+        } else {
+            (None, Vec::new())
+        };
         // The PMR runs on an active block, a victim and the synchronous reserve.
         let pmr_retirement = Retirement::new(
             "cach (PMR)",
@@ -464,6 +509,17 @@ impl CachFtl {
             opts.pe_limit,
             (sync_free_blocks + 2).max(3),
         );
+        let mut pmr = Pmr::new(
+            geo,
+            Pbn(logical),
+            pmr_blocks,
+            min_invalid,
+            dynamic,
+            pmr_retirement,
+        );
+        if statik {
+            pmr = pmr.with_static_leveling(geo, opts.wl_threshold);
+        }
         Ok(CachFtl {
             geo: geo.clone(),
             ppb,
@@ -478,14 +534,10 @@ impl CachFtl {
             bmr_valid: vec![0; (geo.logical_pages as usize).div_ceil(64)],
             spare,
             retired: VecDeque::with_capacity(geo.blocks as usize),
-            pmr: Pmr::new(
-                geo,
-                Pbn(logical),
-                pmr_blocks,
-                min_invalid,
-                dynamic,
-                pmr_retirement,
-            ),
+            bmr_wl,
+            bmr_lbn,
+            park: false,
+            pmr,
             job: None,
             job_img: Image::new(ppb),
             fg_img: Image::new(ppb),
@@ -582,11 +634,72 @@ impl CachFtl {
         }
     }
 
-    fn record_erase(&mut self, pbn: Pbn) {
+    fn record_erase(&mut self, flash: &Flash, pbn: Pbn) {
         if self.pmr.owns(pbn) {
             self.x.pmr_erases += 1;
         } else {
             self.x.bmr_erases += 1;
+            if let Some(wl) = &mut self.bmr_wl {
+                wl.erased(flash.erase_count(pbn));
+            }
+        }
+    }
+
+    /// Static wear levelling after a host request (module docs), when no GC job is
+    /// pending: at most one PMR move and one BMR move.
+    fn level(&mut self, flash: &mut Flash) {
+        if self.job.is_some() {
+            return;
+        }
+        if let Some(cold) = self.pmr.wl_candidate() {
+            let valid = flash.valid_count(cold);
+            // Its copies must leave the synchronous reserve free.
+            if valid + self.sync_free_pages < self.pmr.free_pages(flash) {
+                let before = self.stats.gc_pages_copied;
+                self.pmr_gc_now(flash, cold);
+                let copied = self.stats.gc_pages_copied - before;
+                if let Some(wl) = &mut self.pmr.wl {
+                    wl.moved(copied);
+                }
+            }
+        }
+        let Some(cold) = self.bmr_wl.as_ref().and_then(StaticLeveling::candidate) else {
+            return;
+        };
+        let lbn = self.bmr_lbn[cold.idx()];
+        // The block the move would take: the most-worn spare, else the next old block
+        // to erase (as `take_erased_block` takes them).
+        let dst_erases = match self.spare.pop_most_worn() {
+            Some((dst, e)) => {
+                self.spare.unpop(dst, e);
+                e
+            }
+            None => match self.retired.front() {
+                Some(&b) => flash.erase_count(b) + 1,
+                None => return,
+            },
+        };
+        if lbn == u32::MAX || dst_erases <= flash.erase_count(cold) {
+            return;
+        }
+        let before = self.stats.merge_pages_copied;
+        if flash.is_erased(cold) {
+            // No data: the logical block takes the worn block, the cold one is spare.
+            self.park = true;
+            let b = self.take_erased_block(flash);
+            self.park = false;
+            self.retire_or_keep(flash, Lbn(lbn), b);
+        } else {
+            let mut img = std::mem::take(&mut self.fg_img);
+            img.clear();
+            self.park = true;
+            self.bmr_update_now(flash, Lbn(lbn), &mut img);
+            self.park = false;
+            self.fg_img = img;
+        }
+        let copied = self.stats.merge_pages_copied - before;
+        if let Some(wl) = &mut self.bmr_wl {
+            wl.moved(copied);
         }
     }
 }
@@ -604,6 +717,7 @@ impl Ftl for CachFtl {
         } else {
             self.write_pmr(flash, pages);
         }
+        self.level(flash);
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
@@ -708,12 +822,24 @@ impl Ftl for CachFtl {
         }
         x.groups
             .report(&mut s.extra, &GROUP_KEYS, self.ppb, "groups");
+        if let Some(pmr) = &self.pmr.wl {
+            // Both regions' moves together (a PMR move is also a PMR-GC run, a BMR move
+            // also a BMR update).
+            let mut both = pmr.clone();
+            if let Some(bmr) = &self.bmr_wl {
+                both.add(bmr);
+            }
+            both.report(&mut s.extra);
+        }
         s
     }
 
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.x = Extra::default();
+        for wl in self.bmr_wl.iter_mut().chain(self.pmr.wl.iter_mut()) {
+            wl.reset_stats();
+        }
     }
 
     fn mapping_bytes(&self) -> u64 {

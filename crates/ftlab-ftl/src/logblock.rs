@@ -23,9 +23,26 @@
 //!   spreads wear without a wear-leveling policy, as in the `page` FTL
 //!   (`wear_leveling = "off"`, default); or least-erased first (`"dynamic"`, issue 23
 //!   item 3, not in the papers; ties by the lowest block number;
-//!   [`ftlab_core::wear`]). Static levelling (moving cold data) is not offered for this
-//!   family: a data block's place is its logical block's, and moving it is a merge the
-//!   papers' cost models do not have.
+//!   [`ftlab_core::wear`]), or `"static"`: dynamic, plus [`level`] once per host
+//!   request. Not in the papers (their cost models have no such merge). Choices made
+//!   here: the pool keeps every block in use (taken and not yet returned: data and log
+//!   blocks alike) in a heap by its erase count when taken (`block`'s in-place rewrite
+//!   re-keys it), and the most erases seen; when the coldest block in use has more than
+//!   `wl_threshold` (default 16) erases fewer than the most-erased block and is a data
+//!   block, its data move, a full merge with no log: each offset up to its write
+//!   pointer is copied if valid, else gets a filler (the new block has the old one's
+//!   shape, so recovery tells it as the data block, and a trimmed page stays trimmed),
+//!   into the *most-worn* free block (a second heap of the free pool), so cold data
+//!   rest on worn flash and the freed cold block, least-worn, is handed out next; only
+//!   if that free block has more erases than the cold one (else the move would not
+//!   rest anything). A cold log block is returned to the scheme (`bast` merges it,
+//!   `block` has none, `fast` leaves it to its round robin and SW merges). One move per
+//!   request; flash work under `Cause::Gc`, fillers counted in `filler_pages`, moves
+//!   in `ftl.extra.wl_migrations` and `wl_pages_copied` (valid pages copied), not as
+//!   merges. O(log blocks) per block taken, returned or moved, O(1) per request,
+//!   nothing per page. Recovery rebuilds the in-use set from the erase counts on flash
+//!   (every programmed block is in use) and the free pool's two heaps from the erased
+//!   blocks.
 //! - Retirement (issue 23 item 4, not in the papers; `pe_limit`): [`FreePool`] carries a
 //!   [`ftlab_core::wear::Retirement`], so an erased block at the limit retires as it is
 //!   put back, whatever merge erased it, and a pool that runs dry with blocks retired
@@ -43,7 +60,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{BufferView, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::stats::Sink;
-use ftlab_core::wear::{FreeBlocks, Retirement};
+use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 
 /// "No entry" in the `u32` tables of this family.
@@ -53,27 +70,49 @@ pub(crate) const NONE: u32 = u32::MAX;
 pub(crate) const MIXED: u32 = u32::MAX - 1;
 
 /// The pool of erased blocks, first in first out, or least-erased first under dynamic
-/// wear levelling.
+/// wear levelling; under static levelling it also knows every block in use (taken and
+/// not yet returned) by its erase count, and moves cold data blocks ([`level`]).
 #[derive(Clone, Debug)]
 pub(crate) struct FreePool {
     blocks: FreeBlocks,
+    /// Static levelling: the blocks in use, keyed by their erase count when taken.
+    wl: Option<StaticLeveling>,
+    /// Static levelling: each free block's erase count when it was returned (the key
+    /// it enters the in-use set with when taken).
+    erases: Vec<u32>,
 }
 
 impl FreePool {
     /// A pool holding every block of the device (a new device: none erased yet),
     /// least-erased first if `dynamic`, retiring blocks at `scheme`'s `pe_limit` (0:
     /// never) while at least `min_blocks` are left ([`Retirement`]).
+    ///
+    /// Under `wear_leveling = "static"` the pool also hands out its most-worn block for
+    /// [`level`]'s moves, at a spread past `wl_threshold`.
     pub(crate) fn all(
         geo: &Geometry,
-        dynamic: bool,
+        wear_leveling: WearLeveling,
+        wl_threshold: u32,
         scheme: &'static str,
         pe_limit: u32,
         min_blocks: u32,
     ) -> FreePool {
-        let mut blocks = FreeBlocks::new(geo.blocks, 1, dynamic)
+        let statik = wear_leveling == WearLeveling::Static;
+        let mut blocks = FreeBlocks::new(geo.blocks, 1, wear_leveling != WearLeveling::Off)
             .with_retirement(Retirement::new(scheme, geo.blocks, pe_limit, min_blocks));
+        if statik {
+            blocks = blocks.with_most_worn();
+        }
         (0..geo.blocks).for_each(|b| blocks.push(Pbn(b), 0));
-        FreePool { blocks }
+        FreePool {
+            blocks,
+            wl: statik.then(|| StaticLeveling::new(geo.blocks, wl_threshold)),
+            erases: if statik {
+                vec![0; geo.blocks as usize]
+            } else {
+                Vec::new()
+            },
+        }
     }
 
     /// An empty first-in first-out pool with room for every block of the device
@@ -81,15 +120,46 @@ impl FreePool {
     pub(crate) fn empty(geo: &Geometry) -> FreePool {
         FreePool {
             blocks: FreeBlocks::new(geo.blocks, 1, false),
+            wl: None,
+            erases: Vec::new(),
         }
     }
 
     /// Takes the oldest (or least-erased) erased block. Panics if none is left: each
     /// scheme sizes its reserve so that this cannot happen.
     pub(crate) fn take(&mut self, scheme: &str) -> Pbn {
-        self.blocks
+        let b = self
+            .blocks
             .pop()
-            .unwrap_or_else(|| panic!("{scheme}: no free block left (merge reserve broken)"))
+            .unwrap_or_else(|| panic!("{scheme}: no free block left (merge reserve broken)"));
+        if let Some(wl) = &mut self.wl {
+            wl.sealed(b, self.erases[b.idx()]);
+        }
+        b
+    }
+
+    /// Static levelling: whether a block in use with `erases` erases is worn past the
+    /// least-worn free block by more than `wl_threshold`, so that its data had better
+    /// move to that block than be rewritten in place (`block`).
+    pub(crate) fn worn_past_free(&self, erases: u32) -> bool {
+        let Some(wl) = &self.wl else {
+            return false;
+        };
+        self.blocks
+            .peek_least_worn()
+            .is_some_and(|(_, least)| erases > least.saturating_add(wl.threshold()))
+    }
+
+    /// A block in use was erased where it stays in use (`block`'s in-place rewrite):
+    /// under static levelling its key is its new erase count. Call before returning it
+    /// if it retires ([`FreePool::retires`]).
+    pub(crate) fn erased_in_place(&mut self, flash: &Flash, pbn: Pbn) {
+        if let Some(wl) = &mut self.wl {
+            let erases = flash.erase_count(pbn);
+            wl.unsealed(pbn);
+            wl.erased(erases);
+            wl.sealed(pbn, erases);
+        }
     }
 
     /// Whether a block erased `erases` times retires when it is returned.
@@ -102,9 +172,20 @@ impl FreePool {
         self.blocks.retirement().retired()
     }
 
-    /// Reports `retired_blocks` under a P/E limit.
+    /// Reports `retired_blocks` under a P/E limit, and `wl_migrations` and
+    /// `wl_pages_copied` under static levelling.
     pub(crate) fn report(&self, extra: &mut Sink) {
         self.blocks.retirement().report(extra);
+        if let Some(wl) = &self.wl {
+            wl.report(extra);
+        }
+    }
+
+    /// Zeroes the levelling counters (the scheme's `reset_stats`).
+    pub(crate) fn reset_stats(&mut self) {
+        if let Some(wl) = &mut self.wl {
+            wl.reset_stats();
+        }
     }
 
     /// Returns an erased block (which retires if it is at the P/E limit).
@@ -113,16 +194,34 @@ impl FreePool {
             flash.is_erased(pbn),
             "{pbn:?} returned to the pool unerased"
         );
-        self.blocks.push(pbn, flash.erase_count(pbn));
+        let erases = flash.erase_count(pbn);
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(pbn);
+            wl.erased(erases);
+            self.erases[pbn.idx()] = erases;
+        }
+        self.blocks.push(pbn, erases);
     }
 
     /// Empties this pool and puts `from`'s blocks in it, in `from`'s order, keeping
     /// this pool's kind (recovery: the scan's pool into the scheme's). Erased blocks at
     /// the P/E limit retire again (the erase counts are on flash).
+    /// Under static levelling every programmed block is in use again, keyed by its
+    /// erase count on flash.
     pub(crate) fn refill(&mut self, flash: &Flash, from: FreePool) {
         self.blocks.clear();
+        if let Some(wl) = &mut self.wl {
+            wl.recover(flash.erase_counts());
+        }
         for b in from.iter() {
             self.put(flash, b);
+        }
+        if let Some(wl) = &mut self.wl {
+            for b in (0..flash.geometry().blocks).map(Pbn) {
+                if !flash.is_erased(b) {
+                    wl.sealed(b, flash.erase_count(b));
+                }
+            }
         }
     }
 
@@ -308,6 +407,72 @@ impl Scan {
             }
         }
         Ok((a, b))
+    }
+}
+
+/// Static wear levelling of the block-mapped family (`wear_leveling = "static"`; the
+/// module docs), called by a scheme once per host request, after it: when the block in
+/// use with the fewest erases has more than `wl_threshold` erases fewer than the
+/// most-erased block and is the data block of its logical block (`dmap`), its pages
+/// move to the most-worn free block, offset for offset up to its write pointer (a
+/// valid page is copied, any other offset gets a filler, so the new block has the
+/// shape of the old and recovery tells it as a data block), the old block is erased
+/// and returned (the least-worn-first pool hands it out next) and `dmap` names the new
+/// one. Flash work under `Cause::Gc`; fillers are added to `counters.fillers`. One
+/// block per call; nothing if the pool is not static or no free block is more worn
+/// than the cold one. If the coldest block is not a data block (a log block), nothing
+/// moves and it is returned: the scheme may reclaim it its own way. O(log blocks).
+pub(crate) fn level(
+    flash: &mut Flash,
+    pool: &mut FreePool,
+    dmap: &mut [u32],
+    counters: &mut MergeCounters,
+) -> Option<Pbn> {
+    let cold = pool.wl.as_ref().and_then(StaticLeveling::candidate)?;
+    let geo = flash.geometry().clone();
+    let first = flash.peek_tag(geo.ppn(cold, 0))?;
+    let lbn = geo.lbn_of(first.lpn);
+    if dmap.get(lbn.idx()) != Some(&cold.0) {
+        return Some(cold);
+    }
+    let (dst, dst_erases) = pool.blocks.pop_most_worn()?;
+    if dst_erases <= flash.erase_count(cold) {
+        // Parking the data there would not rest worn flash.
+        pool.blocks.unpop(dst, dst_erases);
+        return None;
+    }
+    let first_lpn = lbn.0 * geo.pages_per_block;
+    let mut copied = 0;
+    for o in 0..flash.write_ptr(cold) {
+        let (src, to) = (geo.ppn(cold, o), geo.ppn(dst, o));
+        if flash.is_valid(src) {
+            flash.copy(src, to, Cause::Gc);
+            flash.invalidate(src);
+            copied += 1;
+        } else {
+            let filler = PageTag {
+                lpn: Lpn(first_lpn + o),
+                version: 0,
+            };
+            flash.program(to, filler, Cause::Gc);
+            flash.invalidate(to);
+            counters.fillers += 1;
+        }
+    }
+    dmap[lbn.idx()] = dst.0;
+    let wl = pool.wl.as_mut().expect("checked above");
+    wl.sealed(dst, dst_erases);
+    wl.moved(copied);
+    flash.erase(cold, Cause::Gc);
+    pool.put(flash, cold);
+    None
+}
+
+/// Counts a log block reclaimed for static levelling (the scheme's merge did the work)
+/// as a levelling move of `pages` pages.
+pub(crate) fn levelled_log(pool: &mut FreePool, pages: u64) {
+    if let Some(wl) = &mut pool.wl {
+        wl.moved(pages);
     }
 }
 
@@ -683,7 +848,7 @@ pub(crate) mod tests {
     fn a_dynamic_pool_hands_out_the_least_erased_block_and_refill_keeps_its_kind() {
         let g = geometry(4, 4, 8);
         let mut flash = Flash::new(&g);
-        let mut pool = FreePool::all(&g, true, "t", 0, 0);
+        let mut pool = FreePool::all(&g, WearLeveling::Dynamic, 16, "t", 0, 0);
         // Erase blocks 0..4 (0 twice), as merges would, and return them.
         let taken: Vec<Pbn> = (0..4).map(|_| pool.take("t")).collect();
         assert_eq!(taken, [Pbn(0), Pbn(1), Pbn(2), Pbn(3)]);
@@ -700,9 +865,88 @@ pub(crate) mod tests {
         // Recovery's pool (block-number order) moves in keeping least-erased first.
         pool.refill(&flash, erased_pool(&flash));
         assert_eq!(pool.take("t"), Pbn(4));
-        let mut fifo = FreePool::all(&g, false, "t", 0, 0);
+        let mut fifo = FreePool::all(&g, WearLeveling::Off, 16, "t", 0, 0);
         fifo.refill(&flash, erased_pool(&flash));
         assert_eq!(fifo.take("t"), Pbn(0));
+    }
+
+    /// Static levelling's test workload for the family: 32 logical blocks of 8 pages
+    /// on 40 blocks, filled, then 3,000 writes of 1 to 3 pages, 95% of them into the
+    /// first 4 logical blocks (the rest stay cold). After it the deep checks pass and
+    /// every page reads back its last version, before and after a power cycle into
+    /// `fresh()`. Returns the erase-count spread (max - min), WAF (programs per host
+    /// program) and `wl_migrations` (0 if not reported).
+    pub(crate) fn hot_cold<F: ftlab_core::ftl::Ftl>(
+        mut fresh: impl FnMut() -> F,
+    ) -> (u32, f64, f64) {
+        use ftlab_core::flash::FlashStats;
+        let geo = geometry(8, 32, 40);
+        let mut f = Flash::new(&geo);
+        let mut ftl = fresh();
+        let mut want = vec![0u32; geo.logical_pages as usize];
+        let mut rng = ftlab_core::rng::SplitMix64::new(7);
+        let mut write = |ftl: &mut F, f: &mut Flash, first: u32, n: u32| {
+            let pages: Vec<PageTag> = (first..first + n)
+                .map(|l| {
+                    want[l as usize] += 1;
+                    tag(l, want[l as usize])
+                })
+                .collect();
+            ftl.write(f, &pages);
+        };
+        for lbn in 0..32 {
+            write(&mut ftl, &mut f, lbn * 8, 8);
+        }
+        for _ in 0..3000 {
+            let lbn = if rng.below(100) < 95 {
+                rng.below(4)
+            } else {
+                rng.below(32)
+            } as u32;
+            let n = 1 + rng.below(3) as u32;
+            let off = rng.below((8 - n + 1) as u64) as u32;
+            write(&mut ftl, &mut f, lbn * 8 + off, n);
+        }
+        let reads_back = |ftl: &mut F, f: &mut Flash| {
+            ftl.check(f).unwrap();
+            for (l, &v) in want.iter().enumerate() {
+                let got = ftl.read(f, Lpn(l as u32)).map(|t| t.version);
+                assert_eq!(got, Some(v), "lpn{l}");
+            }
+        };
+        reads_back(&mut ftl, &mut f);
+        let s = f.stats();
+        let waf = FlashStats::total(&s.programs) as f64 / s.programs[Cause::Host as usize] as f64;
+        let ec = f.erase_counts();
+        let spread = ec.iter().max().unwrap() - ec.iter().min().unwrap();
+        let moved = ftl.stats().extra.get("wl_migrations").unwrap_or(0.0);
+        let mut again = power_cycle(&mut f, fresh());
+        reads_back(&mut again, &mut f);
+        (spread, waf, moved)
+    }
+
+    /// Static levelling on each scheme of the family: the spread narrows against `off`
+    /// (and `dynamic`), blocks move, at a WAF cost bounded by `max_cost` (a ratio).
+    pub(crate) fn static_levelling_narrows<F: ftlab_core::ftl::Ftl>(
+        mut make: impl FnMut(&str) -> F,
+        max_cost: f64,
+    ) {
+        let (off, waf_off, _) = hot_cold(|| make("off"));
+        let (dynamic, _, _) = hot_cold(|| make("dynamic"));
+        let (levelled, waf, moved) = hot_cold(|| make("static"));
+        println!(
+            "spread off {off}, dynamic {dynamic}, static {levelled}; WAF off {waf_off:.3}, \
+             static {waf:.3}; moves {moved}"
+        );
+        assert!(moved > 0.0);
+        assert!(
+            levelled < off && levelled < dynamic && levelled <= 2 * 4 + 2,
+            "spread {levelled} under static, {off} off, {dynamic} dynamic"
+        );
+        assert!(
+            waf < waf_off * max_cost,
+            "WAF {waf:.3} under static, {waf_off:.3} off"
+        );
     }
 
     /// A geometry of `logical_blocks` full blocks of `ppb` pages and `blocks` physical

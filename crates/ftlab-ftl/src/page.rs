@@ -33,11 +33,23 @@
 //!   lowest number; per die under a multi-die `die_alloc`, whose pools are per die);
 //!   `"static"` does the same and, after every collection, when the most-erased block
 //!   has more than `wl_threshold` (default 16) erases more than the least-erased sealed
-//!   block, moves that block's valid pages (GC copies, `Cause::Gc`, to where GC copies
-//!   go) and erases it, so its little-used erase budget goes back into
-//!   circulation; one block per check. Open choices, made here: the spread is taken
-//!   against sealed blocks only (free and open blocks are handed out least-worn first
-//!   anyway); the moved data goes where GC copies go (not to the most-worn free block);
+//!   block, moves that block's valid pages (copies, `Cause::Gc`) to a levelling
+//!   frontier opened on the most-worn free block and erases it, so its little-used
+//!   erase budget goes back into circulation while the cold data rests on worn flash;
+//!   one block per check. Open choices, made here: the spread is taken against sealed
+//!   blocks only (free and open blocks are handed out least-worn first anyway); the
+//!   moved data goes to an open block of its own, one per die (the cold block's die,
+//!   so striped pages stay on theirs when it has a free block), opened on demand on the most-worn free block of
+//!   that die (a second heap of the free blocks, most-erased first; ties: the lowest
+//!   number; with none free there, of the die with the most free blocks), filled by
+//!   successive moves and sealed when full, so cold data shares blocks with cold data
+//!   only; this needs one more block per die (the geometry rule counts it). The first
+//!   version sent the data where GC copies go, the host's open block, which is the
+//!   least-worn free block: on a 41-block device the cold data circulated among the
+//!   least-worn blocks and the spread widened (docs/results.md has both measurements);
+//!   a levelling frontier left partly written at a power loss is sealed or reopened
+//!   like any partly written block, and the next move opens a new one; blocks written
+//!   by levelling moves belong to neither stream under `gc_frontier = "separate"`;
 //!   the moves are reported as `ftl.extra.wl_migrations` and `wl_pages_copied`, not as
 //!   GC rounds or `ftl.gc.pages_copied` (their programs and erases do count under
 //!   `gc` in `flash.by_cause`, so WAF includes them). Costs: O(log blocks) per block
@@ -195,7 +207,8 @@ impl PageOptions {
 const HOST: u8 = 0;
 /// GC copies (their own frontier).
 const GC: u8 = 1;
-/// Sealed when a recovery found it: the writer is not on flash.
+/// Sealed when a recovery found it (the writer is not on flash), or written by a static
+/// levelling move: neither stream's.
 const RECOVERED: u8 = 2;
 
 /// Per-stream counters of `gc_frontier = "separate"`, indexed by [`HOST`] / [`GC`].
@@ -214,6 +227,8 @@ struct StaticWl {
     /// The most erases of any block.
     max_erase: u32,
     threshold: u32,
+    /// The open block of each die's levelling moves (module docs), opened on demand.
+    open: Vec<Option<Pbn>>,
     /// Blocks whose data moved, and the pages moved (reported in `ftl.extra`).
     migrations: u64,
     pages: u64,
@@ -271,7 +286,10 @@ impl PageFtl {
         };
         let separate = opts.gc_frontier == GcFrontier::Separate;
         let open = if separate { 2 * streams } else { streams };
-        let needed = geo.logical_blocks() + gc_threshold + open;
+        // Static levelling's own open block per die, opened on demand.
+        let statik = opts.wear_leveling == WearLeveling::Static;
+        let wl_open = if statik { streams } else { 0 };
+        let needed = geo.logical_blocks() + gc_threshold + open + wl_open;
         if geo.blocks < needed {
             let mut what = if streams == 1 {
                 "logical blocks + gc_threshold + 1".to_string()
@@ -286,6 +304,11 @@ impl PageFtl {
                     " + {streams} open GC block(s) of gc_frontier = \"separate\""
                 ));
             }
+            if statik {
+                what.push_str(&format!(
+                    " + {streams} open levelling block(s) of wear_leveling = \"static\""
+                ));
+            }
             return Err(geometry_error(
                 ID,
                 format!(
@@ -297,7 +320,14 @@ impl PageFtl {
         }
         let dynamic = opts.wear_leveling != WearLeveling::Off;
         let mut free: Vec<FreeBlocks> = (0..streams)
-            .map(|_| FreeBlocks::new(geo.blocks, streams, dynamic))
+            .map(|_| {
+                let f = FreeBlocks::new(geo.blocks, streams, dynamic);
+                if statik {
+                    f.with_most_worn()
+                } else {
+                    f
+                }
+            })
             .collect();
         // A new device: no block erased yet.
         for b in 0..geo.blocks {
@@ -340,6 +370,7 @@ impl PageFtl {
                 sealed: WearHeap::new(geo.blocks, 1),
                 max_erase: 0,
                 threshold: opts.wl_threshold.max(1),
+                open: vec![None; streams as usize],
                 migrations: 0,
                 pages: 0,
             }),
@@ -545,13 +576,73 @@ impl PageFtl {
         }
         self.index.remove(cold);
         let valid = flash.valid_count(cold) as u64;
-        self.reclaim(flash, cold);
-        // Counted as levelling, not as GC rounds or GC copies.
-        self.stats.gc_pages_copied -= valid;
+        // The cold data parks on worn flash: the levelling frontier of the cold
+        // block's die, opened on that die's most-worn free block (module docs).
+        let die = cold.idx() % self.free.len();
+        if let Some(wl) = &mut self.wl {
+            wl.sealed.remove(cold);
+        }
+        for off in 0..flash.write_ptr(cold) {
+            let src = self.geo.ppn(cold, off);
+            if !flash.is_valid(src) {
+                continue;
+            }
+            let to = self.wl_frontier(flash, die);
+            let tag = flash.copy(src, to, Cause::Gc);
+            flash.invalidate(src);
+            debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
+            self.l2p[tag.lpn.idx()] = to.0;
+        }
+        flash.erase(cold, Cause::Gc);
+        let erases = flash.erase_count(cold);
+        if let Some(wl) = &mut self.wl {
+            wl.max_erase = wl.max_erase.max(erases);
+        }
+        if !self.retirement.erased(cold, erases) {
+            self.free[die].push(cold, erases);
+            self.free_count += 1;
+        }
         let wl = self.wl.as_mut().expect("checked above");
         wl.migrations += 1;
         wl.pages += valid;
         true
+    }
+
+    /// The next free page of die `die`'s levelling frontier (static wear levelling):
+    /// a full one is sealed and the next is the most-worn free block of that die, else
+    /// of the die with the most free blocks.
+    fn wl_frontier(&mut self, flash: &Flash, die: usize) -> Ppn {
+        let open = self.wl.as_ref().and_then(|wl| wl.open[die]);
+        let b = match open {
+            Some(b) if !flash.is_full(b) => b,
+            _ => {
+                if let Some(b) = open {
+                    self.seal(flash, b);
+                }
+                let from = if self.free[die].is_empty() {
+                    let most = self.free.iter().map(FreeBlocks::len).max().unwrap_or(0);
+                    self.free
+                        .iter()
+                        .position(|f| f.len() == most)
+                        .unwrap_or(die)
+                } else {
+                    die
+                };
+                let Some((b, _)) = self.free[from].pop_most_worn() else {
+                    self.retirement.exhausted();
+                    panic!("page FTL: no free block for a levelling move (reserve broken)");
+                };
+                self.free_count -= 1;
+                if let Some(o) = self.origin.get_mut(b.idx()) {
+                    *o = RECOVERED;
+                }
+                if let Some(wl) = &mut self.wl {
+                    wl.open[die] = Some(b);
+                }
+                b
+            }
+        };
+        self.geo.ppn(b, flash.write_ptr(b))
     }
 
     /// Copies the valid pages of `victim`, each to the frontier of the stream `pick`
@@ -682,6 +773,8 @@ impl Ftl for PageFtl {
         if let Some(wl) = &mut self.wl {
             // Erase counts are on flash (the controller keeps them with the blocks).
             wl.sealed.clear();
+            // A levelling frontier left partly written was sealed or reopened above.
+            wl.open.fill(None);
             wl.max_erase = flash.erase_counts().iter().copied().max().unwrap_or(0);
             for b in (0..self.geo.blocks).map(Pbn) {
                 if self.index.contains(b) {
@@ -714,7 +807,10 @@ impl Ftl for PageFtl {
             ));
         }
         let retired = self.retirement.retired();
-        if self.gc_active.is_empty() && retired.is_empty() {
+        let wl_open: Vec<Pbn> = (self.wl.iter())
+            .flat_map(|wl| wl.open.iter().flatten().copied())
+            .collect();
+        if self.gc_active.is_empty() && retired.is_empty() && wl_open.is_empty() {
             return scan::check_blocks(flash, &free, &self.index, &self.active);
         }
         if let Some(b) = retired.iter().find(|&&b| !flash.is_erased(b)) {
@@ -726,10 +822,18 @@ impl Ftl for PageFtl {
             .iter()
             .chain(&self.gc_active)
             .chain(retired)
+            .chain(&wl_open)
             .copied()
             .collect();
         if let Some(b) = self.gc_active.iter().find(|b| self.active.contains(b)) {
             return Err(format!("{b:?} is open for host writes and for GC copies"));
+        }
+        if let Some(b) =
+            (wl_open.iter()).find(|b| self.active.contains(b) || self.gc_active.contains(b))
+        {
+            return Err(format!(
+                "{b:?} is open for levelling moves and for other writes"
+            ));
         }
         scan::check_blocks(flash, &free, &self.index, &open)
     }
@@ -800,10 +904,10 @@ mod tests {
 
     /// 4 dies (2 channels x 2), 8 pages per block, 64 logical blocks.
     fn geo() -> Geometry {
-        builder().build().unwrap()
+        geo_builder().build().unwrap()
     }
 
-    fn builder() -> GeometryBuilder {
+    fn geo_builder() -> GeometryBuilder {
         GeometryBuilder {
             page_size: 2048,
             pages_per_block: 8,
@@ -861,7 +965,7 @@ mod tests {
         let g = GeometryBuilder {
             planes_per_die: 2,
             op_percent: 50.0,
-            ..builder()
+            ..geo_builder()
         }
         .build()
         .unwrap();
@@ -1060,7 +1164,13 @@ mod tests {
     }
 
     fn levelled(wl: WearLeveling, alloc: DieAlloc, frontier: GcFrontier) -> (PageFtl, Flash) {
-        let g = geo();
+        // Room for static levelling's open block per die beside a GC frontier per die.
+        let g = GeometryBuilder {
+            op_percent: 32.0,
+            ..geo_builder()
+        }
+        .build()
+        .unwrap();
         let opts = PageOptions {
             die_alloc: alloc,
             gc_frontier: frontier,

@@ -77,13 +77,42 @@
 //!   ([`ftlab_core::wear::Retirement`]): it joins neither the free list nor the merge
 //!   reserve, which is refilled from the free list when the block was due there. The
 //!   scheme works on while its geometry rule's blocks are left, and raises `WornOut`
-//!   past that, when no block can be freed with blocks retired, or when a block of the
-//!   fixed snapshot area reaches the limit. The snapshot log records a retired block as
+//!   past that, when no block can be freed with blocks retired, when a retirement finds
+//!   no free block to refill the merge reserve with (the next merge needing it could
+//!   not run), or when a block of the fixed snapshot area reaches the limit. The snapshot log records a retired block as
 //!   released to the free list; recovery takes the pooled blocks at the limit out again
-//!   (the erase counts are on flash). Wear levelling is not offered: the free and
-//!   reserve lists are saved in the snapshots in their order and blocks are taken off
-//!   them by position, which a least-worn-first pool would change; and a D-block's place
-//!   is its superblock's, so moving cold data is a merge the paper's costs do not have.
+//!   (the erase counts are on flash).
+//! - Wear levelling (issue 23 item 3, not in the paper; [`ftlab_core::wear`]):
+//!   `wear_leveling = "off"` (default: the free list first-in first-out) or
+//!   `"dynamic"`: a new U-block (or map-page block, or merge-reserve refill) is the
+//!   least-erased free block, ties by the lowest number. Choices made here: only the
+//!   free list is ordered by wear; the merge reserve (a handful of blocks a merge
+//!   takes at once) keeps its own order. This fits the snapshot design because the
+//!   snapshot log records every allocation by block number (`Alloc { sb, pbn }`) and
+//!   every release (`Release { pbn, .. }`), never by position, and recovery takes a
+//!   block off wherever it is: the lists a snapshot saves are replayed as sets, and
+//!   once recovery ends the free list is keyed by the erase counts on flash again
+//!   (a first-in first-out list keeps its replayed order, as before). `"static"`:
+//!   dynamic, and after each host request, when the least-erased block a superblock
+//!   owns has more than `wl_threshold` (default 16) erases fewer than the most-erased
+//!   block erased by a merge, the most-worn free block becomes a U-block of that
+//!   superblock (`Alloc`, as for any U-block) and the cold block is compacted into it
+//!   by the paper's own SimpleCopyAndCompact (Fig. 9: its valid pages copied, the map
+//!   entries in the spares rewritten, the block detached, erased and released; all in
+//!   the snapshot log), so the cold data rest on worn flash and the cold block is
+//!   handed out next. Choices made here: the heap holds the blocks superblocks own,
+//!   keyed by their erase count when attached; the snapshot area is left out (fixed
+//!   blocks); a move only when the superblock has room for one more block and its
+//!   current U-block is not freshly opened (empty), and only if the free block has
+//!   more erases than the cold one; a U-block with free pages is abandoned first
+//!   (`Abandon` in the log, as MergeAll's InvalidateAllFreePages), so the cold data get
+//!   a block of their own; one move per request; counted as a merge as usual and
+//!   as `ftl.extra.wl_migrations` / `wl_pages_copied`. Only with `placement = oop` and
+//!   `mapping = spare`: in place a logical block's pages sit at their offsets of its
+//!   own block, and SB-P's map pages move with their own rules; other combinations are
+//!   refused naming `wear_leveling`. After a power loss the replay restores the
+//!   superblocks' block lists, and the heap is rebuilt from them and the erase counts
+//!   on flash. O(log blocks) per block attached, detached or erased, O(1) per request.
 
 mod cache;
 mod inplace;
@@ -108,7 +137,7 @@ use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
 use ftlab_core::nand::Latencies;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
-use ftlab_core::wear::Retirement;
+use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use std::collections::VecDeque;
 
@@ -175,10 +204,15 @@ pub struct SuperblockFtl {
     owner: Vec<u32>,
     is_u: Vec<bool>,
     hot: Vec<bool>,
-    free: VecDeque<Pbn>,
+    /// First-in first-out, or least-erased first under `wear_leveling = "dynamic"`.
+    free: FreeBlocks,
     reserved: Vec<Pbn>,
     /// Blocks retired at `pe_limit` (owner [`OWN_RETIRED`]).
     retirement: Retirement,
+    /// Static levelling: the blocks superblocks own, by erase count when attached.
+    wl: Option<StaticLeveling>,
+    /// Static levelling: each block's erase count at its last erase by a merge.
+    erased_at: Vec<u32>,
     lru: Lru,
     // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
     mappages: Option<mappage::MapPageCache>,
@@ -317,6 +351,25 @@ impl SuperblockFtl {
         let snap = snapshots
             .then(|| SnapLog::new(geo, 0, snapshot::half_blocks(geo, full_pages), full_pages));
         let mut f = Self::build(geo, lat, cfg, split, layout, entries, snap);
+        if opts.wear_leveling != WearLeveling::Off {
+            let mut worn = FreeBlocks::new(geo.blocks, 1, true);
+            if opts.wear_leveling == WearLeveling::Static {
+                if ip || map_pages {
+                    return Err(bad(
+                        ID,
+                        "wear_leveling",
+                        "static",
+                        "static levelling needs placement = oop and mapping = spare \
+                         (its move is an out-of-place SimpleCopyAndCompact); use dynamic",
+                    ));
+                }
+                worn = worn.with_most_worn();
+                f.wl = Some(StaticLeveling::new(geo.blocks, opts.wl_threshold));
+                f.erased_at = vec![0; geo.blocks as usize];
+            }
+            f.free.iter().for_each(|b| worn.push(b, 0));
+            f.free = worn;
+        }
         f.retirement = Retirement::new(ID, geo.blocks, opts.pe_limit, needed);
         if map_pages {
             let len = n as usize * split.pmd_len() * split.pt_len();
@@ -387,13 +440,15 @@ impl SuperblockFtl {
                 owner[b.idx()] = OWN_SNAPSHOT;
             }
         }
-        let mut free: VecDeque<Pbn> = (0..geo.blocks)
+        let mut pooled: VecDeque<Pbn> = (0..geo.blocks)
             .filter(|&b| owner[b as usize] == OWN_FREE)
             .map(Pbn)
             .collect();
         let reserved: Vec<Pbn> = (0..cfg.reserve)
-            .map(|_| free.pop_back().expect("geometry checked"))
+            .map(|_| pooled.pop_back().expect("geometry checked"))
             .collect();
+        let mut free = FreeBlocks::new(geo.blocks, 1, false);
+        pooled.into_iter().for_each(|b| free.push(b, 0));
         for b in &reserved {
             owner[b.idx()] = OWN_RESERVED;
         }
@@ -416,6 +471,8 @@ impl SuperblockFtl {
             free,
             reserved,
             retirement: Retirement::off(),
+            wl: None,
+            erased_at: Vec::new(),
             lru: Lru::new(superblocks),
             snap,
             frontier_wp: vec![0; superblocks as usize],
@@ -481,6 +538,9 @@ impl SuperblockFtl {
         );
         self.sb_blocks[(sb * self.cfg.row + len) as usize] = b.0;
         self.sb_len[sb as usize] = len + 1;
+        if let Some(wl) = &mut self.wl {
+            wl.sealed(b, self.erased_at[b.idx()]);
+        }
         self.owner[b.idx()] = sb;
         self.is_u[b.idx()] = as_u;
         self.hot[b.idx()] = as_u;
@@ -502,6 +562,9 @@ impl SuperblockFtl {
             .copy_within(base + pos + 1..base + len, base + pos);
         self.sb_blocks[base + len - 1] = NONE;
         self.sb_len[sb as usize] -= 1;
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(b);
+        }
         if self.is_u[b.idx()] {
             self.nu[sb as usize] -= 1;
             if self.nu[sb as usize] == 0 {
@@ -524,6 +587,91 @@ impl SuperblockFtl {
         }
     }
 
+    /// Static levelling: block `b` was just erased (a merge or a switch).
+    fn wl_erased(&mut self, flash: &Flash, b: Pbn) {
+        if let Some(wl) = &mut self.wl {
+            let e = flash.erase_count(b);
+            wl.erased(e);
+            self.erased_at[b.idx()] = e;
+        }
+    }
+
+    /// Static wear levelling after a host request (module docs): when the least-erased
+    /// block a superblock owns has more than `wl_threshold` erases fewer than the
+    /// most-erased block, and its superblock has room for one more block and no U-block
+    /// with free pages, the most-worn free block becomes its U-block and the cold
+    /// block is compacted into it (SimpleCopyAndCompact), then erased and freed.
+    fn level(&mut self, flash: &mut Flash) {
+        let Some(cold) = self.wl.as_ref().and_then(StaticLeveling::candidate) else {
+            return;
+        };
+        let sb = self.owner[cold.idx()];
+        if sb >= self.superblocks || self.sb_len[sb as usize] >= self.cfg.max_blocks {
+            return;
+        }
+        let f = self.frontier[sb as usize];
+        if f != NONE && flash.write_ptr(Pbn(f)) == 0 {
+            // A U-block just opened: it is where the superblock's writes go next.
+            return;
+        }
+        let Some((dst, e)) = self.free.pop_most_worn() else {
+            return;
+        };
+        if e <= flash.erase_count(cold) {
+            self.free.unpop(dst, e);
+            return;
+        }
+        if f != NONE && !flash.is_full(Pbn(f)) {
+            // Its free pages are abandoned (as MergeAll's InvalidateAllFreePages does):
+            // the cold data get a block of their own. Abandoned without a valid page,
+            // it is reclaimed at once (the switch merge `drop_page` skipped while it
+            // was being written).
+            self.frontier[sb as usize] = NONE;
+            self.note(Event::Abandon { sb });
+            if flash.valid_count(Pbn(f)) == 0 {
+                self.reclaim_empty(flash, sb, Pbn(f));
+                self.stats.merges_switch += 1;
+                if f == cold.0 {
+                    self.free.unpop(dst, e);
+                    return;
+                }
+            }
+        }
+        let valid = flash.valid_count(cold) as u64;
+        self.load_ws(flash, sb);
+        self.attach(sb, dst, true);
+        self.frontier[sb as usize] = dst.0;
+        self.note_now(flash, Event::Alloc { sb, pbn: dst.0 });
+        self.simple_copy_and_compact(flash, sb, cold);
+        self.store_ws(flash, sb);
+        self.maybe_promote(sb);
+        if let Some(wl) = &mut self.wl {
+            wl.moved(valid);
+        }
+    }
+
+    /// Static levelling after a recovery: the blocks owned by superblocks, keyed by
+    /// their erase counts on flash (the replay does not track them).
+    fn rebuild_levelling(&mut self, flash: &Flash) {
+        let Some(mut wl) = self.wl.take() else {
+            return;
+        };
+        // The most erases outside the snapshot area (levelling leaves it alone).
+        let max = (0..self.geo.blocks)
+            .filter(|&b| self.owner[b as usize] != OWN_SNAPSHOT)
+            .map(|b| flash.erase_count(Pbn(b)))
+            .max()
+            .unwrap_or(0);
+        wl.recover(&[max]);
+        self.erased_at.copy_from_slice(flash.erase_counts());
+        for b in 0..self.geo.blocks {
+            if self.owner[b as usize] < self.superblocks {
+                wl.sealed(Pbn(b), flash.erase_count(Pbn(b)));
+            }
+        }
+        self.wl = Some(wl);
+    }
+
     /// Marks every block of `sb` a D-block (and cold, when `cold`).
     fn mark_all_d(&mut self, sb: u32, cold: bool) {
         self.note(Event::MarkD { sb, cold });
@@ -540,14 +688,14 @@ impl SuperblockFtl {
     }
 
     /// Returns an erased block to the reserve (if short) or the free pool; says which.
-    fn release(&mut self, b: Pbn) -> bool {
+    fn release(&mut self, flash: &Flash, b: Pbn) -> bool {
         if (self.reserved.len() as u32) < self.cfg.reserve {
             self.owner[b.idx()] = OWN_RESERVED;
             self.reserved.push(b);
             true
         } else {
             self.owner[b.idx()] = OWN_FREE;
-            self.free.push_back(b);
+            self.free.push(b, flash.erase_count(b));
             false
         }
     }
@@ -563,13 +711,18 @@ impl SuperblockFtl {
         }
         self.owner[b.idx()] = OWN_RETIRED;
         if (self.reserved.len() as u32) < self.cfg.reserve {
-            if let Some(f) = self.free.pop_front() {
+            if let Some(f) = self.free.pop_if_any() {
                 self.owner[f.idx()] = OWN_RESERVED;
                 self.reserved.push(f);
                 self.note(Event::Release {
                     pbn: f.0,
                     to_reserved: true,
                 });
+            } else {
+                // No free block to refill the merge reserve with: with a block retired
+                // that is the end of the device (the swarm, seed 11 run 531, found the
+                // reserve left short, which the next merge needing it cannot survive).
+                self.retirement.exhausted();
             }
         }
         true
@@ -584,18 +737,19 @@ impl SuperblockFtl {
         }
         let worn = |b: &Pbn| self.retirement.reached(flash.erase_count(*b));
         let gone: Vec<Pbn> = (self.free.iter())
-            .chain(&self.reserved)
-            .copied()
+            .chain(self.reserved.iter().copied())
             .filter(worn)
             .collect();
-        self.free.retain(|b| !gone.contains(b));
+        gone.iter().for_each(|&b| {
+            self.free.remove(b);
+        });
         self.reserved.retain(|b| !gone.contains(b));
         for b in gone {
             self.owner[b.idx()] = OWN_RETIRED;
             self.retirement.erased(b, flash.erase_count(b));
         }
         while (self.reserved.len() as u32) < self.cfg.reserve {
-            let Some(f) = self.free.pop_front() else {
+            let Some(f) = self.free.pop_if_any() else {
                 break;
             };
             self.owner[f.idx()] = OWN_RESERVED;
@@ -635,7 +789,8 @@ impl SuperblockFtl {
         self.sample_u(flash, b);
         self.detach(sb, b);
         flash.erase(b, Cause::Merge);
-        let to_reserved = !self.retire_if_worn(flash, b) && self.release(b);
+        self.wl_erased(flash, b);
+        let to_reserved = !self.retire_if_worn(flash, b) && self.release(flash, b);
         self.note(Event::Release {
             pbn: b.0,
             to_reserved,
@@ -658,7 +813,7 @@ impl SuperblockFtl {
             } else if self.free.is_empty() {
                 self.make_free_block(flash);
             } else {
-                let b = self.free.pop_front().expect("checked non-empty");
+                let b = self.free.pop_if_any().expect("checked non-empty");
                 debug_assert!(flash.is_erased(b));
                 self.attach(sb, b, true);
                 self.frontier[sb as usize] = b.0;
@@ -1024,8 +1179,8 @@ impl SuperblockFtl {
                 return Err(format!("superblock {sb}: frontier pbn{f} not in its list"));
             }
         }
-        for b in &self.free {
-            if self.owner[b.idx()] != OWN_FREE || seen[b.idx()] || !flash.is_erased(*b) {
+        for b in self.free.iter() {
+            if self.owner[b.idx()] != OWN_FREE || seen[b.idx()] || !flash.is_erased(b) {
                 return Err(format!("free {b:?} is in use or not erased"));
             }
             seen[b.idx()] = true;
@@ -1072,6 +1227,9 @@ impl Ftl for SuperblockFtl {
         for &tag in pages {
             self.host_write(flash, tag);
         }
+        if self.wl.is_some() {
+            self.level(flash);
+        }
         self.snap_tick(flash);
     }
 
@@ -1098,7 +1256,13 @@ impl Ftl for SuperblockFtl {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        self.recover_from_flash(flash)
+        // The replay attaches and detaches blocks in the log's order: levelling's set is
+        // rebuilt after it instead.
+        let wl = self.wl.take();
+        let done = self.recover_from_flash(flash);
+        self.wl = wl;
+        self.rebuild_levelling(flash);
+        done
     }
 
     /// Recovery needs the snapshots (§4.4): without them the PGD and the block lists
@@ -1146,6 +1310,9 @@ impl Ftl for SuperblockFtl {
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
         self.retirement.report(&mut s.extra);
+        if let Some(wl) = &self.wl {
+            wl.report(&mut s.extra);
+        }
         let c = &self.counters;
         let count = s.merges_switch + s.merges_partial + s.merges_full;
         let l = &self.lat;
@@ -1212,6 +1379,9 @@ impl Ftl for SuperblockFtl {
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.counters = Counters::default();
+        if let Some(wl) = &mut self.wl {
+            wl.reset_stats();
+        }
         if let Some(log) = &mut self.snap {
             log.pages_written = 0;
             log.full_snapshots = 0;

@@ -410,7 +410,7 @@ fn wear(erases: &[u32]) -> (u32, u32, f64) {
 /// Wear levelling (issue 23 item 3) on the 90/10 hot/cold mix, 256 logical blocks at
 /// 28% OP, greedy GC, 16 device writes measured after the warm-up (seed 21): static
 /// levelling keeps the erase-count spread (max - min) within two of its threshold, at a
-/// measured WAF cost (asserted below 25%). `-- --nocapture` prints the table of
+/// measured WAF (asserted within 35% of no levelling). `-- --nocapture` prints the table of
 /// docs/results.md.
 #[test]
 fn static_wear_levelling_narrows_the_spread_at_a_waf_cost() {
@@ -442,8 +442,12 @@ fn static_wear_levelling_narrows_the_spread_at_a_waf_cost() {
         rows.push((wl, th, r.waf, max - min, sd));
     }
     // Off and dynamic leave the spread where the mix puts it; static keeps it within
-    // two erases of its threshold, narrower the lower the threshold, and pays for it in
-    // WAF (its moves are GC programs), more the lower the threshold.
+    // two erases of its threshold, narrower the lower the threshold. Its WAF is
+    // measured, not a cost by construction: the moves are GC programs, but since the
+    // moved cold data park on a levelling frontier of their own (cold with cold, on the
+    // most-worn free block) they also separate hot from cold, which on this mix saves
+    // more than the moves copy (3.022 / 2.237 against 3.153; it was +10% / +19% when
+    // the cold data joined the host's open block). Asserted: within 35% of `off`.
     let (off, s16, s4) = (rows[0], rows[2], rows[3]);
     assert!(
         s16.3 <= 16 + 2 && s4.3 <= 4 + 2,
@@ -459,7 +463,9 @@ fn static_wear_levelling_narrows_the_spread_at_a_waf_cost() {
         s4.4
     );
     assert!(
-        off.2 < s16.2 && s16.2 < s4.2 && s4.2 < off.2 * 1.25,
+        [s16.2, s4.2]
+            .iter()
+            .all(|&w| w > off.2 * 0.65 && w < off.2 * 1.35),
         "WAF: off {:.3}, static {:.3} / {:.3}",
         off.2,
         s16.2,

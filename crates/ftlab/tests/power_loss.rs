@@ -265,8 +265,19 @@ fn every_wear_leveling_recovers() {
             for frontier in ["shared", "separate"] {
                 let mut cfg = with_power_losses(f.id, 1, 4);
                 cfg.ftl_options.insert("wear_leveling".into(), wl.into());
+                if let Recovery::WithOption { option, value } = f.caps.recovery {
+                    // (`superblock` recovers with snapshots; its area needs blocks.)
+                    cfg.ftl_options.insert(option.into(), value.into());
+                    cfg.op = cfg.op.max(ftlab::sim::least_op(&cfg).unwrap());
+                }
                 if fields.iter().any(|o| o.name == "wl_threshold") {
                     cfg.ftl_options.insert("wl_threshold".into(), 2.into());
+                }
+                if wl == "static" && fields.iter().any(|o| o.name == "bmr_update") {
+                    // `cach` levels its BMR out of place only (in place a logical
+                    // block's block is fixed); its PMR alone may not reach the threshold.
+                    cfg.ftl_options
+                        .insert("bmr_update".into(), "out_of_place".into());
                 }
                 if fields.iter().any(|o| o.name == "gc_frontier") {
                     cfg.ftl_options

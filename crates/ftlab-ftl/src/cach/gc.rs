@@ -96,7 +96,7 @@ impl CachFtl {
                     let b = self.bmr[lbn.idx()];
                     if !flash.is_erased(b) {
                         flash.erase(b, Cause::Merge);
-                        self.record_erase(b);
+                        self.record_erase(flash, b);
                         // In place a logical block's block is fixed: at the P/E limit
                         // the device is worn out (raises WornOut).
                         let erases = flash.erase_count(b);
@@ -155,10 +155,16 @@ impl CachFtl {
     }
 
     /// Out of place: maps the logical block to `b` and retires its old block.
-    fn retire_or_keep(&mut self, flash: &Flash, lbn: Lbn, b: Pbn) {
+    pub(super) fn retire_or_keep(&mut self, flash: &Flash, lbn: Lbn, b: Pbn) {
         let old = std::mem::replace(&mut self.bmr[lbn.idx()], b);
         if old == b {
             return;
+        }
+        if let Some(wl) = &mut self.bmr_wl {
+            wl.unsealed(old);
+            wl.sealed(b, flash.erase_count(b));
+            self.bmr_lbn[old.idx()] = u32::MAX;
+            self.bmr_lbn[b.idx()] = lbn.0;
         }
         if flash.is_erased(old) {
             self.spare.push(old, flash.erase_count(old));
@@ -168,14 +174,20 @@ impl CachFtl {
     }
 
     /// Out of place: an erased spare block, erasing a retired one if none is erased.
-    fn take_erased_block(&mut self, flash: &mut Flash) -> Pbn {
+    pub(super) fn take_erased_block(&mut self, flash: &mut Flash) -> Pbn {
         loop {
+            // A levelling move parks the cold data on the most-worn spare.
+            if self.park {
+                if let Some((b, _)) = self.spare.pop_most_worn() {
+                    return b;
+                }
+            }
             if let Some(b) = self.spare.pop_if_any() {
                 return b;
             }
             if let Some(b) = self.retired.pop_front() {
                 flash.erase(b, Cause::Merge);
-                self.record_erase(b);
+                self.record_erase(flash, b);
                 let erases = flash.erase_count(b);
                 if self.spare.retirement().reached(erases) {
                     self.spare.push(b, erases); // retires it
@@ -269,7 +281,7 @@ impl CachFtl {
                     }
                 }
                 flash.erase(victim, Cause::Gc);
-                self.record_erase(victim);
+                self.record_erase(flash, victim);
                 self.pmr.release(flash, victim);
                 self.stats.gc_invocations += 1;
                 self.held.clear();
@@ -291,7 +303,7 @@ impl CachFtl {
             .map(|(victim, _)| victim)
     }
 
-    fn pmr_gc_now(&mut self, flash: &mut Flash, victim: Pbn) {
+    pub(super) fn pmr_gc_now(&mut self, flash: &mut Flash, victim: Pbn) {
         self.pmr.take_victim(victim);
         for phase in 0..PMR_PHASES {
             self.pmr_phase(flash, victim, phase);
@@ -398,7 +410,7 @@ impl CachFtl {
                 }
                 self.retired.pop_front();
                 flash.erase(b, Cause::Merge);
-                self.record_erase(b);
+                self.record_erase(flash, b);
                 self.spare.push(b, flash.erase_count(b));
                 continue;
             }

@@ -6,7 +6,7 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::u32map::U32Map;
 use ftlab_core::victim::GreedyIndex;
-use ftlab_core::wear::{FreeBlocks, Retirement};
+use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 
 /// The PMR. Sealed (full) blocks are indexed by valid count for greedy PMR-GC; the
@@ -28,6 +28,8 @@ pub(super) struct Pmr {
     /// the largest group. `GreedyIndex` is keyed by `Pbn`; here its numbers are LBNs
     /// (converted only in [`Pmr::largest_group`] and [`Pmr::rekey`]).
     groups: GreedyIndex,
+    /// Static levelling: the sealed blocks by erase count and the region's most erases.
+    pub(super) wl: Option<StaticLeveling>,
 }
 
 impl Pmr {
@@ -56,7 +58,24 @@ impl Pmr {
             map: U32Map::with_max_len(blocks * ppb),
             count: vec![0; geo.logical_blocks() as usize],
             groups: GreedyIndex::new(geo.logical_blocks(), ppb),
+            wl: None,
         }
+    }
+
+    /// Static wear levelling in the region past a spread of `threshold`
+    /// ([`Pmr::wl_candidate`]).
+    pub(super) fn with_static_leveling(mut self, geo: &Geometry, threshold: u32) -> Pmr {
+        self.wl = Some(StaticLeveling::new(geo.blocks, threshold));
+        self
+    }
+
+    /// Static levelling: the sealed block whose data should move (the least-erased one,
+    /// if the region's most-erased block has more than the threshold more).
+    pub(super) fn wl_candidate(&self) -> Option<Pbn> {
+        self.wl
+            .as_ref()?
+            .candidate()
+            .filter(|&b| self.sealed.contains(b))
     }
 
     /// Blocks in the region.
@@ -93,6 +112,9 @@ impl Pmr {
         flash.program(ppn, tag, cause);
         if flash.is_full(active) {
             self.sealed.insert(active, flash.valid_count(active));
+            if let Some(wl) = &mut self.wl {
+                wl.sealed(active, flash.erase_count(active));
+            }
             self.active = None;
         }
         ppn
@@ -153,11 +175,17 @@ impl Pmr {
     /// Takes a victim out of the index for the duration of its collection.
     pub(super) fn take_victim(&mut self, pbn: Pbn) {
         self.sealed.remove(pbn);
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(pbn);
+        }
     }
 
     /// An erased victim returns to the free pool (erased blocks go to the back), or
     /// retires at the P/E limit.
     pub(super) fn release(&mut self, flash: &Flash, pbn: Pbn) {
+        if let Some(wl) = &mut self.wl {
+            wl.erased(flash.erase_count(pbn));
+        }
         self.free.push(pbn, flash.erase_count(pbn));
     }
 
@@ -172,6 +200,11 @@ impl Pmr {
     pub(super) fn rebuild_blocks(&mut self, flash: &Flash) -> Result<(), String> {
         self.free.clear();
         self.active = None;
+        let region = self.first.idx()..self.first.idx() + self.blocks as usize;
+        if let Some(wl) = &mut self.wl {
+            // The region's erase counts are on flash.
+            wl.recover(&flash.erase_counts()[region]);
+        }
         for pbn in (self.first.0..self.first.0 + self.blocks).map(Pbn) {
             self.sealed.remove(pbn);
             if flash.is_erased(pbn) {
@@ -179,6 +212,9 @@ impl Pmr {
                 self.free.push(pbn, flash.erase_count(pbn));
             } else if flash.is_full(pbn) {
                 self.sealed.insert(pbn, flash.valid_count(pbn));
+                if let Some(wl) = &mut self.wl {
+                    wl.sealed(pbn, flash.erase_count(pbn));
+                }
             } else if let Some(a) = self.active {
                 return Err(format!(
                     "PMR blocks {a:?} and {pbn:?} are both partly written"

@@ -111,6 +111,18 @@ impl CachFtl {
         } else {
             self.recover_bmr_in_place(flash, &scan)?;
         }
+        let outside = self.outside_pmr_blocks();
+        if let Some(wl) = &mut self.bmr_wl {
+            // Static levelling: the BMR's blocks by their erase counts on flash.
+            let counts = flash.erase_counts();
+            let max = outside.iter().map(|b| counts[b.idx()]).max().unwrap_or(0);
+            wl.recover(&[max]);
+            self.bmr_lbn.fill(u32::MAX);
+            for (l, &b) in self.bmr.iter().enumerate() {
+                wl.sealed(b, counts[b.idx()]);
+                self.bmr_lbn[b.idx()] = l as u32;
+            }
+        }
         self.recover_pmr(flash, &scan)
     }
 

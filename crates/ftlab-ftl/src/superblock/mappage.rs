@@ -216,7 +216,7 @@ impl SuperblockFtl {
             }
             let b = self
                 .free
-                .pop_front()
+                .pop_if_any()
                 .expect("superblock: no free block for a map page after a merge");
             self.attach(sb, b, true);
             self.frontier[sb as usize] = b.0;

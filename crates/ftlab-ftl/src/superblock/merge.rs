@@ -162,7 +162,7 @@ impl SuperblockFtl {
     /// U-block, continuing in a reserved block when it fills, and erases `src`. Returns
     /// whether no reserved block was needed (Fig. 9's `ret = 1`): then `src` is a free
     /// block; otherwise it replaces the reserved block taken.
-    fn simple_copy_and_compact(&mut self, flash: &mut Flash, sb: u32, src: Pbn) -> bool {
+    pub(super) fn simple_copy_and_compact(&mut self, flash: &mut Flash, sb: u32, src: Pbn) -> bool {
         let valid = flash.valid_count(src);
         self.sample_u(flash, src);
         self.detach(sb, src);
@@ -199,11 +199,12 @@ impl SuperblockFtl {
             self.copy_ws(flash, p, dst);
         }
         flash.erase(src, Cause::Merge);
+        self.wl_erased(flash, src);
         // (A block at the P/E limit retires; the log sees it released to the free pool.)
         let retired = self.retire_if_worn(flash, src);
         if retired {
         } else if fits {
-            self.free.push_back(src);
+            self.free.push(src, flash.erase_count(src));
         } else {
             self.owner[src.idx()] = super::OWN_RESERVED;
             self.reserved.push(src);

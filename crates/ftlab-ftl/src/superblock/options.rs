@@ -4,6 +4,7 @@
 use super::layout::Ecc;
 use crate::auto::AutoOr;
 use ftlab_core::options::JsonSchema;
+use ftlab_core::wear::{self, WearLeveling};
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -47,6 +48,14 @@ pub struct SuperblockOptions {
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
+    /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
+    /// (a new U-block is the least-erased free block) or static (dynamic, and when max -
+    /// min erase count exceeds wl_threshold the least-erased block in use is compacted
+    /// into the most-erased free block; placement = oop and mapping = spare only).
+    pub wear_leveling: WearLeveling,
+    /// Erase-count spread (max - min) above which wear_leveling = static moves data.
+    #[schemars(range(min = 1))]
+    pub wl_threshold: u32,
 }
 
 impl Default for SuperblockOptions {
@@ -64,6 +73,8 @@ impl Default for SuperblockOptions {
             background_free_blocks: 2,
             pt_bits: 4,
             pe_limit: 0,
+            wear_leveling: WearLeveling::Off,
+            wl_threshold: wear::DEFAULT_WL_THRESHOLD,
         }
     }
 }

@@ -393,7 +393,9 @@ impl SuperblockFtl {
         self.sb_len.copy_from_slice(take(sbs));
         self.frontier.copy_from_slice(take(sbs));
         self.frontier_wp.copy_from_slice(take(sbs));
-        self.free = take(nfree).iter().map(|&b| Pbn(b)).collect();
+        // (Keyed by erase count when recovery ends: `rekey_free`.)
+        self.free.clear();
+        take(nfree).iter().for_each(|&b| self.free.push(Pbn(b), 0));
         self.reserved = take(nres).iter().map(|&b| Pbn(b)).collect();
         self.rebuild_u_lists();
         Ok(())
@@ -459,6 +461,7 @@ impl SuperblockFtl {
         } else {
             self.snap = Some(log);
         }
+        self.rekey_free(flash);
         self.retire_worn_pooled(flash);
         self.mark_live(flash)?;
         // What the scan and the probes rebuilt is in no snapshot yet: checkpoint it, or a
@@ -536,10 +539,20 @@ impl SuperblockFtl {
         }
     }
 
+    /// Keys the free list by the erase counts on flash (the replay pushed its blocks
+    /// with none): least-erased first under dynamic levelling; first-in first-out keeps
+    /// its order.
+    fn rekey_free(&mut self, flash: &Flash) {
+        let blocks: Vec<Pbn> = self.free.iter().collect();
+        self.free.clear();
+        for b in blocks {
+            self.free.push(b, flash.erase_count(b));
+        }
+    }
+
     /// Takes `b` off the free or reserved list (wherever it is).
     fn unpool(&mut self, b: Pbn) {
-        if let Some(i) = self.free.iter().position(|&x| x == b) {
-            self.free.remove(i);
+        if self.free.remove(b) {
         } else if let Some(i) = self.reserved.iter().position(|&x| x == b) {
             self.reserved.remove(i);
         }
@@ -576,7 +589,7 @@ impl SuperblockFtl {
                     self.reserved.push(Pbn(pbn));
                 } else {
                     self.owner[pbn as usize] = OWN_FREE;
-                    self.free.push_back(Pbn(pbn));
+                    self.free.push(Pbn(pbn), 0);
                 }
             }
             Event::LbnEmpty { lbn } => self.pgd[lbn as usize] = NONE,
@@ -618,7 +631,7 @@ impl SuperblockFtl {
                 let fresh = self.frontier[sb as usize] == b && self.frontier_wp[sb as usize] == 0;
                 if flash.is_erased(Pbn(b)) && !fresh {
                     self.detach(sb, Pbn(b));
-                    self.release(Pbn(b));
+                    self.release(flash, Pbn(b));
                     rep.lost_releases += 1;
                 } else {
                     k += 1;
@@ -626,7 +639,7 @@ impl SuperblockFtl {
             }
         }
         let mut pooled = vec![false; self.geo.blocks as usize];
-        for b in self.free.iter().chain(&self.reserved) {
+        for b in self.free.iter().chain(self.reserved.iter().copied()) {
             pooled[b.idx()] = true;
         }
         for b in 0..self.geo.blocks {
@@ -639,7 +652,7 @@ impl SuperblockFtl {
                     "pbn{b} belongs to nothing but holds data"
                 )));
             }
-            self.release(Pbn(b));
+            self.release(flash, Pbn(b));
             rep.lost_releases += 1;
         }
         self.rebuild_u_lists();
