@@ -403,7 +403,10 @@ impl Flash {
         match self.record {
             Record::Log => self.log.push(FlashOp { kind, block, cause }),
             Record::ClockCaused => self.clock.op_caused(kind, block, cause),
-            Record::Count | Record::Clock => {}
+            Record::Clock => {
+                self.clock.op::<false>(kind, block);
+            }
+            Record::Count => {}
         }
     }
 
@@ -475,6 +478,14 @@ impl Flash {
     /// [`Flash::program`] but for the tag, which the caller stored.
     #[inline(always)]
     fn place(&mut self, ppn: Ppn, cause: Cause) {
+        let pbn = self.place_untimed(ppn, cause);
+        self.log(OpKind::Program, pbn, cause);
+    }
+
+    /// [`Flash::place`] but for the log, tally and clock, which the caller does; returns
+    /// the page's block.
+    #[inline(always)]
+    fn place_untimed(&mut self, ppn: Ppn, cause: Cause) -> Pbn {
         let (pbn, offset) = self.split(ppn);
         let wp = self.write_ptr[pbn.idx()];
         assert!(
@@ -492,7 +503,7 @@ impl Flash {
         self.valid[ppn.idx() / 64] |= 1 << (ppn.idx() % 64);
         self.valid_count[pbn.idx()] += 1;
         self.stats.programs[cause as usize] += 1;
-        self.log(OpKind::Program, pbn, cause);
+        pbn
     }
 
     /// Marks a valid page invalid. Bookkeeping only: no flash operation.
@@ -547,12 +558,32 @@ impl Flash {
 
     /// Copies a page to `dst` (a read and a program, no copy-back) and returns its tag.
     /// The source stays valid: the caller invalidates it when its map moves.
-    #[inline]
+    ///
+    /// Counted, logged and timed as [`Flash::read`] of `src` followed by
+    /// [`Flash::program`] of `dst`; the parallel model times the pair in one step
+    /// ([`DieClock::copy`]), which gives the same times.
+    #[inline(always)]
     pub fn copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> PageTag {
-        let tag = self.read(src, cause);
+        let (sb, so) = self.split(src);
+        assert!(
+            so < self.write_ptr[sb.idx()],
+            "NAND refuses: read of {src:?}, which was never programmed"
+        );
+        self.stats.page_reads[cause as usize] += 1;
+        let tag = self.tags.get(src.idx());
+        let db = self.place_untimed(dst, cause);
         // The source's tag as it is stored (it fits: it was programmed).
-        self.place(dst, cause);
         self.tags.copy(src.idx(), dst.idx());
+        self.tally[OpKind::Read as usize] += 1;
+        self.tally[OpKind::Program as usize] += 1;
+        if self.record != Record::Count {
+            if self.record == Record::Clock {
+                self.clock.copy(sb, db);
+            } else {
+                self.record_rest(OpKind::Read, sb, cause);
+                self.record_rest(OpKind::Program, db, cause);
+            }
+        }
         tag
     }
 

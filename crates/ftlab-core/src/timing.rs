@@ -755,6 +755,43 @@ impl DieClock {
         (begin, end - array)
     }
 
+    /// A copy (GC or merge): [`DieClock::op`] of a read on `src`'s die and of the
+    /// program on `dst`'s that waits for it, in one step (the same times: the program
+    /// ends after the read, so the batch's end is the program's; the read is the
+    /// batch's first operation if any is).
+    #[inline(always)]
+    pub fn copy(&mut self, src: Pbn, dst: Pbn) {
+        if self.planes.is_some() {
+            self.op::<false>(OpKind::Read, src);
+            self.op::<false>(OpKind::Program, dst);
+            return;
+        }
+        let start = self.start;
+        // The tables as local slices: their pointers and lengths stay in registers
+        // across the stores below.
+        let (route, dies, chans) = (
+            &self.route[..],
+            &mut self.die_free[..],
+            &mut self.chan_free[..],
+        );
+        let (xfer, array) = (self.xfer, self.array);
+        let (d, c) = route[src.idx()];
+        let ready = start.max(dies[d as usize]);
+        let read_end = (ready + array[OpKind::Read as usize]).max(chans[c as usize]) + xfer;
+        chans[c as usize] = read_end;
+        dies[d as usize] = read_end;
+        let (d, c) = route[dst.idx()];
+        let xs = dies[d as usize].max(chans[c as usize]).max(read_end);
+        chans[c as usize] = xs + xfer;
+        let end = xs + xfer + array[OpKind::Program as usize];
+        dies[d as usize] = end;
+        if self.first == u64::MAX {
+            self.first = ready;
+        }
+        self.dep = start;
+        self.done = self.done.max(end);
+    }
+
     /// [`DieClock::op`] of a program on a device with several planes per die: it joins
     /// the program group reserved last on its die when that group is still the die's
     /// last reservation, has not begun its array time when this batch starts, and has
