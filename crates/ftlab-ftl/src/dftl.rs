@@ -61,7 +61,8 @@
 //!   one, becomes the current data block again.
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Demand, Kind, Space, Why, NONE};
+use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
+use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -114,6 +115,11 @@ pub struct DftlOptions {
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
+    /// Which die a data page is written on: single (one current data block, the
+    /// papers'), round_robin (one open data block per die, pages dealt in turn), static
+    /// (die = LPN % dies) or least_busy (the die free first under parallel timing).
+    /// Dies: channels x dies of parallel timing (1 under serial).
+    pub die_alloc: DieAlloc,
 }
 
 impl Default for DftlOptions {
@@ -129,6 +135,7 @@ impl Default for DftlOptions {
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             gc_frontier: GcFrontier::Shared,
             pe_limit: 0,
+            die_alloc: DieAlloc::Single,
         }
     }
 }
@@ -139,11 +146,17 @@ pub const ENTRY_BYTES: u64 = 8;
 /// The DFTL FTL.
 pub struct Dftl {
     s: Space,
-    /// Data block host writes (and, under `shared`, GC copies) go to.
-    active: Option<Pbn>,
-    /// Under `gc_frontier = "separate"`: the data block GC copies go to.
-    gc_active: Option<Pbn>,
+    /// Data blocks host writes (and, under `shared`, GC copies) go to: one per die
+    /// stream (one under `die_alloc = "single"`), `None` until opened.
+    active: Vec<Option<Pbn>>,
+    /// Under `gc_frontier = "separate"`: the data blocks GC copies go to, one per die
+    /// stream; empty under `shared`.
+    gc_active: Vec<Option<Pbn>>,
     separate: bool,
+    /// Which stream (die) each page goes to.
+    streams: DieStreams,
+    /// The stream of the GC copy being made (for [`Demand::after_gc_program`]).
+    gc_stream: usize,
     /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
     stream_programs: [u64; 2],
     stream_blocks: [u64; 2],
@@ -177,8 +190,15 @@ impl Dftl {
         }
         let slots = (bytes / ENTRY_BYTES).min(geo.logical_pages as u64) as u32;
         let separate = opts.gc_frontier == GcFrontier::Separate;
-        let open_data = if separate { 2 } else { 1 };
-        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, open_data)?;
+        let streams = DieStreams::new(geo, opts.die_alloc);
+        let n = streams.n as u32;
+        let open_data = if separate { 2 * n } else { n };
+        // One open data block per die: a victim's copies can fill each once, so GC keeps
+        // one more block per die free (none more under `single`).
+        let reserve = if n == 1 { 0 } else { n };
+        let theta =
+            demand::gc_threshold_dies(geo, ID, opts.gc_threshold, lay.tpages, open_data, reserve)?
+                + reserve;
         Ok(Dftl {
             s: Space::new(
                 geo,
@@ -199,11 +219,18 @@ impl Dftl {
                         demand::min_blocks(geo, lay.tpages, open_data, theta),
                     ),
                 },
+                n,
                 ID,
             ),
-            active: None,
-            gc_active: None,
+            active: vec![None; n as usize],
+            gc_active: if separate {
+                vec![None; n as usize]
+            } else {
+                Vec::new()
+            },
             separate,
+            streams,
+            gc_stream: 0,
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             lru: Lru::new(slots),
@@ -278,42 +305,55 @@ impl Dftl {
         self.free_slots.push(v);
     }
 
-    /// The next page of the current data block. Outside GC, GC runs first when a new
-    /// block is needed and the pool is below the threshold.
-    fn data_dest(&mut self, flash: &mut Flash, in_gc: bool) -> Ppn {
+    /// The next page of stream `st`'s current data block (opened from its die's pool).
+    /// Outside GC, GC runs first when a new block is needed and the pool is below the
+    /// threshold.
+    fn data_dest(&mut self, flash: &mut Flash, st: usize, in_gc: bool) -> Ppn {
         loop {
-            if let Some(a) = self.active {
+            if let Some(a) = self.active[st] {
                 return self.s.geo.ppn(a, flash.write_ptr(a));
             }
             if !in_gc && self.s.below_threshold() {
                 self.collect(flash);
                 continue;
             }
-            self.active = Some(self.s.open_block(Kind::Data));
+            self.active[st] = Some(self.s.open_block_on(st, Kind::Data));
             self.stream_blocks[0] += 1;
         }
     }
 
-    fn after_data_program(&mut self, flash: &Flash, dst: Ppn) {
+    fn after_data_program(&mut self, flash: &Flash, st: usize, dst: Ppn) {
         if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
-            self.active = None;
+            self.active[st] = None;
         }
     }
 
-    /// The next page of the GC copies' data block (`gc_frontier = "separate"`), opened
-    /// without a nested collection.
-    fn gc_data_dest(&mut self, flash: &Flash) -> Ppn {
-        let b = match self.gc_active {
+    /// The next page of stream `st`'s GC copies' data block (`gc_frontier =
+    /// "separate"`), opened without a nested collection.
+    fn gc_data_dest(&mut self, flash: &Flash, st: usize) -> Ppn {
+        let b = match self.gc_active[st] {
             Some(b) => b,
             None => {
-                let b = self.s.open_block(Kind::Data);
-                self.gc_active = Some(b);
+                let b = self.s.open_block_on(st, Kind::Data);
+                self.gc_active[st] = Some(b);
                 self.stream_blocks[1] += 1;
                 b
             }
         };
         self.stream_programs[1] += 1;
         self.s.geo.ppn(b, flash.write_ptr(b))
+    }
+
+    /// The stream the next page of `lpn` goes to: host writes pick among the host
+    /// blocks, GC copies (`in_gc`) among the blocks they go to.
+    #[inline]
+    fn pick_stream(&mut self, flash: &Flash, lpn: Lpn, in_gc: bool) -> usize {
+        let open = if in_gc && self.separate {
+            &self.gc_active
+        } else {
+            &self.active
+        };
+        self.streams.pick(flash, lpn, |s| open[s])
     }
 
     /// Recovery: the mappings of never-written translation pages back into the CMT as
@@ -363,33 +403,60 @@ impl Demand for Dftl {
 
     fn pick_victim(&mut self, flash: &Flash) -> Pbn {
         let copies_to = if self.separate {
-            self.gc_active
+            &self.gc_active
         } else {
-            self.active
+            &self.active
         };
-        let room = copies_to.map_or(0, |a| self.s.geo.pages_per_block - flash.write_ptr(a));
+        let ppb = self.s.geo.pages_per_block;
         let lpn_slot = &self.lpn_slot;
-        self.s
-            .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE)
+        if copies_to.len() == 1 {
+            let room = copies_to[0].map_or(0, |a| ppb - flash.write_ptr(a));
+            return self
+                .s
+                .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE);
+        }
+        // One open block per die: the copies may take a block on each die they overflow.
+        let room: Vec<u32> = copies_to
+            .iter()
+            .map(|a| a.map_or(0, |a| ppb - flash.write_ptr(a)))
+            .collect();
+        let (streams, geo) = (&self.streams, &self.s.geo.clone());
+        self.s.pick_victim_with(
+            flash,
+            |b, valid| streams.copy_blocks(flash, geo, b, valid, &room),
+            |l| lpn_slot[l.idx()] != NONE,
+        )
     }
 
-    /// Pages moved by GC go to the current data block, as host writes do (or to their
-    /// own under `separate`).
-    fn gc_dest(&mut self, flash: &mut Flash, _: Pbn) -> Ppn {
+    /// Pages moved by GC go to the current data block of the stream the allocation
+    /// picks, as host writes do (or to their own under `separate`).
+    fn gc_dest(&mut self, flash: &mut Flash, _: Pbn, src: Ppn) -> Ppn {
+        let lpn = match self.streams.alloc {
+            DieAlloc::Static => {
+                flash
+                    .peek_tag(src)
+                    .unwrap_or_else(|| panic!("dftl: valid page {src:?} has no tag"))
+                    .lpn
+            }
+            _ => Lpn(0),
+        };
+        let st = self.pick_stream(flash, lpn, true);
+        self.gc_stream = st;
         if self.separate {
-            return self.gc_data_dest(flash);
+            return self.gc_data_dest(flash, st);
         }
-        self.data_dest(flash, true)
+        self.data_dest(flash, st, true)
     }
 
     fn after_gc_program(&mut self, flash: &Flash, _: Pbn, dst: Ppn) {
+        let st = self.gc_stream;
         if self.separate {
             if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
-                self.gc_active = None;
+                self.gc_active[st] = None;
             }
             return;
         }
-        self.after_data_program(flash, dst);
+        self.after_data_program(flash, st, dst);
     }
 
     /// DFTL's lazy copying: a cached entry is updated in RAM and becomes dirty.
@@ -410,9 +477,10 @@ impl Ftl for Dftl {
         for &tag in pages {
             let slot = self.lookup(flash, tag.lpn);
             self.drop_old(flash, slot);
-            let dst = self.data_dest(flash, false);
+            let st = self.pick_stream(flash, tag.lpn, false);
+            let dst = self.data_dest(flash, st, false);
             flash.program(dst, tag, Cause::Host);
-            self.after_data_program(flash, dst);
+            self.after_data_program(flash, st, dst);
             debug_assert_eq!(self.lpn_slot[tag.lpn.idx()], slot);
             self.slot_ppn[slot as usize] = dst.0;
             self.slot_dirty[slot as usize] = true;
@@ -468,25 +536,49 @@ impl Ftl for Dftl {
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         let open = self.s.recover_scan(flash)?;
-        (self.active, self.gc_active) = match (&open[..], self.separate) {
-            ([], _) => (None, None),
-            (&[b], _) => (Some(b), None),
-            (&[a, b], true) => (Some(a), Some(b)),
-            _ => {
-                return Err(RecoverError::Failed(format!(
-                    "{} partly written data blocks; dftl writes {} at a time",
-                    open.len(),
-                    if self.separate { 2 } else { 1 }
-                )))
-            }
-        };
+        // Partly written data blocks reopen, one per slot: the host's blocks (one per
+        // die stream), then under `separate` the GC's (which was which is not on
+        // flash); a block goes to a slot of its die first, else to any free slot, in
+        // block-number order. Slots left empty open when first written.
+        let n = self.active.len();
+        let slots = n + self.gc_active.len();
+        if open.len() > slots {
+            return Err(RecoverError::Failed(format!(
+                "{} partly written data blocks; dftl writes {slots} at a time",
+                open.len()
+            )));
+        }
+        let mut slot: Vec<Option<Pbn>> = vec![None; slots];
+        for b in open {
+            let own = b.idx() % n;
+            let i = (own..slots)
+                .step_by(n)
+                .find(|&i| slot[i].is_none())
+                .or_else(|| slot.iter().position(Option::is_none))
+                .ok_or_else(|| RecoverError::Failed("no slot for an open block".into()))?;
+            slot[i] = Some(b);
+        }
+        let gc = slot.split_off(n);
+        self.active = slot;
+        if self.separate {
+            self.gc_active = gc;
+        }
+        self.streams.turn = 0;
         self.restore_mappings(flash)
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         self.s.check(flash, |b| {
-            self.active == Some(b) || self.gc_active == Some(b)
+            self.active.contains(&Some(b)) || self.gc_active.contains(&Some(b))
         })?;
+        if let Some(b) = self
+            .active
+            .iter()
+            .flatten()
+            .find(|&b| self.gc_active.contains(&Some(*b)))
+        {
+            return Err(format!("{b:?} is open for host writes and for GC copies"));
+        }
         let used = self.slot_lpn.len() - self.free_slots.len();
         if self.lru.len() as usize != used || self.lru.iter().count() != used {
             return Err(format!(

@@ -77,6 +77,7 @@
 
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, Kind, Space, Why, NONE};
+use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -133,6 +134,10 @@ pub struct TpmOptions {
     /// Where GC copies of data pages are written: shared (the victim's write pointer,
     /// tpm.txt §III-D) or separate (a second write pointer per group, for GC copies).
     pub gc_frontier: GcFrontier,
+    /// Die-aware allocation: only single (the paper's write pointers) is accepted; a
+    /// data block holds one write-pointer group's pages (tpm.txt Algorithm III.1), so
+    /// dealing pages over dies would need an open block per group and die.
+    pub die_alloc: DieAlloc,
 }
 
 impl Default for TpmOptions {
@@ -149,6 +154,7 @@ impl Default for TpmOptions {
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
             gc_frontier: GcFrontier::Shared,
+            die_alloc: DieAlloc::Single,
         }
     }
 }
@@ -188,6 +194,25 @@ impl Tpm {
 
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &TpmOptions) -> Result<Tpm, SchemeError> {
+        if opts.die_alloc != DieAlloc::Single {
+            let value = match opts.die_alloc {
+                DieAlloc::Single => "single",
+                DieAlloc::RoundRobin => "round_robin",
+                DieAlloc::Static => "static",
+                DieAlloc::LeastBusy => "least_busy",
+            };
+            return Err(bad(
+                ID,
+                "die_alloc",
+                value,
+                "tpm accepts only \"single\": a TPM data block holds the pages of one \
+                 write-pointer group (tpm.txt Algorithm III.1, so a data-block GC updates \
+                 one translation page), and dealing a group's pages over the dies would \
+                 need one open block per group and die (write_pointers x dies open blocks, \
+                 beyond what the over-provisioning holds); use dftl or page for die-aware \
+                 allocation",
+            ));
+        }
         let lay = demand::layout(geo, ID, opts.entries_per_page)?;
         let bytes = opts.cmt_bytes.0;
         let page_bytes = lay.epp as u64 * 4;
@@ -259,6 +284,7 @@ impl Tpm {
                         demand::min_blocks(geo, lay.tpages, per * wps, theta),
                     ),
                 },
+                1,
                 ID,
             ),
             lru: Lru::new(slots),
@@ -599,7 +625,7 @@ impl Demand for Tpm {
     /// block only when that one is used up), so at most one translation page is updated
     /// per victim (per group of `tpages_per_write_pointer` with shared pointers).
     /// Under `gc_frontier = "separate"`, with the group's GC pointer instead.
-    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn {
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn, _: Ppn) -> Ppn {
         let g = self.owner[victim.idx()];
         if self.gc_wp.is_empty() {
             self.wp_dest(flash, g, true)
