@@ -33,7 +33,8 @@
 //!   picks (default `greedy`: the fewest valid pages, ties by the lowest number; the
 //!   policies are in [`ftlab_core::victim`]). A policy other than greedy may pick a
 //!   fully valid block while the pool holds 2 or more blocks (its round fits, see
-//!   [`Space::pick_victim`]); GC then goes on to the next round. Blocks are sealed the moment their last page
+//!   [`Space::pick_victim`]; under a multi-die `die_alloc`, `dies + 1` or more, see
+//!   below); GC then goes on to the next round. Blocks are sealed the moment their last page
 //!   is programmed; open blocks are never victims. One GC round may take a block for its
 //!   copies and, after erasing the victim, another for its translation writes, so a
 //!   round can shrink the pool by one. When the pool is down to 0 or 1 blocks, a scan
@@ -92,6 +93,28 @@
 //!   `WornOut` and the run ends as a worn-out device (`--until-worn-out` reports its
 //!   life). Recovery re-derives retirement from the erase counts on flash.
 //!   `ftl.extra.retired_blocks` (only with a limit).
+//! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip;
+//!   `dftl` only, `tpm` refuses it): `die_alloc` with the semantics of `page`'s
+//!   (`single`, default: one current data block; `round_robin`, `static`,
+//!   `least_busy`: one open data block per die, a block's die being `pbn % dies`,
+//!   [`DieStreams`]). Free blocks are kept per die ([`DiePools`], first-in first-out
+//!   or least-erased first in each); a data block opens from its die's pool, and when
+//!   that is empty from the die with the most free blocks (the lowest such die);
+//!   translation blocks, of which there is still one active, open from the die with
+//!   the most free blocks. Open choice, made here: translation pages are not spread
+//!   over dies (they are few next to data pages and a per-die translation block would
+//!   cost `dies` more open blocks of reserve). The feasibility rule counts `dies` open
+//!   data blocks, and `gc_threshold` is raised by `dies` (the copies of one victim can
+//!   fill every die's open block once, as in `page`); the refusal names `die_alloc`
+//!   and the least `--op`. The low-pool victim rule counts the pool blocks a round's
+//!   copies take per die ([`DieStreams::copy_blocks`]: exact for `round_robin`, whose
+//!   deal starts at the next turn, and for `static`, from the victim's LPNs; for
+//!   `least_busy`, whose deal follows the die clocks, an upper bound: the most dies
+//!   whose open blocks `valid` pages can all overflow), and a policy's own pick is
+//!   taken while the pool holds more than `dies` blocks. Checked by the stress sweep
+//!   with `FTLAB_STRESS_ALLOC` and `FTLAB_STRESS_DIES` (no stall; CHANGELOG, issue 22
+//!   item 3). Under `single` every choice above reduces to the one pool and one
+//!   block, and reports are byte for byte as before.
 //!
 //! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
 //! `recover` of each scheme):
@@ -127,8 +150,9 @@
 //! - Blocks: erased ones form the free pool (block-number order); a block holds only
 //!   data or only translation pages, else [`RecoverError::Failed`]; full blocks are
 //!   sealed GC candidates; the partly written translation block is the active one. The
-//!   partly written data blocks are handed to the scheme (DFTL's current data block,
-//!   TPM's write pointers).
+//!   partly written data blocks are handed to the scheme (DFTL's current data blocks,
+//!   one per die under a multi-die `die_alloc`; TPM's write pointers). Erased blocks go
+//!   back to their die's pool.
 //! - Cost: one spare read per programmed page, plus one program per translation page
 //!   that was on flash (none if the CMT never had to write one back, as when the
 //!   default 512 KiB CMT covers the whole device: 128 MiB of 2 KiB pages for DFTL,
@@ -1840,7 +1864,10 @@ mod tests {
     /// `FTLAB_STRESS_OPS` the overwrites per logical page (default 20),
     /// `FTLAB_STRESS_PPB` the block sizes (default `2,4,8,16,64`), `FTLAB_STRESS_BLOCKS`
     /// the logical blocks (default `16,64,256`), `FTLAB_STRESS_SLACK`
-    /// over-provisioning percent added to the least accepted (default 0).
+    /// over-provisioning percent added to the least accepted (default 0),
+    /// `FTLAB_STRESS_ALLOC` the `die_alloc` values (default `single`; `tpm` refuses the
+    /// others, so its runs are skipped there) and `FTLAB_STRESS_DIES` the dies of the
+    /// device (default 1; channels x 1).
     #[test]
     #[ignore]
     fn gc_stress_sweep() {
@@ -1876,10 +1903,23 @@ mod tests {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0.0);
         let thetas = std::env::var("FTLAB_STRESS_THETAS").unwrap_or_else(|_| "auto".into());
+        let allocs = list("FTLAB_STRESS_ALLOC", "single");
+        let dies: u32 = std::env::var("FTLAB_STRESS_DIES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        let geometry = |page: u32, ppb: u32, lpns: u64, op: f64| {
+            let mut g = geometry(page, ppb, lpns, op);
+            g.channels = dies;
+            g
+        };
         std::panic::set_hook(Box::new(|_| {}));
         let mut runs = 0u32;
         let mut failed = Vec::new();
-        for theta in thetas.split(',') {
+        for (theta, alloc) in thetas
+            .split(',')
+            .flat_map(|t| allocs.iter().map(move |a| (t, a.as_str())))
+        {
             for scheme in ["dftl", "tpm"] {
                 for &ppb in &ppbs {
                     for &blocks in &block_counts {
@@ -1898,6 +1938,7 @@ mod tests {
                                     ("entries_per_page", epp_s.as_str()),
                                     ("cmt_bytes", cmt.as_str()),
                                     ("gc_threshold", theta),
+                                    ("die_alloc", alloc),
                                 ];
                                 // Options refused (a threshold below 3) are skipped, as
                                 // geometries the scheme refuses are.
@@ -1949,7 +1990,7 @@ mod tests {
                                                 })
                                                 .unwrap_or_default();
                                             let line = format!(
-                                                "FAIL theta {theta} {scheme} ppb {ppb} lpns {lpns} epp {epp} \
+                                                "FAIL theta {theta} {alloc} {scheme} ppb {ppb} lpns {lpns} epp {epp} \
                                                  cmt x{cmt_pages} op {} blocks {} seed {seed} {pattern}: {msg}",
                                                 op, geo.blocks
                                             );

@@ -58,7 +58,25 @@
 //!   and the mapping; the mappings of translation pages never written go back into
 //!   the CMT as dirty, those on flash are rewritten; see `demand.rs` for the choice and
 //!   its cost. The partly written data block, at most
-//!   one, becomes the current data block again.
+//!   one, becomes the current data block again (one per die under a multi-die
+//!   `die_alloc`, below).
+//! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip):
+//!   `die_alloc = "single"` (default: the one current data block), `"round_robin"`,
+//!   `"static"` or `"least_busy"`, as `page` has them: one current data block per die
+//!   (dies: channels x dies of parallel timing, 1 under serial timing, where the
+//!   three are `single`'s one block; `min(dies, blocks)`), host writes dealt to the
+//!   dies in turn, by LPN (`l % dies`) or to the die the parallel timing model has
+//!   free first (read off `Flash::clock`; in turn without a die clock). GC copies go
+//!   through the same choice; under `gc_frontier = "separate"` each die also has a GC
+//!   data block (so `2 x dies` open data blocks). The translation block stays one,
+//!   opened from the die with the most free blocks. Free blocks are kept per die, a
+//!   die with none borrowing from the die with the most (so under `static` an LPN is
+//!   on die `l % dies` unless its die's pool ran dry); GC is global. GC keeps `dies`
+//!   more blocks free (`ftl.extra.gc_threshold` reports the sum) and the geometry
+//!   rule counts the open data blocks: see `demand.rs`. Recovery reopens the partly
+//!   written data blocks as the dies' current data blocks (a block to a slot of its
+//!   own die first, host slots before GC slots, in block-number order); more partly
+//!   written data blocks than open slots is `RecoverError::Failed`.
 
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
@@ -979,5 +997,202 @@ mod tests {
             let e = dftl(&geo, &given).recover(&mut flash).unwrap_err();
             assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
         }
+    }
+
+    /// 4 dies (2 channels x 2), 8-page blocks, 64 logical blocks, 40% over-provisioning.
+    fn geo4(op: f64) -> Geometry {
+        ftlab_core::geometry::GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 8,
+            spare_bytes: 64,
+            logical_bytes: 64 * 8 * 2048,
+            op_percent: op,
+            channels: 2,
+            dies_per_channel: 2,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap()
+    }
+
+    /// A multi-die DFTL with a small cache (16 entries per translation page, 8 cached
+    /// entries), so GC, evictions and translation writes all run.
+    fn multi(alloc: &str, frontier: &str) -> (Dftl, Flash) {
+        let g = geo4(40.0);
+        let given = [
+            ("die_alloc", alloc),
+            ("gc_frontier", frontier),
+            ("entries_per_page", "16"),
+            ("cmt_bytes", "64"),
+        ];
+        (dftl(&g, &given), Flash::new(&g))
+    }
+
+    /// The PPN `lpn` is mapped to (the cached entry, else the translation page's).
+    fn ppn_of(f: &Dftl, lpn: u32) -> u32 {
+        match f.lpn_slot[lpn as usize] {
+            NONE => {
+                let (t, off) = f.s.tpage_of(Lpn(lpn));
+                f.s.content[f.s.entry(t, off)]
+            }
+            s => f.slot_ppn[s as usize],
+        }
+    }
+
+    fn die_of(f: &Dftl, lpn: u32) -> u32 {
+        ppn_of(f, lpn) / f.s.geo.pages_per_block % f.s.geo.dies()
+    }
+
+    /// Writes `lpns` one page at a time (version 1, 2, ... per LPN), then deep-checks.
+    fn write_all(f: &mut Dftl, flash: &mut Flash, lpns: impl Iterator<Item = u32>) {
+        let mut version = vec![0u32; f.s.geo.logical_pages as usize];
+        for l in lpns {
+            version[l as usize] += 1;
+            f.write(flash, &[tag(l, version[l as usize])]);
+        }
+        f.check(flash).unwrap();
+    }
+
+    /// Fill, then 20 device writes of random overwrites and 3 more.
+    fn overwrite(f: &mut Dftl, flash: &mut Flash, seed: u64) {
+        let n = f.s.geo.logical_pages;
+        let mut rng = ftlab_core::rng::SplitMix64::new(seed);
+        let random: Vec<u32> = (0..20 * n + 3)
+            .map(|_| rng.below(n as u64) as u32)
+            .collect();
+        write_all(f, flash, (0..n).chain(random));
+    }
+
+    #[test]
+    fn round_robin_deals_consecutive_writes_to_every_die() {
+        let (mut f, mut flash) = multi("round_robin", "shared");
+        write_all(&mut f, &mut flash, 0..8);
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // Single keeps the one current data block: the same pages on one die.
+        let g = geo4(40.0);
+        let mut s = dftl(&g, &[]);
+        let mut flash = Flash::new(&g);
+        write_all(&mut s, &mut flash, 0..8);
+        assert!((0..8).all(|l| die_of(&s, l) == 0));
+    }
+
+    #[test]
+    fn static_striping_keeps_every_lpn_on_its_die_through_gc() {
+        for frontier in ["shared", "separate"] {
+            let (mut f, mut flash) = multi("static", frontier);
+            overwrite(&mut f, &mut flash, 3);
+            assert!(f.stats().gc_pages_copied > 0, "GC must have copied");
+            // LPN l goes to stream l % 4, whose open block is on die l % 4 unless that
+            // die's pool ran dry and it borrowed a block of another die.
+            let n = f.s.geo.logical_pages;
+            let home = (0..n).filter(|&l| die_of(&f, l) == l % 4).count() as u32;
+            assert!(home * 10 >= n * 9, "{frontier}: {home} of {n} on their die");
+        }
+    }
+
+    #[test]
+    fn least_busy_writes_where_the_die_clock_is_free_first() {
+        use ftlab_core::nand::Latencies;
+        use ftlab_core::timing::DieClock;
+        use ftlab_core::Nanos;
+        // Without a die clock (serial timing) it deals pages in turn.
+        let (mut f, mut flash) = multi("least_busy", "shared");
+        write_all(&mut f, &mut flash, 0..8);
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // With one: each page goes to the die free first (programs take 300; ties to
+        // the lowest die). The CMT holds every entry, so no translation page is read
+        // or written on the way.
+        let g = geo4(40.0);
+        let mut f = dftl(&g, &[("die_alloc", "least_busy")]);
+        let mut flash = Flash::new(&g);
+        let lat = Latencies {
+            read: Nanos(1000),
+            spare_read: Nanos(10),
+            program: Nanos(300),
+            erase: Nanos(2000),
+        };
+        flash.install_clock(DieClock::new(lat, 2, 2, g.blocks, Nanos(0)));
+        flash.clock_begin(Nanos(0));
+        f.write(&mut flash, &[tag(10, 1)]);
+        f.write(&mut flash, &(11..16).map(|l| tag(l, 1)).collect::<Vec<_>>());
+        flash.clock_end();
+        let dies: Vec<u32> = (10..16).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1]);
+        f.check(&flash).unwrap();
+    }
+
+    #[test]
+    fn multi_die_allocation_survives_heavy_gc_and_recovers_its_open_blocks() {
+        for alloc in ["round_robin", "static", "least_busy"] {
+            for frontier in ["shared", "separate"] {
+                let (mut f, mut flash) = multi(alloc, frontier);
+                overwrite(&mut f, &mut flash, 5);
+                assert!(f.stats().gc_invocations > 0);
+                let partly: Vec<Pbn> = f
+                    .active
+                    .iter()
+                    .chain(&f.gc_active)
+                    .flatten()
+                    .copied()
+                    .filter(|&b| !flash.is_erased(b) && !flash.is_full(b))
+                    .collect();
+                assert!(partly.len() >= 2, "{alloc} {frontier}: {partly:?}");
+                let tags = |f: &Dftl, flash: &Flash| -> Vec<Option<PageTag>> {
+                    (0..f.s.geo.logical_pages)
+                        .map(|l| flash.peek_tag(Ppn(ppn_of(f, l))))
+                        .collect()
+                };
+                let before = tags(&f, &flash);
+                let mut g = crate::testutil::recover_fresh(&mut flash, multi(alloc, frontier).0);
+                // Every partly written block reopened as an open data block (unless the
+                // GC of the translation rewrites filled it since), and every LPN reads
+                // its newest version.
+                for b in &partly {
+                    assert!(
+                        flash.is_full(*b)
+                            || g.active.contains(&Some(*b))
+                            || g.gc_active.contains(&Some(*b)),
+                        "{alloc} {frontier}: {b:?} not reopened"
+                    );
+                }
+                assert_eq!(tags(&g, &flash), before, "{alloc} {frontier}");
+                // And it runs on.
+                overwrite(&mut g, &mut flash, 6);
+            }
+        }
+    }
+
+    #[test]
+    fn one_open_block_per_die_needs_its_reserve_and_names_die_alloc() {
+        let o: DftlOptions = from_pairs(
+            ID,
+            &[("die_alloc", "round_robin"), ("entries_per_page", "16")],
+        )
+        .unwrap();
+        // The least over-provisioning accepted, in steps of half a percent.
+        let least = (0..400)
+            .map(|i| i as f64 * 0.5)
+            .find(|&op| Dftl::new(&geo4(op), &o).is_ok())
+            .unwrap();
+        let e = Dftl::new(&geo4(least - 0.5), &o).err().unwrap().to_string();
+        assert!(
+            e.contains("die_alloc") && e.contains("raise --op to at least"),
+            "{e}"
+        );
+        let op: f64 = e
+            .split("raise --op to at least ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(Dftl::new(&geo4(op), &o).is_ok(), "{e}");
+        // 4 open data blocks + gc_threshold 3 + 4 of reserve: 11 blocks more than
+        // single's 1 + 3.
+        let single: DftlOptions = from_pairs(ID, &[("entries_per_page", "16")]).unwrap();
+        let s = Dftl::new(&geo4(40.0), &single).unwrap();
+        let m = Dftl::new(&geo4(40.0), &o).unwrap();
+        assert_eq!((s.gc_threshold(), m.gc_threshold()), (3, 7));
     }
 }

@@ -70,6 +70,16 @@
 //!   written data block is its group's write pointer again (two for one group is
 //!   `Failed`). GC during the rewrite copies with the victim's own write pointer, as
 //!   always.
+//! - Die-aware allocation (issue 22 item 3): `die_alloc` is declared, as for `page` and
+//!   `dftl`, but only `"single"` (default) is accepted; the others are refused naming
+//!   the option. Why: Algorithm III.1's point is that a data block holds the pages of
+//!   one write-pointer group, so its GC updates one translation page; dealing a
+//!   group's pages over the dies would need one open block per group and die
+//!   (`write_pointers x dies`, beyond what the over-provisioning holds for the
+//!   paper's one pointer per translation page), and dealing whole groups to dies is
+//!   what the pool already does (a group's next block is the next free one, and
+//!   blocks are striped `pbn % dies`). Random writes reach many groups, hence many
+//!   dies, without it.
 //! - `mapping_bytes` = GTD (a 4-byte translation PPN and a 4-byte cache index per
 //!   translation page) + CMT (cached pages) + write pointers (4 bytes each). tpm.txt
 //!   §IV-C quotes 96 KB of GTD for 32 GB, which no entry size we can derive reproduces
@@ -1139,5 +1149,20 @@ mod tests {
         flash.power_cycle();
         let e = tpm(&geo, &given).recover(&mut flash).unwrap_err();
         assert!(e.to_string().contains("Algorithm III.1"), "{e}");
+    }
+
+    #[test]
+    fn a_multi_die_allocation_is_refused_naming_the_option() {
+        let geo = geometry(2048, 4, 64, 100.0);
+        for v in ["round_robin", "static", "least_busy"] {
+            let o: TpmOptions = from_pairs(ID, &[("die_alloc", v)]).unwrap();
+            let e = Tpm::new(&geo, &o).err().unwrap().to_string();
+            assert!(
+                e.contains(&format!("`die_alloc` = `{v}`")) && e.contains("Algorithm III.1"),
+                "{e}"
+            );
+        }
+        let o: TpmOptions = from_pairs(ID, &[("die_alloc", "single")]).unwrap();
+        assert!(Tpm::new(&geo, &o).is_ok());
     }
 }
