@@ -19,6 +19,8 @@
 //!   demoted to the one region `max(r-1, 0)`, and a victim holds fewer valid pages than a
 //!   block, so one victim opens at most one new block; with `blocks >= logical_blocks +
 //!   gc_threshold + K` a sealed block with an invalid page always exists (pigeonhole).
+//!   This is `die_alloc = "single"`'s argument; a multi-die allocation keeps a larger
+//!   reserve (below).
 //! - A page written for the first time (or again after a trim) starts in region 0, the
 //!   coldest: it has no update history. An update of a page in region `r` goes to
 //!   `min(r+1, K-1)`; a GC copy from region `r` to `max(r-1, 0)`.
@@ -64,6 +66,30 @@
 //!   erase a trimmed last version before an older stale copy, which the scan then maps:
 //!   a trimmed page reads back as zeroes or any version written before the trim
 //!   (`TrimRecovery::AnyEarlier`, checked by the oracle).
+//! - Die-aware allocation (issue 22 item 3, not in the paper, which models one chip):
+//!   `die_alloc = "single"` (default: one active block per region), `"round_robin"`,
+//!   `"static"` or `"least_busy"`, as `page` has them: each region has one active block
+//!   per die (K x dies open blocks; 2 K x dies under `gc_frontier = "separate"`; dies:
+//!   channels x dies of parallel timing, 1 under serial timing, `min(dies, blocks)`),
+//!   and a page of a region (a host write, or a GC copy demoted into it) goes to that
+//!   region's block on the die the choice gives: in turn (one turn for all regions),
+//!   LPN `l % dies`, or the die free first under parallel timing (in turn without a
+//!   die clock). Free blocks are kept per die; a die with none borrows from the die
+//!   with the most. The region rule is unchanged. Open choice, made here: the full
+//!   variant (every region on every die) rather than dealing the K active blocks
+//!   over dies, so a run of writes to one region spreads over the dies as in `page`.
+//!   Its cost is the GC reserve: with one open block per die, a victim's copies can
+//!   open a block on every die of the region it is demoted into, so the one-block
+//!   argument above no longer holds. Counting the blocks an invocation takes (at
+//!   most one first block per open slot of the regions copies go to, regions 0 to
+//!   K - 2, any others only after `pages_per_block` copies each, so no more than the
+//!   rounds freed), the pool stays non-empty if GC starts with `(max(K - 1, 1)) x
+//!   dies` blocks free; so GC runs while fewer than `gc_threshold + max(K - 1, 1) x
+//!   dies - 1` are free, and the device needs `logical_blocks + gc_threshold +
+//!   max(K - 1, 1) x dies - 1 + K x dies` blocks (x 2 for the open blocks under
+//!   `separate`); `auto` regions are the most, up to 4, that fit, and the refusal
+//!   names `die_alloc`. Recovery reopens partly written blocks as the regions' open
+//!   blocks, region 0 first, a block to a slot of its own die in that region first.
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page) and the region byte
 //!   per block; the GC index is controller bookkeeping every scheme with GC needs.
 //! - Reported `extra`: `regions` (the K in use), `u_avg` (fraction of written pages in GC
@@ -71,13 +97,15 @@
 //!   `merge_count` (GC victims: the paper counts DAC's block reclamations as its merges).
 
 use crate::auto::AutoOr;
+use crate::demand::{DiePools, DieStreams};
+use crate::page::DieAlloc;
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{geometry_error, JsonSchema, SchemeError};
 use ftlab_core::victim::{self, GcFrontier, GcPolicy, VictimPolicy, Victims};
-use ftlab_core::wear::{self, FreeBlocks, Retirement, StaticLeveling, WearLeveling};
+use ftlab_core::wear::{self, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -120,6 +148,11 @@ pub struct DacOptions {
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
+    /// Which die a page is written on: single (one active block per region, the
+    /// paper's), round_robin (one per region and die, pages dealt in turn), static (die
+    /// = LPN % dies) or least_busy (the die free first under parallel timing). Dies:
+    /// channels x dies of parallel timing (1 under serial).
+    pub die_alloc: DieAlloc,
 }
 
 impl Default for DacOptions {
@@ -134,6 +167,7 @@ impl Default for DacOptions {
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             gc_frontier: GcFrontier::Shared,
             pe_limit: 0,
+            die_alloc: DieAlloc::Single,
         }
     }
 }
@@ -147,15 +181,19 @@ pub struct DacFtl {
     l2p: Vec<u32>,
     /// Region of each block's data (meaningful for active and sealed blocks).
     region: Vec<u8>,
-    /// Active block of each region (`NO_BLOCK` until the region is first written).
+    /// Active block of each region and die stream, at `region * dies + stream` (one
+    /// stream under `die_alloc = "single"`; `NO_BLOCK` until first written).
     active: Vec<u32>,
-    /// Under `gc_frontier = "separate"`: the GC copies' open block of each region
-    /// (`NO_BLOCK` until its first copy); empty under `shared`.
+    /// Under `gc_frontier = "separate"`: the GC copies' open block of each region and
+    /// stream, indexed as `active` (`NO_BLOCK` until its first copy); empty under
+    /// `shared`.
     gc_active: Vec<u32>,
+    /// Which stream (die) each page goes to.
+    streams: DieStreams,
     /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
     stream_programs: [u64; 2],
     stream_blocks: [u64; 2],
-    free: FreeBlocks,
+    free: DiePools,
     index: Victims,
     /// Static wear levelling, if on.
     wl: Option<StaticLeveling>,
@@ -169,42 +207,74 @@ impl DacFtl {
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &DacOptions) -> Result<DacFtl, SchemeError> {
         let gc_threshold = opts.gc_threshold.max(2);
-        let spare = geo.blocks.saturating_sub(geo.logical_blocks());
-        // Open blocks per region: the active block, and under `separate` the GC's.
+        let streams = DieStreams::new(geo, opts.die_alloc);
+        let n = streams.n as u32;
+        // Open blocks per region: the active block, and under `separate` the GC's; one
+        // of each per die under a multi-die allocation.
         let separate = opts.gc_frontier == GcFrontier::Separate;
-        let per = if separate { 2 } else { 1 };
-        let what = if separate {
-            "two open blocks per region (gc_frontier = \"separate\")"
-        } else {
-            "one active block per region"
+        let per = if separate { 2 * n } else { n };
+        let what = match (separate, n) {
+            (true, 1) => "two open blocks per region (gc_frontier = \"separate\")".to_string(),
+            (false, 1) => "one active block per region".to_string(),
+            (true, _) => format!(
+                "two open blocks per region and die, {per} per region (gc_frontier = \
+                 \"separate\", die_alloc)"
+            ),
+            (false, _) => {
+                format!("one active block per region and die, {n} per region (die_alloc)")
+            }
+        };
+        // The GC reserve of a multi-die allocation (module docs): one block per die and
+        // per region GC copies can be demoted into, less one.
+        let reserve = |k: u32| {
+            if n == 1 {
+                0
+            } else {
+                k.saturating_sub(1).max(1) * n - 1
+            }
+        };
+        let reserve_what = |k: u32| {
+            if n == 1 {
+                String::new()
+            } else {
+                format!(
+                    " + {} (GC reserve of die_alloc, (regions - 1) x dies - 1)",
+                    reserve(k)
+                )
+            }
         };
         let regions = match opts.regions {
             AutoOr::Auto => {
-                let fit = spare.saturating_sub(gc_threshold) / per;
+                let fits = |k: u32| {
+                    geo.logical_blocks() + gc_threshold + reserve(k) + per * k <= geo.blocks
+                };
+                let fit = (1..=DEFAULT_REGIONS).rev().find(|&k| fits(k)).unwrap_or(0);
                 if fit == 0 {
                     return Err(geometry_error(
                         ID,
                         format!(
-                            "needs at least {} physical blocks (logical blocks + gc_threshold \
+                            "needs at least {} physical blocks (logical blocks + gc_threshold{} \
                              + 1 region, {what}) but the geometry has {}; raise --op or \
                              lower gc_threshold",
-                            geo.logical_blocks() + gc_threshold + per,
+                            geo.logical_blocks() + gc_threshold + reserve(1) + per,
+                            reserve_what(1),
                             geo.blocks
                         ),
                     ));
                 }
-                fit.min(DEFAULT_REGIONS)
+                fit
             }
             AutoOr::Value(k) => {
                 let k = k.clamp(1, 255);
-                let needed = geo.logical_blocks() + gc_threshold + per * k;
+                let needed = geo.logical_blocks() + gc_threshold + reserve(k) + per * k;
                 if geo.blocks < needed {
                     return Err(geometry_error(
                         ID,
                         format!(
                             "regions = {k} needs at least {needed} physical blocks (logical \
-                             blocks + gc_threshold + {what}) but the geometry has {}; raise \
+                             blocks + gc_threshold{} + {what}) but the geometry has {}; raise \
                              --op or lower regions",
+                            reserve_what(k),
                             geo.blocks
                         ),
                     ));
@@ -212,25 +282,30 @@ impl DacFtl {
                 k
             }
         };
+        let slots = (regions * n) as usize;
+        let gc_threshold = gc_threshold + reserve(regions);
         Ok(DacFtl {
             geo: geo.clone(),
             l2p: vec![UNMAPPED; geo.logical_pages as usize],
             region: vec![0; geo.blocks as usize],
-            active: vec![NO_BLOCK; regions as usize],
+            active: vec![NO_BLOCK; slots],
             gc_active: if separate {
-                vec![NO_BLOCK; regions as usize]
+                vec![NO_BLOCK; slots]
             } else {
                 Vec::new()
             },
+            streams,
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             free: {
                 let min_blocks = geo.logical_blocks() + gc_threshold + per * regions;
                 let dynamic = opts.wear_leveling != WearLeveling::Off;
-                let mut f = FreeBlocks::new(geo.blocks, 1, dynamic)
-                    .with_retirement(Retirement::new(ID, geo.blocks, opts.pe_limit, min_blocks));
-                (0..geo.blocks).for_each(|b| f.push(Pbn(b), 0));
-                f
+                DiePools::new(
+                    geo.blocks,
+                    n,
+                    dynamic,
+                    Retirement::new(ID, geo.blocks, opts.pe_limit, min_blocks),
+                )
             },
             index: Victims::new(
                 geo.blocks,
@@ -257,7 +332,23 @@ impl DacFtl {
 
     /// Number of regions in use.
     pub fn regions(&self) -> u32 {
-        self.active.len() as u32
+        (self.active.len() / self.streams.n) as u32
+    }
+
+    /// The stream (die) the next page of `lpn` in `region` goes to; GC copies (`in_gc`)
+    /// compare the die clocks of the blocks they go to.
+    #[inline]
+    fn pick_stream(&mut self, flash: &Flash, lpn: Lpn, region: usize, in_gc: bool) -> usize {
+        let n = self.streams.n;
+        let open = if in_gc && !self.gc_active.is_empty() {
+            &self.gc_active
+        } else {
+            &self.active
+        };
+        let open = &open[region * n..(region + 1) * n];
+        self.streams.pick(flash, lpn, |s| {
+            Some(Pbn(open[s])).filter(|b| b.0 != NO_BLOCK)
+        })
     }
 
     /// The region of the block holding `lpn`'s live copy, if mapped.
@@ -266,14 +357,16 @@ impl DacFtl {
         (p != UNMAPPED).then(|| self.region[self.geo.block_of(Ppn(p)).idx()] as u32)
     }
 
-    /// The next free page of `region`'s active block, opening a new one when it is full
-    /// (and, for host writes, collecting garbage after opening it).
-    fn frontier(&mut self, flash: &mut Flash, region: usize, in_gc: bool) -> Ppn {
+    /// The next free page of `region`'s active block on stream `st`, opening a new one
+    /// (from the stream's die) when it is full (and, for host writes, collecting
+    /// garbage after opening it).
+    fn frontier(&mut self, flash: &mut Flash, region: usize, st: usize, in_gc: bool) -> Ppn {
         if in_gc && !self.gc_active.is_empty() {
-            return self.gc_frontier(flash, region);
+            return self.gc_frontier(flash, region, st);
         }
+        let i = region * self.streams.n + st;
         loop {
-            let a = self.active[region];
+            let a = self.active[i];
             if a != NO_BLOCK && !flash.is_full(Pbn(a)) {
                 return self.geo.ppn(Pbn(a), flash.write_ptr(Pbn(a)));
             }
@@ -282,11 +375,11 @@ impl DacFtl {
             }
             let b = self
                 .free
-                .pop()
+                .pop_die(st)
                 .expect("dac: free pool empty (GC reserve broken)");
             debug_assert!(flash.is_erased(b));
             self.region[b.idx()] = region as u8;
-            self.active[region] = b.0;
+            self.active[i] = b.0;
             self.stream_blocks[0] += 1;
             if !in_gc {
                 self.collect(flash);
@@ -296,22 +389,23 @@ impl DacFtl {
 
     /// The next free page of `region`'s GC block (`gc_frontier = "separate"`), opening
     /// one when it is full or not yet open (inside a collection: no nested one).
-    fn gc_frontier(&mut self, flash: &mut Flash, region: usize) -> Ppn {
-        let a = self.gc_active[region];
+    fn gc_frontier(&mut self, flash: &mut Flash, region: usize, st: usize) -> Ppn {
+        let i = region * self.streams.n + st;
+        let a = self.gc_active[i];
         if a == NO_BLOCK || flash.is_full(Pbn(a)) {
             if a != NO_BLOCK {
                 self.seal(flash, Pbn(a));
             }
             let b = self
                 .free
-                .pop()
+                .pop_die(st)
                 .expect("dac: free pool empty (GC reserve broken)");
             self.region[b.idx()] = region as u8;
-            self.gc_active[region] = b.0;
+            self.gc_active[i] = b.0;
             self.stream_blocks[1] += 1;
         }
         self.stream_programs[1] += 1;
-        let a = Pbn(self.gc_active[region]);
+        let a = Pbn(self.gc_active[i]);
         self.geo.ppn(a, flash.write_ptr(a))
     }
 
@@ -384,7 +478,12 @@ impl DacFtl {
             if !flash.is_valid(src) {
                 continue;
             }
-            let dst = self.frontier(flash, dest, true);
+            let lpn = match self.streams.alloc {
+                DieAlloc::Static => flash.peek_tag(src).expect("a valid page is programmed").lpn,
+                _ => Lpn(0),
+            };
+            let st = self.pick_stream(flash, lpn, dest, true);
+            let dst = self.frontier(flash, dest, st, true);
             let tag = flash.copy(src, dst, Cause::Gc);
             flash.invalidate(src);
             debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
@@ -420,13 +519,14 @@ impl DacFtl {
 // the two schemes do not share code.
 impl Ftl for DacFtl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
-        let top = self.active.len() - 1;
+        let top = self.regions() as usize - 1;
         for &tag in pages {
             let region = match self.unmap(flash, tag.lpn) {
                 Some(r) => (r as usize + 1).min(top),
                 None => 0,
             };
-            let ppn = self.frontier(flash, region, false);
+            let st = self.pick_stream(flash, tag.lpn, region, false);
+            let ppn = self.frontier(flash, region, st, false);
             flash.program(ppn, tag, Cause::Host);
             self.l2p[tag.lpn.idx()] = ppn.0;
         }
@@ -455,22 +555,33 @@ impl Ftl for DacFtl {
         self.region.fill(0);
         self.active.fill(NO_BLOCK);
         self.gc_active.fill(NO_BLOCK);
-        let mut opened = 0;
+        // Partly written blocks reopen, in block-number order, as the host blocks of
+        // regions 0, 1, ..., then the GC blocks; within the slots of a region (one per
+        // die stream), a slot of the block's own die first, else any free one. With one
+        // stream this is slot after slot. Any beyond the slots are sealed.
         let mut free = VecDeque::new();
-        let k = self.active.len();
+        let n = self.streams.n;
+        let host = self.active.len();
+        let mut slots = vec![NO_BLOCK; host + self.gc_active.len()];
         scan::sort_blocks(flash, &mut free, &mut self.index, |b| {
-            let open = opened < k + self.gc_active.len();
-            if open {
-                self.region[b.idx()] = (opened % k) as u8;
-                if opened < k {
-                    self.active[opened] = b.0;
-                } else {
-                    self.gc_active[opened - k] = b.0;
-                }
-                opened += 1;
-            }
-            Ok(open)
+            let Some(first) = slots.iter().position(|&x| x == NO_BLOCK) else {
+                return Ok(false);
+            };
+            // The region (host or GC) being filled: its `n` slots.
+            let start = first - first % n;
+            let i = (start..start + n)
+                .find(|&i| slots[i] == NO_BLOCK && i % n == b.idx() % n)
+                .unwrap_or(first);
+            slots[i] = b.0;
+            self.region[b.idx()] = ((i % host) / n) as u8;
+            Ok(true)
         })?;
+        let gc = slots.split_off(host);
+        self.active = slots;
+        if !self.gc_active.is_empty() {
+            self.gc_active = gc;
+        }
+        self.streams.turn = 0;
         self.free.clear();
         for b in free {
             self.free.push(b, flash.erase_count(b));
@@ -490,10 +601,11 @@ impl Ftl for DacFtl {
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         scan::check_l2p(flash, &self.l2p)?;
-        let k = self.active.len();
+        let (host, n) = (self.active.len(), self.streams.n);
         for (i, &a) in self.active.iter().chain(&self.gc_active).enumerate() {
-            if a != NO_BLOCK && self.region[a as usize] as usize != i % k {
-                return Err(format!("open block {a} of region {} is mislabelled", i % k));
+            let r = (i % host) / n;
+            if a != NO_BLOCK && self.region[a as usize] as usize != r {
+                return Err(format!("open block {a} of region {r} is mislabelled"));
             }
         }
         let actives: Vec<Pbn> = self
@@ -515,8 +627,7 @@ impl Ftl for DacFtl {
 
     fn stats(&self) -> FtlStats {
         let mut s = self.stats.clone();
-        s.extra
-            .gauge("regions", "regions", self.active.len() as f64);
+        s.extra.gauge("regions", "regions", self.regions() as f64);
         s.extra
             .counter("merge_count", "merges", s.gc_invocations as f64);
         self.free.retirement().report(&mut s.extra);
@@ -844,5 +955,131 @@ mod tests {
         }
         d.check(&f).unwrap();
         assert!(d.stats().gc_invocations > 100);
+    }
+
+    /// 4 dies (2 channels x 2), 8-page blocks, 64 logical blocks.
+    fn geo4(op: f64) -> Geometry {
+        ftlab_core::geometry::GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 8,
+            spare_bytes: 64,
+            logical_bytes: 64 * 8 * 2048,
+            op_percent: op,
+            channels: 2,
+            dies_per_channel: 2,
+            planes_per_die: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap()
+    }
+
+    fn multi(alloc: &str, frontier: &str) -> (DacFtl, Flash) {
+        let g = geo4(100.0);
+        let o = opts(&[("die_alloc", alloc), ("gc_frontier", frontier)]);
+        (DacFtl::new(&g, &o).unwrap(), Flash::new(&g))
+    }
+
+    fn die_of(d: &DacFtl, lpn: u32) -> u32 {
+        d.l2p[lpn as usize] / d.geo.pages_per_block % d.geo.dies()
+    }
+
+    /// Fill, then 20 device writes of random overwrites and 3 more; deep-checks.
+    fn overwrite(d: &mut DacFtl, f: &mut Flash, seed: u64) {
+        let n = d.geo.logical_pages;
+        let mut rng = ftlab_core::rng::SplitMix64::new(seed);
+        let mut version = vec![0u32; n as usize];
+        for l in (0..n).chain((0..20 * n + 3).map(|_| rng.below(n as u64) as u32)) {
+            version[l as usize] += 1;
+            d.write(f, &[tag(l, version[l as usize])]);
+        }
+        d.check(f).unwrap();
+        for (l, &v) in version.iter().enumerate() {
+            assert_eq!(d.read(f, Lpn(l as u32)), Some(tag(l as u32, v)));
+        }
+    }
+
+    #[test]
+    fn round_robin_deals_a_regions_writes_to_every_die() {
+        let (mut d, mut f) = multi("round_robin", "shared");
+        assert_eq!(d.regions(), 4);
+        for l in 0..8 {
+            d.write(&mut f, &[tag(l, 1)]);
+        }
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&d, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // Updates go to region 1, dealt in turn as well.
+        for l in 0..4 {
+            d.write(&mut f, &[tag(l, 2)]);
+            assert_eq!(d.region_of(Lpn(l)), Some(1));
+        }
+        let dies: Vec<u32> = (0..4).map(|l| die_of(&d, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3]);
+        d.check(&f).unwrap();
+    }
+
+    #[test]
+    fn static_striping_keeps_every_lpn_on_its_die_through_gc() {
+        for frontier in ["shared", "separate"] {
+            let (mut d, mut f) = multi("static", frontier);
+            overwrite(&mut d, &mut f, 3);
+            assert!(d.stats().gc_pages_copied > 0);
+            // LPN l goes to stream l % 4, whose open block is on die l % 4 unless that
+            // die's pool ran dry and it borrowed a block of another die.
+            let n = d.geo.logical_pages;
+            let home = (0..n).filter(|&l| die_of(&d, l) == l % 4).count() as u32;
+            assert!(home * 10 >= n * 9, "{frontier}: {home} of {n} on their die");
+        }
+    }
+
+    #[test]
+    fn multi_die_allocation_survives_heavy_gc_and_recovers_its_open_blocks() {
+        for alloc in ["round_robin", "static", "least_busy"] {
+            for frontier in ["shared", "separate"] {
+                let (mut d, mut f) = multi(alloc, frontier);
+                overwrite(&mut d, &mut f, 5);
+                let partly: Vec<u32> = d
+                    .active
+                    .iter()
+                    .chain(&d.gc_active)
+                    .copied()
+                    .filter(|&b| b != NO_BLOCK)
+                    .filter(|&b| !f.is_erased(Pbn(b)) && !f.is_full(Pbn(b)))
+                    .collect();
+                assert!(partly.len() >= 2, "{alloc} {frontier}: {partly:?}");
+                let tags: Vec<Option<PageTag>> =
+                    d.l2p.iter().map(|&p| f.peek_tag(Ppn(p))).collect();
+                let mut g = crate::testutil::recover_fresh(&mut f, multi(alloc, frontier).0);
+                let open: Vec<u32> = g.active.iter().chain(&g.gc_active).copied().collect();
+                // Every partly written block reopened (recovery's GC may have filled
+                // some since).
+                for b in &partly {
+                    assert!(
+                        f.is_full(Pbn(*b)) || open.contains(b),
+                        "{alloc} {frontier}: {b}"
+                    );
+                }
+                let now: Vec<Option<PageTag>> = g.l2p.iter().map(|&p| f.peek_tag(Ppn(p))).collect();
+                assert_eq!(now, tags, "{alloc} {frontier}");
+                overwrite(&mut g, &mut f, 6);
+            }
+        }
+    }
+
+    #[test]
+    fn one_open_block_per_region_and_die_needs_its_reserve() {
+        // 64 logical blocks; K regions x 4 dies open blocks + gc_threshold 2 + a GC
+        // reserve of (K - 1) x 4 - 1: K = 4 needs 64 + 16 + 2 + 11 = 93 blocks.
+        let o = opts(&[("die_alloc", "round_robin"), ("regions", "4")]);
+        let e = DacFtl::new(&geo4(43.0), &o).err().unwrap().to_string();
+        assert!(
+            e.contains("needs at least 93") && e.contains("die_alloc"),
+            "{e}"
+        );
+        assert!(DacFtl::new(&geo4(45.0), &o).is_ok());
+        // Auto scales K down: 64 x 1.3 = 84 blocks hold K = 2 (64 + 8 + 2 + 3 = 77),
+        // not 3 (64 + 12 + 2 + 7 = 85).
+        let d = DacFtl::new(&geo4(30.0), &opts(&[("die_alloc", "static")])).unwrap();
+        assert_eq!(d.regions(), 2);
     }
 }

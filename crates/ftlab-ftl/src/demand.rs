@@ -33,7 +33,8 @@
 //!   picks (default `greedy`: the fewest valid pages, ties by the lowest number; the
 //!   policies are in [`ftlab_core::victim`]). A policy other than greedy may pick a
 //!   fully valid block while the pool holds 2 or more blocks (its round fits, see
-//!   [`Space::pick_victim`]); GC then goes on to the next round. Blocks are sealed the moment their last page
+//!   [`Space::pick_victim`]; under a multi-die `die_alloc`, `dies + 1` or more, see
+//!   below); GC then goes on to the next round. Blocks are sealed the moment their last page
 //!   is programmed; open blocks are never victims. One GC round may take a block for its
 //!   copies and, after erasing the victim, another for its translation writes, so a
 //!   round can shrink the pool by one. When the pool is down to 0 or 1 blocks, a scan
@@ -92,6 +93,28 @@
 //!   `WornOut` and the run ends as a worn-out device (`--until-worn-out` reports its
 //!   life). Recovery re-derives retirement from the erase counts on flash.
 //!   `ftl.extra.retired_blocks` (only with a limit).
+//! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip;
+//!   `dftl` only, `tpm` refuses it): `die_alloc` with the semantics of `page`'s
+//!   (`single`, default: one current data block; `round_robin`, `static`,
+//!   `least_busy`: one open data block per die, a block's die being `pbn % dies`,
+//!   [`DieStreams`]). Free blocks are kept per die ([`DiePools`], first-in first-out
+//!   or least-erased first in each); a data block opens from its die's pool, and when
+//!   that is empty from the die with the most free blocks (the lowest such die);
+//!   translation blocks, of which there is still one active, open from the die with
+//!   the most free blocks. Open choice, made here: translation pages are not spread
+//!   over dies (they are few next to data pages and a per-die translation block would
+//!   cost `dies` more open blocks of reserve). The feasibility rule counts `dies` open
+//!   data blocks, and `gc_threshold` is raised by `dies` (the copies of one victim can
+//!   fill every die's open block once, as in `page`); the refusal names `die_alloc`
+//!   and the least `--op`. The low-pool victim rule counts the pool blocks a round's
+//!   copies take per die ([`DieStreams::copy_blocks`]: exact for `round_robin`, whose
+//!   deal starts at the next turn, and for `static`, from the victim's LPNs; for
+//!   `least_busy`, whose deal follows the die clocks, an upper bound: the most dies
+//!   whose open blocks `valid` pages can all overflow), and a policy's own pick is
+//!   taken while the pool holds more than `dies` blocks. Checked by the stress sweep
+//!   with `FTLAB_STRESS_ALLOC` and `FTLAB_STRESS_DIES` (no stall; CHANGELOG, issue 22
+//!   item 3). Under `single` every choice above reduces to the one pool and one
+//!   block, and reports are byte for byte as before.
 //!
 //! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
 //! `recover` of each scheme):
@@ -127,8 +150,9 @@
 //! - Blocks: erased ones form the free pool (block-number order); a block holds only
 //!   data or only translation pages, else [`RecoverError::Failed`]; full blocks are
 //!   sealed GC candidates; the partly written translation block is the active one. The
-//!   partly written data blocks are handed to the scheme (DFTL's current data block,
-//!   TPM's write pointers).
+//!   partly written data blocks are handed to the scheme (DFTL's current data blocks,
+//!   one per die under a multi-die `die_alloc`; TPM's write pointers). Erased blocks go
+//!   back to their die's pool.
 //! - Cost: one spare read per programmed page, plus one program per translation page
 //!   that was on flash (none if the CMT never had to write one back, as when the
 //!   default 512 KiB CMT covers the whole device: 128 MiB of 2 KiB pages for DFTL,
@@ -138,6 +162,7 @@
 //!   only.
 
 use crate::auto::AutoOr;
+use crate::page::DieAlloc;
 use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
@@ -147,6 +172,230 @@ use ftlab_core::victim::{VictimPolicy, Victims};
 use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, Pbn, Ppn};
 use std::collections::VecDeque;
+
+/// Free blocks kept per die (issue 22 item 3; one pool under `die_alloc = "single"`),
+/// first-in first-out or least-erased first in each, and one [`Retirement`] for them
+/// all. A block's die is `pbn % dies`, as parallel timing places it. A die with no
+/// free block borrows from the die with the most (the lowest such die), so a block is
+/// handed out while any is free. With one die it behaves exactly as one
+/// [`FreeBlocks`] with that retirement.
+#[derive(Clone, Debug)]
+pub(crate) struct DiePools {
+    pools: Vec<FreeBlocks>,
+    retirement: Retirement,
+    len: usize,
+}
+
+impl DiePools {
+    /// Pools of `dies` dies holding every block of a new device (none erased yet).
+    pub(crate) fn new(blocks: u32, dies: u32, dynamic: bool, retirement: Retirement) -> Self {
+        let dies = dies.clamp(1, blocks.max(1));
+        let mut p = DiePools {
+            pools: (0..dies)
+                .map(|_| FreeBlocks::new(blocks, dies, dynamic))
+                .collect(),
+            retirement,
+            len: 0,
+        };
+        (0..blocks).for_each(|b| p.push(Pbn(b), 0));
+        p
+    }
+
+    /// Free blocks in all pools.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Pools (dies).
+    #[inline]
+    pub(crate) fn dies(&self) -> usize {
+        self.pools.len()
+    }
+
+    /// Hands back an erased block, unless it retires ([`FreeBlocks::push`]).
+    #[inline]
+    pub(crate) fn push(&mut self, b: Pbn, erases: u32) {
+        if self.retirement.erased(b, erases) {
+            return;
+        }
+        let n = self.pools.len();
+        self.pools[b.idx() % n].push(b, erases);
+        self.len += 1;
+    }
+
+    /// A block of die `d`'s pool, else of the pool with the most (the lowest such);
+    /// `None` (after [`Retirement::exhausted`], which raises when blocks have retired)
+    /// when every pool is empty.
+    #[inline]
+    pub(crate) fn pop_die(&mut self, d: usize) -> Option<Pbn> {
+        let from = if self.pools[d].is_empty() {
+            self.fullest()
+        } else {
+            d
+        };
+        let b = self.pools[from].pop_if_any();
+        match b {
+            Some(_) => self.len -= 1,
+            None => self.retirement.exhausted(),
+        }
+        b
+    }
+
+    /// A block of the pool with the most free blocks (the lowest such die).
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<Pbn> {
+        let d = self.fullest();
+        self.pop_die(d)
+    }
+
+    fn fullest(&self) -> usize {
+        if self.pools.len() == 1 {
+            return 0;
+        }
+        let most = self.pools.iter().map(FreeBlocks::len).max().unwrap_or(0);
+        self.pools.iter().position(|f| f.len() == most).unwrap_or(0)
+    }
+
+    /// Empties the pools and forgets the retired blocks (a recovery hands every
+    /// erased block back).
+    pub(crate) fn clear(&mut self) {
+        self.pools.iter_mut().for_each(FreeBlocks::clear);
+        self.retirement.clear();
+        self.len = 0;
+    }
+
+    /// Every free block, pool by pool.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Pbn> + '_ {
+        self.pools.iter().flat_map(FreeBlocks::iter)
+    }
+
+    /// The retirement of all pools.
+    pub(crate) fn retirement(&self) -> &Retirement {
+        &self.retirement
+    }
+}
+
+/// Die-aware allocation (`die_alloc`, issue 22 item 3, the semantics of `page`'s): which
+/// of `n` open data blocks (one per die; one under `single`) the next page goes to.
+#[derive(Clone, Debug)]
+pub(crate) struct DieStreams {
+    pub alloc: DieAlloc,
+    /// Streams: dies under a multi-die allocation, else 1.
+    pub n: usize,
+    /// The stream of the next round-robin write.
+    pub turn: usize,
+}
+
+impl DieStreams {
+    /// The streams of `alloc` on `geo`: `min(dies, blocks)` under a multi-die
+    /// allocation (the planes, `min(dies x planes, blocks)`, on a device with several
+    /// per die: as in `page`, "die" then means plane), 1 under `single`.
+    pub(crate) fn new(geo: &Geometry, alloc: DieAlloc) -> DieStreams {
+        let n = match alloc {
+            DieAlloc::Single => 1,
+            DieAlloc::RoundRobin | DieAlloc::Static | DieAlloc::LeastBusy => {
+                geo.planes().min(geo.blocks).max(1) as usize
+            }
+        };
+        DieStreams { alloc, n, turn: 0 }
+    }
+
+    /// The stream the next page of `lpn` goes to; `open(s)` is stream `s`'s open
+    /// block if it has one (least-busy compares the die clocks of the open blocks, or
+    /// of die `s` itself when the stream has none open: block `s` is on die `s`).
+    #[inline]
+    pub(crate) fn pick(
+        &mut self,
+        flash: &Flash,
+        lpn: Lpn,
+        open: impl Fn(usize) -> Option<Pbn>,
+    ) -> usize {
+        match self.alloc {
+            DieAlloc::Single => 0,
+            DieAlloc::RoundRobin => self.next_turn(),
+            DieAlloc::Static => lpn.idx() % self.n,
+            DieAlloc::LeastBusy => match flash.clock() {
+                Some(clock) => {
+                    let at = |s: usize| clock.free_at(open(s).unwrap_or(Pbn(s as u32)));
+                    let mut best = 0;
+                    let mut t0 = at(0);
+                    for s in 1..self.n {
+                        let t = at(s);
+                        if t < t0 {
+                            (best, t0) = (s, t);
+                        }
+                    }
+                    best
+                }
+                None => self.next_turn(),
+            },
+        }
+    }
+
+    #[inline]
+    fn next_turn(&mut self) -> usize {
+        let s = self.turn;
+        self.turn = if s + 1 == self.n { 0 } else { s + 1 };
+        s
+    }
+
+    /// The most pool blocks a GC round's copies of `valid` pages (tags read off
+    /// `victim` when the allocation is static) can take, given each stream's `room`
+    /// (free pages of its open block, 0 if none is open): a stream takes a block when
+    /// it is dealt more pages than its room, and at most one, since a victim holds
+    /// fewer valid pages than a block. Exact for `single`, `round_robin` (the deal
+    /// starts at `turn`) and `static` (per-die counts of the victim's LPNs); an upper
+    /// bound for `least_busy`, whose deal depends on the die clocks: the most streams
+    /// whose rooms can all be exceeded by `valid` pages (the smallest rooms first).
+    pub(crate) fn copy_blocks(
+        &self,
+        flash: &Flash,
+        geo: &Geometry,
+        victim: Pbn,
+        valid: u32,
+        room: &[u32],
+    ) -> u32 {
+        let n = self.n;
+        match self.alloc {
+            DieAlloc::Single => (valid > room[0]) as u32,
+            DieAlloc::RoundRobin => (0..n)
+                .filter(|&s| {
+                    let k = (s + n - self.turn) % n;
+                    let dealt = valid as usize / n + (k < valid as usize % n) as usize;
+                    dealt > room[s] as usize
+                })
+                .count() as u32,
+            DieAlloc::Static => {
+                let mut dealt = vec![0u32; n];
+                for off in 0..flash.write_ptr(victim) {
+                    let p = geo.ppn(victim, off);
+                    if flash.is_valid(p) {
+                        if let Some(tag) = flash.peek_tag(p) {
+                            dealt[tag.lpn.idx() % n] += 1;
+                        }
+                    }
+                }
+                (0..n).filter(|&s| dealt[s] > room[s]).count() as u32
+            }
+            DieAlloc::LeastBusy => {
+                let mut rooms = room.to_vec();
+                rooms.sort_unstable();
+                let mut left = valid as u64;
+                let mut k = 0;
+                for r in rooms {
+                    if left > r as u64 {
+                        left -= r as u64 + 1;
+                        k += 1;
+                    } else {
+                        break;
+                    }
+                }
+                k
+            }
+        }
+    }
+}
 
 /// "No entry": an unmapped LPN, an uncached page, no block.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -370,16 +619,38 @@ pub(crate) fn gc_threshold(
     tpages: u32,
     open_min: u32,
 ) -> Result<u32, SchemeError> {
-    let need = |theta: u32| (open_min + theta) as i64 * geo.pages_per_block as i64;
+    gc_threshold_dies(geo, scheme, gc_threshold, tpages, open_min, 0)
+}
+
+/// [`gc_threshold`] for a scheme under a multi-die `die_alloc` whose GC keeps
+/// `die_reserve` (one block per die) more blocks free: the geometry must hold
+/// `open_min` open data blocks and `theta + die_reserve` blocks. Returns `theta` (the
+/// caller adds the reserve); a refusal names `die_alloc`.
+pub(crate) fn gc_threshold_dies(
+    geo: &Geometry,
+    scheme: &str,
+    gc_threshold: AutoOr<u32>,
+    tpages: u32,
+    open_min: u32,
+    die_reserve: u32,
+) -> Result<u32, SchemeError> {
+    let need = |theta: u32| (open_min + theta + die_reserve) as i64 * geo.pages_per_block as i64;
     let refuse = |theta: u32| {
         let pages = geo.logical_pages as i64 + tpages as i64 + need(theta) + 1;
+        let what = if die_reserve == 0 {
+            format!("{open_min} open data block(s) + gc_threshold {theta} blocks")
+        } else {
+            format!(
+                "{open_min} open data blocks, one per die under die_alloc, + gc_threshold \
+                 {theta} + {die_reserve} blocks of GC reserve, one per die under die_alloc"
+            )
+        };
         geometry_error(
             scheme,
             format!(
                 "needs {} pages beyond the {} logical pages and {tpages} translation pages \
-                 ({open_min} open data block(s) + gc_threshold {theta} blocks, plus one \
-                 page), but the geometry has {}; raise --op to at least {}, or raise \
-                 entries_per_page",
+                 ({what}, plus one page), but the geometry has {}; raise --op to at least \
+                 {}, or raise entries_per_page",
                 need(theta) + 1,
                 geo.logical_pages,
                 (headroom_pages(geo, tpages) + 1).max(0),
@@ -390,7 +661,7 @@ pub(crate) fn gc_threshold(
     let theta = gc_threshold
         .unwrap_or(MIN_GC_THRESHOLD)
         .max(MIN_GC_THRESHOLD);
-    if !fits(geo, tpages, open_min, theta) {
+    if !fits(geo, tpages, open_min, theta + die_reserve) {
         return Err(refuse(theta));
     }
     Ok(theta)
@@ -422,8 +693,8 @@ pub(crate) trait Demand {
     /// the scheme's open data blocks and its cache.
     fn pick_victim(&mut self, flash: &Flash) -> Pbn;
 
-    /// The page a valid page of data block `victim` moves to during GC.
-    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn;
+    /// The page the valid page `src` of data block `victim` moves to during GC.
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn, src: Ppn) -> Ppn;
 
     /// After the GC copy from `victim` to `dst` was programmed.
     fn after_gc_program(&mut self, flash: &Flash, victim: Pbn, dst: Ppn);
@@ -453,7 +724,7 @@ pub(crate) trait Demand {
     /// block moved.
     fn level(&mut self, flash: &mut Flash) -> bool {
         let s = self.space();
-        if s.free.len() < 2 {
+        if s.free.len() <= s.free.dies() {
             return false;
         }
         let Some(cold) = s.wl.as_ref().and_then(StaticLeveling::candidate) else {
@@ -516,7 +787,7 @@ pub(crate) trait Demand {
             if !flash.is_valid(src) {
                 continue;
             }
-            let dst = self.gc_dest(flash, victim);
+            let dst = self.gc_dest(flash, victim, src);
             let tag = flash.copy(src, dst, Cause::Gc);
             self.space().invalidate(flash, src);
             self.after_gc_program(flash, victim, dst);
@@ -617,7 +888,9 @@ pub(crate) struct Space {
     pub geo: Geometry,
     pub lay: Layout,
     pub gc_threshold: u32,
-    pub free: FreeBlocks,
+    /// Free blocks, per die under a multi-die `die_alloc` (`free.dies()` is then the
+    /// number of open data blocks one GC round's copies can fill).
+    pub free: DiePools,
     pub kind: Vec<Kind>,
     pub index: Victims,
     /// Static wear levelling, if on.
@@ -642,12 +915,14 @@ pub(crate) struct Space {
 }
 
 impl Space {
+    /// `dies`: free pools (1 under `die_alloc = "single"`).
     pub(crate) fn new(
         geo: &Geometry,
         lay: Layout,
         gc_threshold: u32,
         policy: VictimPolicy,
         wear: Wear,
+        dies: u32,
         scheme: &'static str,
     ) -> Space {
         let Wear {
@@ -656,8 +931,7 @@ impl Space {
             retirement,
         } = wear;
         let dynamic = leveling != WearLeveling::Off;
-        let mut free = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(retirement);
-        (0..geo.blocks).for_each(|b| free.push(Pbn(b), 0));
+        let free = DiePools::new(geo.blocks, dies, dynamic, retirement);
         Space {
             geo: geo.clone(),
             lay,
@@ -709,9 +983,21 @@ impl Space {
         );
     }
 
-    /// Takes the next free block for `kind`.
+    /// Takes the next free block for `kind` (from the die with the most free blocks).
     pub(crate) fn open_block(&mut self, kind: Kind) -> Pbn {
-        let b = self.free.pop().unwrap_or_else(|| {
+        let d = usize::MAX;
+        self.open_block_on(d, kind)
+    }
+
+    /// Takes the next free block for `kind` from die `d`'s pool (borrowing when it is
+    /// empty; `usize::MAX`: the die with the most).
+    pub(crate) fn open_block_on(&mut self, d: usize, kind: Kind) -> Pbn {
+        let b = if d == usize::MAX {
+            self.free.pop()
+        } else {
+            self.free.pop_die(d)
+        };
+        let b = b.unwrap_or_else(|| {
             panic!(
                 "{}: free pool empty (the geometry check and GC reserve should prevent this)",
                 self.scheme
@@ -870,12 +1156,26 @@ impl Space {
         data_room: impl Fn(Pbn) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Pbn {
+        self.pick_victim_with(flash, |b, valid| (valid > data_room(b)) as u32, cached)
+    }
+
+    /// [`Space::pick_victim`] for a scheme with several open data blocks a round's
+    /// copies may go to (one per die under a multi-die `die_alloc`): `copy_blocks(b,
+    /// valid)` is the most pool blocks the copies of data block `b`'s `valid` pages
+    /// take ([`DieStreams::copy_blocks`]). The policy's pick is taken while the pool
+    /// holds more blocks than the copies can take (`free.dies() + 1`: with one die, 2).
+    pub(crate) fn pick_victim_with(
+        &mut self,
+        flash: &Flash,
+        copy_blocks: impl Fn(Pbn, u32) -> u32,
+        cached: impl Fn(Lpn) -> bool,
+    ) -> Pbn {
         assert!(
             !self.index.stuck(),
             "{}: every sealed block is fully valid (or none is sealed); no progress possible",
             self.scheme
         );
-        let victim = if self.free.len() >= 2 {
+        let victim = if self.free.len() > self.free.dies() {
             let pick = if self.greedy_now {
                 self.index.min()
             } else {
@@ -884,7 +1184,7 @@ impl Space {
             let (b, _) = pick.expect("not stuck: a block is sealed");
             b
         } else {
-            self.low_pool_victim(flash, data_room, cached)
+            self.low_pool_victim(flash, copy_blocks, cached)
         };
         self.index.remove(victim);
         if let Some(wl) = &mut self.wl {
@@ -907,7 +1207,7 @@ impl Space {
     fn low_pool_victim(
         &mut self,
         flash: &Flash,
-        data_room: impl Fn(Pbn) -> u32,
+        data_room: impl Fn(Pbn, u32) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Pbn {
         let ppb = self.geo.pages_per_block;
@@ -970,7 +1270,7 @@ impl Space {
     fn low_pool_victim_by_scan(
         &mut self,
         flash: &Flash,
-        data_room: impl Fn(Pbn) -> u32,
+        data_room: impl Fn(Pbn, u32) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Option<Pbn> {
         let ppb = self.geo.pages_per_block;
@@ -1295,16 +1595,17 @@ impl Round<'_> {
         flash: &Flash,
         b: Pbn,
         valid: u32,
-        data_room: impl Fn(Pbn) -> u32,
+        data_room: impl Fn(Pbn, u32) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Option<bool> {
         let is_trans = self.kind[b.idx()] == Kind::Trans;
-        let room = if is_trans {
-            self.trans_room
+        // Pool blocks the copies take: the translation block's overflow, or what the
+        // scheme says its open data blocks' overflow is.
+        let c = if is_trans {
+            (valid > self.trans_room) as u32
         } else {
-            data_room(b)
+            data_room(b, valid)
         };
-        let c = (valid > room) as u32;
         if c > self.pool {
             return None;
         }
@@ -1564,7 +1865,10 @@ mod tests {
     /// `FTLAB_STRESS_OPS` the overwrites per logical page (default 20),
     /// `FTLAB_STRESS_PPB` the block sizes (default `2,4,8,16,64`), `FTLAB_STRESS_BLOCKS`
     /// the logical blocks (default `16,64,256`), `FTLAB_STRESS_SLACK`
-    /// over-provisioning percent added to the least accepted (default 0).
+    /// over-provisioning percent added to the least accepted (default 0),
+    /// `FTLAB_STRESS_ALLOC` the `die_alloc` values (default `single`; `tpm` refuses the
+    /// others, so its runs are skipped there) and `FTLAB_STRESS_DIES` the dies of the
+    /// device (default 1; channels x 1).
     #[test]
     #[ignore]
     fn gc_stress_sweep() {
@@ -1600,10 +1904,23 @@ mod tests {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0.0);
         let thetas = std::env::var("FTLAB_STRESS_THETAS").unwrap_or_else(|_| "auto".into());
+        let allocs = list("FTLAB_STRESS_ALLOC", "single");
+        let dies: u32 = std::env::var("FTLAB_STRESS_DIES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1);
+        let geometry = |page: u32, ppb: u32, lpns: u64, op: f64| {
+            let mut g = geometry(page, ppb, lpns, op);
+            g.channels = dies;
+            g
+        };
         std::panic::set_hook(Box::new(|_| {}));
         let mut runs = 0u32;
         let mut failed = Vec::new();
-        for theta in thetas.split(',') {
+        for (theta, alloc) in thetas
+            .split(',')
+            .flat_map(|t| allocs.iter().map(move |a| (t, a.as_str())))
+        {
             for scheme in ["dftl", "tpm"] {
                 for &ppb in &ppbs {
                     for &blocks in &block_counts {
@@ -1622,6 +1939,7 @@ mod tests {
                                     ("entries_per_page", epp_s.as_str()),
                                     ("cmt_bytes", cmt.as_str()),
                                     ("gc_threshold", theta),
+                                    ("die_alloc", alloc),
                                 ];
                                 // Options refused (a threshold below 3) are skipped, as
                                 // geometries the scheme refuses are.
@@ -1673,7 +1991,7 @@ mod tests {
                                                 })
                                                 .unwrap_or_default();
                                             let line = format!(
-                                                "FAIL theta {theta} {scheme} ppb {ppb} lpns {lpns} epp {epp} \
+                                                "FAIL theta {theta} {alloc} {scheme} ppb {ppb} lpns {lpns} epp {epp} \
                                                  cmt x{cmt_pages} op {} blocks {} seed {seed} {pattern}: {msg}",
                                                 op, geo.blocks
                                             );

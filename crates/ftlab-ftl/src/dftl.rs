@@ -58,10 +58,29 @@
 //!   and the mapping; the mappings of translation pages never written go back into
 //!   the CMT as dirty, those on flash are rewritten; see `demand.rs` for the choice and
 //!   its cost. The partly written data block, at most
-//!   one, becomes the current data block again.
+//!   one, becomes the current data block again (one per die under a multi-die
+//!   `die_alloc`, below).
+//! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip):
+//!   `die_alloc = "single"` (default: the one current data block), `"round_robin"`,
+//!   `"static"` or `"least_busy"`, as `page` has them: one current data block per die
+//!   (dies: channels x dies of parallel timing, 1 under serial timing, where the
+//!   three are `single`'s one block; `min(dies, blocks)`), host writes dealt to the
+//!   dies in turn, by LPN (`l % dies`) or to the die the parallel timing model has
+//!   free first (read off `Flash::clock`; in turn without a die clock). GC copies go
+//!   through the same choice; under `gc_frontier = "separate"` each die also has a GC
+//!   data block (so `2 x dies` open data blocks). The translation block stays one,
+//!   opened from the die with the most free blocks. Free blocks are kept per die, a
+//!   die with none borrowing from the die with the most (so under `static` an LPN is
+//!   on die `l % dies` unless its die's pool ran dry); GC is global. GC keeps `dies`
+//!   more blocks free (`ftl.extra.gc_threshold` reports the sum) and the geometry
+//!   rule counts the open data blocks: see `demand.rs`. Recovery reopens the partly
+//!   written data blocks as the dies' current data blocks (a block to a slot of its
+//!   own die first, host slots before GC slots, in block-number order); more partly
+//!   written data blocks than open slots is `RecoverError::Failed`.
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Demand, Kind, Space, Why, NONE};
+use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
+use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -114,6 +133,11 @@ pub struct DftlOptions {
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
+    /// Which die a data page is written on: single (one current data block, the
+    /// papers'), round_robin (one open data block per die, pages dealt in turn), static
+    /// (die = LPN % dies) or least_busy (the die free first under parallel timing).
+    /// Dies: channels x dies of parallel timing (1 under serial).
+    pub die_alloc: DieAlloc,
 }
 
 impl Default for DftlOptions {
@@ -129,6 +153,7 @@ impl Default for DftlOptions {
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             gc_frontier: GcFrontier::Shared,
             pe_limit: 0,
+            die_alloc: DieAlloc::Single,
         }
     }
 }
@@ -139,11 +164,17 @@ pub const ENTRY_BYTES: u64 = 8;
 /// The DFTL FTL.
 pub struct Dftl {
     s: Space,
-    /// Data block host writes (and, under `shared`, GC copies) go to.
-    active: Option<Pbn>,
-    /// Under `gc_frontier = "separate"`: the data block GC copies go to.
-    gc_active: Option<Pbn>,
+    /// Data blocks host writes (and, under `shared`, GC copies) go to: one per die
+    /// stream (one under `die_alloc = "single"`), `None` until opened.
+    active: Vec<Option<Pbn>>,
+    /// Under `gc_frontier = "separate"`: the data blocks GC copies go to, one per die
+    /// stream; empty under `shared`.
+    gc_active: Vec<Option<Pbn>>,
     separate: bool,
+    /// Which stream (die) each page goes to.
+    streams: DieStreams,
+    /// The stream of the GC copy being made (for [`Demand::after_gc_program`]).
+    gc_stream: usize,
     /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
     stream_programs: [u64; 2],
     stream_blocks: [u64; 2],
@@ -177,8 +208,15 @@ impl Dftl {
         }
         let slots = (bytes / ENTRY_BYTES).min(geo.logical_pages as u64) as u32;
         let separate = opts.gc_frontier == GcFrontier::Separate;
-        let open_data = if separate { 2 } else { 1 };
-        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, open_data)?;
+        let streams = DieStreams::new(geo, opts.die_alloc);
+        let n = streams.n as u32;
+        let open_data = if separate { 2 * n } else { n };
+        // One open data block per die: a victim's copies can fill each once, so GC keeps
+        // one more block per die free (none more under `single`).
+        let reserve = if n == 1 { 0 } else { n };
+        let theta =
+            demand::gc_threshold_dies(geo, ID, opts.gc_threshold, lay.tpages, open_data, reserve)?
+                + reserve;
         Ok(Dftl {
             s: Space::new(
                 geo,
@@ -199,11 +237,18 @@ impl Dftl {
                         demand::min_blocks(geo, lay.tpages, open_data, theta),
                     ),
                 },
+                n,
                 ID,
             ),
-            active: None,
-            gc_active: None,
+            active: vec![None; n as usize],
+            gc_active: if separate {
+                vec![None; n as usize]
+            } else {
+                Vec::new()
+            },
             separate,
+            streams,
+            gc_stream: 0,
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             lru: Lru::new(slots),
@@ -278,42 +323,55 @@ impl Dftl {
         self.free_slots.push(v);
     }
 
-    /// The next page of the current data block. Outside GC, GC runs first when a new
-    /// block is needed and the pool is below the threshold.
-    fn data_dest(&mut self, flash: &mut Flash, in_gc: bool) -> Ppn {
+    /// The next page of stream `st`'s current data block (opened from its die's pool).
+    /// Outside GC, GC runs first when a new block is needed and the pool is below the
+    /// threshold.
+    fn data_dest(&mut self, flash: &mut Flash, st: usize, in_gc: bool) -> Ppn {
         loop {
-            if let Some(a) = self.active {
+            if let Some(a) = self.active[st] {
                 return self.s.geo.ppn(a, flash.write_ptr(a));
             }
             if !in_gc && self.s.below_threshold() {
                 self.collect(flash);
                 continue;
             }
-            self.active = Some(self.s.open_block(Kind::Data));
+            self.active[st] = Some(self.s.open_block_on(st, Kind::Data));
             self.stream_blocks[0] += 1;
         }
     }
 
-    fn after_data_program(&mut self, flash: &Flash, dst: Ppn) {
+    fn after_data_program(&mut self, flash: &Flash, st: usize, dst: Ppn) {
         if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
-            self.active = None;
+            self.active[st] = None;
         }
     }
 
-    /// The next page of the GC copies' data block (`gc_frontier = "separate"`), opened
-    /// without a nested collection.
-    fn gc_data_dest(&mut self, flash: &Flash) -> Ppn {
-        let b = match self.gc_active {
+    /// The next page of stream `st`'s GC copies' data block (`gc_frontier =
+    /// "separate"`), opened without a nested collection.
+    fn gc_data_dest(&mut self, flash: &Flash, st: usize) -> Ppn {
+        let b = match self.gc_active[st] {
             Some(b) => b,
             None => {
-                let b = self.s.open_block(Kind::Data);
-                self.gc_active = Some(b);
+                let b = self.s.open_block_on(st, Kind::Data);
+                self.gc_active[st] = Some(b);
                 self.stream_blocks[1] += 1;
                 b
             }
         };
         self.stream_programs[1] += 1;
         self.s.geo.ppn(b, flash.write_ptr(b))
+    }
+
+    /// The stream the next page of `lpn` goes to: host writes pick among the host
+    /// blocks, GC copies (`in_gc`) among the blocks they go to.
+    #[inline]
+    fn pick_stream(&mut self, flash: &Flash, lpn: Lpn, in_gc: bool) -> usize {
+        let open = if in_gc && self.separate {
+            &self.gc_active
+        } else {
+            &self.active
+        };
+        self.streams.pick(flash, lpn, |s| open[s])
     }
 
     /// Recovery: the mappings of never-written translation pages back into the CMT as
@@ -363,33 +421,60 @@ impl Demand for Dftl {
 
     fn pick_victim(&mut self, flash: &Flash) -> Pbn {
         let copies_to = if self.separate {
-            self.gc_active
+            &self.gc_active
         } else {
-            self.active
+            &self.active
         };
-        let room = copies_to.map_or(0, |a| self.s.geo.pages_per_block - flash.write_ptr(a));
+        let ppb = self.s.geo.pages_per_block;
         let lpn_slot = &self.lpn_slot;
-        self.s
-            .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE)
+        if copies_to.len() == 1 {
+            let room = copies_to[0].map_or(0, |a| ppb - flash.write_ptr(a));
+            return self
+                .s
+                .pick_victim(flash, |_| room, |l| lpn_slot[l.idx()] != NONE);
+        }
+        // One open block per die: the copies may take a block on each die they overflow.
+        let room: Vec<u32> = copies_to
+            .iter()
+            .map(|a| a.map_or(0, |a| ppb - flash.write_ptr(a)))
+            .collect();
+        let (streams, geo) = (&self.streams, &self.s.geo.clone());
+        self.s.pick_victim_with(
+            flash,
+            |b, valid| streams.copy_blocks(flash, geo, b, valid, &room),
+            |l| lpn_slot[l.idx()] != NONE,
+        )
     }
 
-    /// Pages moved by GC go to the current data block, as host writes do (or to their
-    /// own under `separate`).
-    fn gc_dest(&mut self, flash: &mut Flash, _: Pbn) -> Ppn {
+    /// Pages moved by GC go to the current data block of the stream the allocation
+    /// picks, as host writes do (or to their own under `separate`).
+    fn gc_dest(&mut self, flash: &mut Flash, _: Pbn, src: Ppn) -> Ppn {
+        let lpn = match self.streams.alloc {
+            DieAlloc::Static => {
+                flash
+                    .peek_tag(src)
+                    .unwrap_or_else(|| panic!("dftl: valid page {src:?} has no tag"))
+                    .lpn
+            }
+            _ => Lpn(0),
+        };
+        let st = self.pick_stream(flash, lpn, true);
+        self.gc_stream = st;
         if self.separate {
-            return self.gc_data_dest(flash);
+            return self.gc_data_dest(flash, st);
         }
-        self.data_dest(flash, true)
+        self.data_dest(flash, st, true)
     }
 
     fn after_gc_program(&mut self, flash: &Flash, _: Pbn, dst: Ppn) {
+        let st = self.gc_stream;
         if self.separate {
             if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
-                self.gc_active = None;
+                self.gc_active[st] = None;
             }
             return;
         }
-        self.after_data_program(flash, dst);
+        self.after_data_program(flash, st, dst);
     }
 
     /// DFTL's lazy copying: a cached entry is updated in RAM and becomes dirty.
@@ -410,9 +495,10 @@ impl Ftl for Dftl {
         for &tag in pages {
             let slot = self.lookup(flash, tag.lpn);
             self.drop_old(flash, slot);
-            let dst = self.data_dest(flash, false);
+            let st = self.pick_stream(flash, tag.lpn, false);
+            let dst = self.data_dest(flash, st, false);
             flash.program(dst, tag, Cause::Host);
-            self.after_data_program(flash, dst);
+            self.after_data_program(flash, st, dst);
             debug_assert_eq!(self.lpn_slot[tag.lpn.idx()], slot);
             self.slot_ppn[slot as usize] = dst.0;
             self.slot_dirty[slot as usize] = true;
@@ -468,25 +554,49 @@ impl Ftl for Dftl {
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         let open = self.s.recover_scan(flash)?;
-        (self.active, self.gc_active) = match (&open[..], self.separate) {
-            ([], _) => (None, None),
-            (&[b], _) => (Some(b), None),
-            (&[a, b], true) => (Some(a), Some(b)),
-            _ => {
-                return Err(RecoverError::Failed(format!(
-                    "{} partly written data blocks; dftl writes {} at a time",
-                    open.len(),
-                    if self.separate { 2 } else { 1 }
-                )))
-            }
-        };
+        // Partly written data blocks reopen, one per slot: the host's blocks (one per
+        // die stream), then under `separate` the GC's (which was which is not on
+        // flash); a block goes to a slot of its die first, else to any free slot, in
+        // block-number order. Slots left empty open when first written.
+        let n = self.active.len();
+        let slots = n + self.gc_active.len();
+        if open.len() > slots {
+            return Err(RecoverError::Failed(format!(
+                "{} partly written data blocks; dftl writes {slots} at a time",
+                open.len()
+            )));
+        }
+        let mut slot: Vec<Option<Pbn>> = vec![None; slots];
+        for b in open {
+            let own = b.idx() % n;
+            let i = (own..slots)
+                .step_by(n)
+                .find(|&i| slot[i].is_none())
+                .or_else(|| slot.iter().position(Option::is_none))
+                .ok_or_else(|| RecoverError::Failed("no slot for an open block".into()))?;
+            slot[i] = Some(b);
+        }
+        let gc = slot.split_off(n);
+        self.active = slot;
+        if self.separate {
+            self.gc_active = gc;
+        }
+        self.streams.turn = 0;
         self.restore_mappings(flash)
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         self.s.check(flash, |b| {
-            self.active == Some(b) || self.gc_active == Some(b)
+            self.active.contains(&Some(b)) || self.gc_active.contains(&Some(b))
         })?;
+        if let Some(b) = self
+            .active
+            .iter()
+            .flatten()
+            .find(|&b| self.gc_active.contains(&Some(*b)))
+        {
+            return Err(format!("{b:?} is open for host writes and for GC copies"));
+        }
         let used = self.slot_lpn.len() - self.free_slots.len();
         if self.lru.len() as usize != used || self.lru.iter().count() != used {
             return Err(format!(
@@ -887,5 +997,203 @@ mod tests {
             let e = dftl(&geo, &given).recover(&mut flash).unwrap_err();
             assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
         }
+    }
+
+    /// 4 dies (2 channels x 2), 8-page blocks, 64 logical blocks, 40% over-provisioning.
+    fn geo4(op: f64) -> Geometry {
+        ftlab_core::geometry::GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 8,
+            spare_bytes: 64,
+            logical_bytes: 64 * 8 * 2048,
+            op_percent: op,
+            channels: 2,
+            dies_per_channel: 2,
+            planes_per_die: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap()
+    }
+
+    /// A multi-die DFTL with a small cache (16 entries per translation page, 8 cached
+    /// entries), so GC, evictions and translation writes all run.
+    fn multi(alloc: &str, frontier: &str) -> (Dftl, Flash) {
+        let g = geo4(40.0);
+        let given = [
+            ("die_alloc", alloc),
+            ("gc_frontier", frontier),
+            ("entries_per_page", "16"),
+            ("cmt_bytes", "64"),
+        ];
+        (dftl(&g, &given), Flash::new(&g))
+    }
+
+    /// The PPN `lpn` is mapped to (the cached entry, else the translation page's).
+    fn ppn_of(f: &Dftl, lpn: u32) -> u32 {
+        match f.lpn_slot[lpn as usize] {
+            NONE => {
+                let (t, off) = f.s.tpage_of(Lpn(lpn));
+                f.s.content[f.s.entry(t, off)]
+            }
+            s => f.slot_ppn[s as usize],
+        }
+    }
+
+    fn die_of(f: &Dftl, lpn: u32) -> u32 {
+        ppn_of(f, lpn) / f.s.geo.pages_per_block % f.s.geo.dies()
+    }
+
+    /// Writes `lpns` one page at a time (version 1, 2, ... per LPN), then deep-checks.
+    fn write_all(f: &mut Dftl, flash: &mut Flash, lpns: impl Iterator<Item = u32>) {
+        let mut version = vec![0u32; f.s.geo.logical_pages as usize];
+        for l in lpns {
+            version[l as usize] += 1;
+            f.write(flash, &[tag(l, version[l as usize])]);
+        }
+        f.check(flash).unwrap();
+    }
+
+    /// Fill, then 20 device writes of random overwrites and 3 more.
+    fn overwrite(f: &mut Dftl, flash: &mut Flash, seed: u64) {
+        let n = f.s.geo.logical_pages;
+        let mut rng = ftlab_core::rng::SplitMix64::new(seed);
+        let random: Vec<u32> = (0..20 * n + 3)
+            .map(|_| rng.below(n as u64) as u32)
+            .collect();
+        write_all(f, flash, (0..n).chain(random));
+    }
+
+    #[test]
+    fn round_robin_deals_consecutive_writes_to_every_die() {
+        let (mut f, mut flash) = multi("round_robin", "shared");
+        write_all(&mut f, &mut flash, 0..8);
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // Single keeps the one current data block: the same pages on one die.
+        let g = geo4(40.0);
+        let mut s = dftl(&g, &[]);
+        let mut flash = Flash::new(&g);
+        write_all(&mut s, &mut flash, 0..8);
+        assert!((0..8).all(|l| die_of(&s, l) == 0));
+    }
+
+    #[test]
+    fn static_striping_keeps_every_lpn_on_its_die_through_gc() {
+        for frontier in ["shared", "separate"] {
+            let (mut f, mut flash) = multi("static", frontier);
+            overwrite(&mut f, &mut flash, 3);
+            assert!(f.stats().gc_pages_copied > 0, "GC must have copied");
+            // LPN l goes to stream l % 4, whose open block is on die l % 4 unless that
+            // die's pool ran dry and it borrowed a block of another die.
+            let n = f.s.geo.logical_pages;
+            let home = (0..n).filter(|&l| die_of(&f, l) == l % 4).count() as u32;
+            assert!(home * 10 >= n * 9, "{frontier}: {home} of {n} on their die");
+        }
+    }
+
+    #[test]
+    fn least_busy_writes_where_the_die_clock_is_free_first() {
+        use ftlab_core::nand::Latencies;
+        use ftlab_core::timing::DieClock;
+        use ftlab_core::Nanos;
+        // Without a die clock (serial timing) it deals pages in turn.
+        let (mut f, mut flash) = multi("least_busy", "shared");
+        write_all(&mut f, &mut flash, 0..8);
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // With one: each page goes to the die free first (programs take 300; ties to
+        // the lowest die). The CMT holds every entry, so no translation page is read
+        // or written on the way.
+        let g = geo4(40.0);
+        let mut f = dftl(&g, &[("die_alloc", "least_busy")]);
+        let mut flash = Flash::new(&g);
+        let lat = Latencies {
+            read: Nanos(1000),
+            spare_read: Nanos(10),
+            program: Nanos(300),
+            erase: Nanos(2000),
+        };
+        flash.install_clock(DieClock::new(lat, 2, 2, g.blocks, Nanos(0)));
+        flash.clock_begin(Nanos(0));
+        f.write(&mut flash, &[tag(10, 1)]);
+        f.write(&mut flash, &(11..16).map(|l| tag(l, 1)).collect::<Vec<_>>());
+        flash.clock_end();
+        let dies: Vec<u32> = (10..16).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1]);
+        f.check(&flash).unwrap();
+    }
+
+    #[test]
+    fn multi_die_allocation_survives_heavy_gc_and_recovers_its_open_blocks() {
+        for alloc in ["round_robin", "static", "least_busy"] {
+            for frontier in ["shared", "separate"] {
+                let (mut f, mut flash) = multi(alloc, frontier);
+                overwrite(&mut f, &mut flash, 5);
+                assert!(f.stats().gc_invocations > 0);
+                let partly: Vec<Pbn> = f
+                    .active
+                    .iter()
+                    .chain(&f.gc_active)
+                    .flatten()
+                    .copied()
+                    .filter(|&b| !flash.is_erased(b) && !flash.is_full(b))
+                    .collect();
+                assert!(partly.len() >= 2, "{alloc} {frontier}: {partly:?}");
+                let tags = |f: &Dftl, flash: &Flash| -> Vec<Option<PageTag>> {
+                    (0..f.s.geo.logical_pages)
+                        .map(|l| flash.peek_tag(Ppn(ppn_of(f, l))))
+                        .collect()
+                };
+                let before = tags(&f, &flash);
+                let mut g = crate::testutil::recover_fresh(&mut flash, multi(alloc, frontier).0);
+                // Every partly written block reopened as an open data block (unless the
+                // GC of the translation rewrites filled it since), and every LPN reads
+                // its newest version.
+                for b in &partly {
+                    assert!(
+                        flash.is_full(*b)
+                            || g.active.contains(&Some(*b))
+                            || g.gc_active.contains(&Some(*b)),
+                        "{alloc} {frontier}: {b:?} not reopened"
+                    );
+                }
+                assert_eq!(tags(&g, &flash), before, "{alloc} {frontier}");
+                // And it runs on.
+                overwrite(&mut g, &mut flash, 6);
+            }
+        }
+    }
+
+    #[test]
+    fn one_open_block_per_die_needs_its_reserve_and_names_die_alloc() {
+        let o: DftlOptions = from_pairs(
+            ID,
+            &[("die_alloc", "round_robin"), ("entries_per_page", "16")],
+        )
+        .unwrap();
+        // The least over-provisioning accepted, in steps of half a percent.
+        let least = (0..400)
+            .map(|i| i as f64 * 0.5)
+            .find(|&op| Dftl::new(&geo4(op), &o).is_ok())
+            .unwrap();
+        let e = Dftl::new(&geo4(least - 0.5), &o).err().unwrap().to_string();
+        assert!(
+            e.contains("die_alloc") && e.contains("raise --op to at least"),
+            "{e}"
+        );
+        let op: f64 = e
+            .split("raise --op to at least ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(Dftl::new(&geo4(op), &o).is_ok(), "{e}");
+        // 4 open data blocks + gc_threshold 3 + 4 of reserve: 11 blocks more than
+        // single's 1 + 3.
+        let single: DftlOptions = from_pairs(ID, &[("entries_per_page", "16")]).unwrap();
+        let s = Dftl::new(&geo4(40.0), &single).unwrap();
+        let m = Dftl::new(&geo4(40.0), &o).unwrap();
+        assert_eq!((s.gc_threshold(), m.gc_threshold()), (3, 7));
     }
 }

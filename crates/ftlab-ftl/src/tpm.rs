@@ -70,6 +70,16 @@
 //!   written data block is its group's write pointer again (two for one group is
 //!   `Failed`). GC during the rewrite copies with the victim's own write pointer, as
 //!   always.
+//! - Die-aware allocation (issue 22 item 3): `die_alloc` is declared, as for `page` and
+//!   `dftl`, but only `"single"` (default) is accepted; the others are refused naming
+//!   the option. Why: Algorithm III.1's point is that a data block holds the pages of
+//!   one write-pointer group, so its GC updates one translation page; dealing a
+//!   group's pages over the dies would need one open block per group and die
+//!   (`write_pointers x dies`, beyond what the over-provisioning holds for the
+//!   paper's one pointer per translation page), and dealing whole groups to dies is
+//!   what the pool already does (a group's next block is the next free one, and
+//!   blocks are striped `pbn % dies`). Random writes reach many groups, hence many
+//!   dies, without it.
 //! - `mapping_bytes` = GTD (a 4-byte translation PPN and a 4-byte cache index per
 //!   translation page) + CMT (cached pages) + write pointers (4 bytes each). tpm.txt
 //!   §IV-C quotes 96 KB of GTD for 32 GB, which no entry size we can derive reproduces
@@ -77,6 +87,7 @@
 
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, Kind, Space, Why, NONE};
+use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -133,6 +144,10 @@ pub struct TpmOptions {
     /// Where GC copies of data pages are written: shared (the victim's write pointer,
     /// tpm.txt §III-D) or separate (a second write pointer per group, for GC copies).
     pub gc_frontier: GcFrontier,
+    /// Die-aware allocation: only single (the paper's write pointers) is accepted; a
+    /// data block holds one write-pointer group's pages (tpm.txt Algorithm III.1), so
+    /// dealing pages over dies would need an open block per group and die.
+    pub die_alloc: DieAlloc,
 }
 
 impl Default for TpmOptions {
@@ -149,6 +164,7 @@ impl Default for TpmOptions {
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
             gc_frontier: GcFrontier::Shared,
+            die_alloc: DieAlloc::Single,
         }
     }
 }
@@ -188,6 +204,25 @@ impl Tpm {
 
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &TpmOptions) -> Result<Tpm, SchemeError> {
+        if opts.die_alloc != DieAlloc::Single {
+            let value = match opts.die_alloc {
+                DieAlloc::Single => "single",
+                DieAlloc::RoundRobin => "round_robin",
+                DieAlloc::Static => "static",
+                DieAlloc::LeastBusy => "least_busy",
+            };
+            return Err(bad(
+                ID,
+                "die_alloc",
+                value,
+                "tpm accepts only \"single\": a TPM data block holds the pages of one \
+                 write-pointer group (tpm.txt Algorithm III.1, so a data-block GC updates \
+                 one translation page), and dealing a group's pages over the dies would \
+                 need one open block per group and die (write_pointers x dies open blocks, \
+                 beyond what the over-provisioning holds); use dftl or page for die-aware \
+                 allocation",
+            ));
+        }
         let lay = demand::layout(geo, ID, opts.entries_per_page)?;
         let bytes = opts.cmt_bytes.0;
         let page_bytes = lay.epp as u64 * 4;
@@ -259,6 +294,7 @@ impl Tpm {
                         demand::min_blocks(geo, lay.tpages, per * wps, theta),
                     ),
                 },
+                1,
                 ID,
             ),
             lru: Lru::new(slots),
@@ -599,7 +635,7 @@ impl Demand for Tpm {
     /// block only when that one is used up), so at most one translation page is updated
     /// per victim (per group of `tpages_per_write_pointer` with shared pointers).
     /// Under `gc_frontier = "separate"`, with the group's GC pointer instead.
-    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn) -> Ppn {
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn, _: Ppn) -> Ppn {
         let g = self.owner[victim.idx()];
         if self.gc_wp.is_empty() {
             self.wp_dest(flash, g, true)
@@ -1113,5 +1149,20 @@ mod tests {
         flash.power_cycle();
         let e = tpm(&geo, &given).recover(&mut flash).unwrap_err();
         assert!(e.to_string().contains("Algorithm III.1"), "{e}");
+    }
+
+    #[test]
+    fn a_multi_die_allocation_is_refused_naming_the_option() {
+        let geo = geometry(2048, 4, 64, 100.0);
+        for v in ["round_robin", "static", "least_busy"] {
+            let o: TpmOptions = from_pairs(ID, &[("die_alloc", v)]).unwrap();
+            let e = Tpm::new(&geo, &o).err().unwrap().to_string();
+            assert!(
+                e.contains(&format!("`die_alloc` = `{v}`")) && e.contains("Algorithm III.1"),
+                "{e}"
+            );
+        }
+        let o: TpmOptions = from_pairs(ID, &[("die_alloc", "single")]).unwrap();
+        assert!(Tpm::new(&geo, &o).is_ok());
     }
 }

@@ -163,9 +163,10 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     });
     draw_gc_policy(&mut d, &mut cfg);
     draw_wear_options(&mut d, &mut cfg);
-    // Die-aware allocation of the page FTL (issue 22), where there are dies to spread
-    // over; drawn only there, so every other case of a seed is as before.
-    if cfg.ftl == "page" && cfg.timing == TimingModel::Parallel {
+    // Die-aware allocation of page, dftl and dac (issue 22; tpm accepts only
+    // `single`), where there are dies to spread over; drawn only there, so every other
+    // case of a seed is as before.
+    if matches!(cfg.ftl.as_str(), "page" | "dftl" | "dac") && cfg.timing == TimingModel::Parallel {
         let alloc = d.pick(&["single", "round_robin", "static", "least_busy"]);
         cfg.ftl_options.insert("die_alloc".into(), alloc.into());
     }

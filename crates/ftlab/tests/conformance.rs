@@ -13,7 +13,9 @@
 //! `pe_limit` runs with a small one (`-- pe_limit=`): blocks retire, and a device that
 //! wears out ends its case there (with blocks retired or the device worn out, never
 //! another panic); every scheme also runs with 5% initial bad blocks
-//! (`-- bad_blocks=`).
+//! (`-- bad_blocks=`). The schemes with die-aware allocation (`DIE_ALLOC`, issue 22
+//! item 3) run each multi-die `die_alloc` under parallel timing on 2 x 2 dies
+//! (`-- die_alloc=`).
 
 use ftlab::registry::{BUFFERS, FTLS};
 use ftlab::testkit::{config, engine, exercise, PROFILES};
@@ -25,6 +27,11 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 /// Scheme options whose every non-default value gets its own cases (read off each
 /// scheme's options schema; a scheme that does not declare one is not affected).
 const VARIED: [&str; 3] = ["gc_policy", "gc_frontier", "wear_leveling"];
+
+/// Schemes whose `die_alloc` takes a multi-die value (`tpm` declares the option but
+/// accepts only `single`, a refusal its unit tests check), and those values.
+const DIE_ALLOC: [&str; 3] = ["page", "dftl", "dac"];
+const DIE_ALLOC_VALUES: [&str; 3] = ["round_robin", "static", "least_busy"];
 
 /// The small P/E limit of the retirement cases.
 const PE_LIMIT: u32 = 3;
@@ -56,6 +63,12 @@ fn case(
             // Initial bad blocks at `v` percent, hidden below the FTL.
             cfg.bad_blocks = true;
             cfg.nand_params.bad_block_percent = Some(v.parse::<f64>()?);
+        }
+        if k == "die_alloc" {
+            // Parallel timing on 2 channels x 2 dies: four die streams.
+            cfg.timing = ftlab::config::TimingModel::Parallel;
+            cfg.channels = Some(2);
+            cfg.dies = Some(2);
         }
         if k == "pe_limit" {
             cfg.ftl_options.insert(k.into(), v.parse::<u32>()?.into());
@@ -148,6 +161,20 @@ fn main() {
                 let name = format!("{f}/{b}/{}/seed1/bad_blocks=5", p.name);
                 let opt = Some(("bad_blocks", "5"));
                 trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+            }
+        }
+        // Die-aware allocation (issue 22 item 3): every multi-die value, with and
+        // without a buffer, on every device, seed 1.
+        if DIE_ALLOC.contains(&ftl.id) {
+            for value in DIE_ALLOC_VALUES {
+                for b in ["none", "bplru"] {
+                    for (pi, p) in PROFILES.iter().enumerate() {
+                        let f = ftl.id;
+                        let name = format!("{f}/{b}/{}/seed1/die_alloc={value}", p.name);
+                        let opt = Some(("die_alloc", value));
+                        trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+                    }
+                }
             }
         }
         // Retirement (issue 23 item 4), where the scheme declares `pe_limit`.
