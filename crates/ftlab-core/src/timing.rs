@@ -774,16 +774,16 @@ impl DieClock {
             &mut self.die_free[..],
             &mut self.chan_free[..],
         );
-        let (xfer, array) = (self.xfer, self.array);
+        let xfer = self.xfer;
         let (d, c) = route[src.idx()];
         let ready = start.max(dies[d as usize]);
-        let read_end = (ready + array[OpKind::Read as usize]).max(chans[c as usize]) + xfer;
+        let read_end = (ready + self.array[OpKind::Read as usize]).max(chans[c as usize]) + xfer;
         chans[c as usize] = read_end;
         dies[d as usize] = read_end;
         let (d, c) = route[dst.idx()];
         let xs = dies[d as usize].max(chans[c as usize]).max(read_end);
         chans[c as usize] = xs + xfer;
-        let end = xs + xfer + array[OpKind::Program as usize];
+        let end = xs + xfer + self.array[OpKind::Program as usize];
         dies[d as usize] = end;
         if self.first == u64::MAX {
             self.first = ready;
