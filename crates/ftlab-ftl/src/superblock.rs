@@ -119,6 +119,7 @@ mod inplace;
 mod layout;
 mod mappage;
 mod merge;
+mod mirror;
 mod options;
 mod snapshot;
 #[cfg(test)]
@@ -223,6 +224,9 @@ pub struct SuperblockFtl {
     snap: Option<SnapLog>,
     frontier_wp: Vec<u32>,
     recovery: Option<RecoveryReport>,
+    /// SB-S: the newest PMD and PTs of every logical block in logical order (a copy of
+    /// what the spares hold, for the simulator to read them from; see `mirror`).
+    mirror: mirror::Mirror,
     // Merge work area and scratch.
     ws: merge::Workspace,
     scratch: Vec<u32>,
@@ -377,6 +381,8 @@ impl SuperblockFtl {
             f.map_pgd = vec![NONE; f.superblocks as usize];
             f.mpbuf = Vec::with_capacity(len);
             f.mpwords = Vec::with_capacity(geo.page_size as usize / 4);
+        } else {
+            f.mirror = mirror::Mirror::new(f.pgd.len(), split.pmd_len(), split.pt_len());
         }
         Ok(f)
     }
@@ -481,6 +487,7 @@ impl SuperblockFtl {
             map_pgd: Vec::new(),
             mpbuf: Vec::new(),
             mpwords: Vec::new(),
+            mirror: mirror::Mirror::default(),
             ws: merge::Workspace::new(cfg.n, split.pmd_len(), split.pt_len()),
             scratch: Vec::with_capacity(cfg.max_blocks as usize),
             stats: FtlStats::default(),
@@ -887,9 +894,11 @@ impl SuperblockFtl {
             flash.read_spare(Ppn(head), Cause::Map);
             self.counters.map_spare_reads += 1;
             read_head = true;
-            self.cache
-                .pmd_mut(s)
-                .copy_from_slice(spare_pmd(flash, head, self.split.pmd_len()));
+            debug_assert_eq!(
+                self.mirror.pmd(lbn),
+                spare_pmd(flash, head, self.split.pmd_len())
+            );
+            self.cache.pmd_mut(s).copy_from_slice(self.mirror.pmd(lbn));
         } else {
             self.cache.pmd_mut(s).fill(NONE);
         }
@@ -901,9 +910,13 @@ impl SuperblockFtl {
                 flash.read_spare(Ppn(loc), Cause::Map);
                 self.counters.map_spare_reads += 1;
             }
+            debug_assert_eq!(
+                self.mirror.pt(lbn, i as usize),
+                spare_pt(flash, loc, self.split.pmd_len())
+            );
             self.cache
                 .pt_mut(s)
-                .copy_from_slice(spare_pt(flash, loc, self.split.pmd_len()));
+                .copy_from_slice(self.mirror.pt(lbn, i as usize));
         }
         s
     }
@@ -928,6 +941,12 @@ impl SuperblockFtl {
         self.pgd[sp.lbn as usize] = dst.0;
         // The PMD and the PT go straight into the page's spare (no staging copy).
         flash.program_with_spare_parts(dst, tag, self.cache.pmd(s), self.cache.pt(s), cause);
+        self.mirror.set(
+            sp.lbn,
+            sp.pmd_index as usize,
+            self.cache.pmd(s),
+            self.cache.pt(s),
+        );
     }
 
     /// Index of a page's entry in its superblock's map page.

@@ -81,7 +81,8 @@ impl SuperblockFtl {
                 flash.read_spare(Ppn(head), Cause::Map);
                 self.counters.merge_map_spare_reads += 1;
                 read_head = true;
-                self.ws.pmd[pmd].copy_from_slice(super::spare_pmd(flash, head, pl));
+                debug_assert_eq!(self.mirror.pmd(lbn), super::spare_pmd(flash, head, pl));
+                self.ws.pmd[pmd].copy_from_slice(self.mirror.pmd(lbn));
             }
             for i in 0..pl {
                 let loc = self.ws.pmd[k * pl + i];
@@ -95,7 +96,8 @@ impl SuperblockFtl {
                         flash.read_spare(Ppn(loc), Cause::Map);
                         self.counters.merge_map_spare_reads += 1;
                     }
-                    self.ws.pt[dst].copy_from_slice(super::spare_pt(flash, loc, pl));
+                    debug_assert_eq!(self.mirror.pt(lbn, i), super::spare_pt(flash, loc, pl));
+                    self.ws.pt[dst].copy_from_slice(self.mirror.pt(lbn, i));
                 }
             }
         }
@@ -113,7 +115,14 @@ impl SuperblockFtl {
             self.ws.flush = false;
             return;
         }
-        for k in 0..self.lbns_of(sb) as usize {
+        // Every page the merge programmed carried its block's PMD and PT as they stand in
+        // the work area, and what it did not touch was loaded from the newest spares: the
+        // work area is the newest spare map of the superblock.
+        let lbns = self.lbns_of(sb) as usize;
+        let (pmd, pt) = self.mirror.run_mut(sb * self.cfg.n, lbns);
+        pmd.copy_from_slice(&self.ws.pmd[..pmd.len()]);
+        pt.copy_from_slice(&self.ws.pt[..pt.len()]);
+        for k in 0..lbns {
             let lbn = sb * self.cfg.n + k as u32;
             for i in 0..self.ws.pmd_len {
                 if let Some(cs) = self.cache.peek(lbn, i as u32) {

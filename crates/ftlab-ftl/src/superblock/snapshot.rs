@@ -660,7 +660,7 @@ impl SuperblockFtl {
     }
 
     /// Re-marks every page the recovered map reaches (PGD -> PMD -> PT -> page) and the
-    /// snapshot pages as valid.
+    /// snapshot pages as valid, and refills the mirror of the spare map from the spares.
     fn mark_live(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
         let pl = self.split.pmd_len();
         let ppb = self.geo.pages_per_block;
@@ -679,11 +679,13 @@ impl SuperblockFtl {
             if tag_of(flash, head, "PMD")?.lpn.0 / ppb != lbn {
                 return Err(RecoverError::Failed(format!("lbn{lbn}: PGD at ppn{head}")));
             }
+            self.mirror.set_pmd(lbn, spare_pmd(flash, head, pl));
             for (i, &loc) in spare_pmd(flash, head, pl).iter().enumerate() {
                 if loc == NONE {
                     continue;
                 }
                 tag_of(flash, loc, "PT")?;
+                self.mirror.set_pt(lbn, i, spare_pt(flash, loc, pl));
                 for (j, &p) in spare_pt(flash, loc, pl).iter().enumerate() {
                     if p == NONE {
                         continue;
