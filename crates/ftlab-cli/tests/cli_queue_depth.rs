@@ -187,15 +187,11 @@ fn qd_curve_writes_csv_and_charts() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `--suspend` (issue 22): refused without parallel timing (exit 2, naming the flag);
-/// under it, the summary says how many programs and erases host reads suspended, and
-/// the JSON report counts them.
-#[test]
-fn suspend_is_counted_in_summary_and_report_and_needs_parallel_timing() {
-    refused(
-        &ftlab(&["run", "--suspend", "-q"]),
-        &["--suspend", "--timing parallel"],
-    );
+/// Runs a GC-heavy mix (2 x 2 dies, 64 MiB at 20% OP, filled, 6,000 requests, half reads,
+/// one every 3 ms) with `flag`: the summary line containing `says` starts with a count,
+/// which the JSON report has under `host.<key>`, and the config echoes `<config>`.
+fn counted_in_summary_and_report(flag: &str, says: &str, key: &str, config: &str) {
+    refused(&ftlab(&["run", flag, "-q"]), &[flag, "--timing parallel"]);
     let args = [
         "run",
         "--nand",
@@ -212,56 +208,7 @@ fn suspend_is_counted_in_summary_and_report_and_needs_parallel_timing() {
         "2",
         "--dies",
         "2",
-        "--suspend",
-        "--set",
-        "synthetic.count=6000",
-        "--set",
-        "synthetic.read_ratio=0.5",
-        "--set",
-        "synthetic.interarrival_us=3000",
-    ];
-    let o = ftlab(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let out = stdout(&o);
-    let line = out
-        .lines()
-        .find(|l| l.contains("suspended by host reads"))
-        .unwrap_or_else(|| panic!("no suspend line in: {out}"));
-    let n: u64 = line.split_whitespace().next().unwrap().parse().unwrap();
-    assert!(n > 0, "{line}");
-    let mut json = args.to_vec();
-    json.extend_from_slice(&["-q", "--json", "-"]);
-    let r: serde_json::Value = serde_json::from_str(&stdout(&ftlab(&json))).unwrap();
-    assert_eq!(r["host"]["suspensions"].as_u64(), Some(n));
-    assert_eq!(r["config"]["suspend"], true);
-}
-
-/// `--preempt-gc` (issue 22): refused without parallel timing (exit 2, naming the flag);
-/// under it, the summary says how many host reads went ahead of queued GC, and the JSON
-/// report counts them.
-#[test]
-fn preempt_gc_is_counted_in_summary_and_report_and_needs_parallel_timing() {
-    refused(
-        &ftlab(&["run", "--preempt-gc", "-q"]),
-        &["--preempt-gc", "--timing parallel"],
-    );
-    let args = [
-        "run",
-        "--nand",
-        "mlc-k9gag08u0m",
-        "--capacity",
-        "64MiB",
-        "--op",
-        "20",
-        "--precondition",
-        "fill",
-        "--timing",
-        "parallel",
-        "--channels",
-        "2",
-        "--dies",
-        "2",
-        "--preempt-gc",
+        flag,
         "--set",
         "ftl_options.die_alloc=round_robin",
         "--set",
@@ -276,13 +223,39 @@ fn preempt_gc_is_counted_in_summary_and_report_and_needs_parallel_timing() {
     let out = stdout(&o);
     let line = out
         .lines()
-        .find(|l| l.contains("went ahead of queued GC"))
-        .unwrap_or_else(|| panic!("no preemption line in: {out}"));
+        .find(|l| l.contains(says))
+        .unwrap_or_else(|| panic!("no line saying {says:?} in: {out}"));
     let n: u64 = line.split_whitespace().next().unwrap().parse().unwrap();
     assert!(n > 0, "{line}");
     let mut json = args.to_vec();
     json.extend_from_slice(&["-q", "--json", "-"]);
     let r: serde_json::Value = serde_json::from_str(&stdout(&ftlab(&json))).unwrap();
-    assert_eq!(r["host"]["preemptions"].as_u64(), Some(n));
-    assert_eq!(r["config"]["preempt_gc"], true);
+    assert_eq!(r["host"][key].as_u64(), Some(n));
+    assert_eq!(r["config"][config], true);
+}
+
+/// `--suspend` (issue 22): refused without parallel timing (exit 2, naming the flag);
+/// under it, the summary says how many programs and erases host reads suspended, and
+/// the JSON report counts them.
+#[test]
+fn suspend_is_counted_in_summary_and_report_and_needs_parallel_timing() {
+    counted_in_summary_and_report(
+        "--suspend",
+        "suspended by host reads",
+        "suspensions",
+        "suspend",
+    );
+}
+
+/// `--preempt-gc` (issue 22): refused without parallel timing (exit 2, naming the flag);
+/// under it, the summary says how many host reads went ahead of queued GC, and the JSON
+/// report counts them.
+#[test]
+fn preempt_gc_is_counted_in_summary_and_report_and_needs_parallel_timing() {
+    counted_in_summary_and_report(
+        "--preempt-gc",
+        "went ahead of queued GC",
+        "preemptions",
+        "preempt_gc",
+    );
 }

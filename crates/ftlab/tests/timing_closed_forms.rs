@@ -129,36 +129,42 @@ fn mqsim_random_reads_stay_under_the_channel_bound() {
     );
 }
 
+/// The report of a GC-heavy mix of random reads and writes under parallel timing (page
+/// mapping, `die_alloc = "round_robin"`, 2 x 2 dies, 64 MiB at 20% OP, filled, 30 k
+/// requests, half reads, one every 3 ms), with or without suspend and preemptible GC.
+fn gc_heavy_mix(suspend: bool, preempt_gc: bool) -> serde_json::Value {
+    let mut c = Config {
+        nand: "mlc-k9gag08u0m".into(),
+        timing: TimingModel::Parallel,
+        channels: Some(2),
+        dies: Some(2),
+        capacity: "64MiB".parse().unwrap(),
+        op: 20.0,
+        precondition: Precondition::Fill,
+        verify: VerifyLevel::On,
+        suspend,
+        preempt_gc,
+        ..Config::default()
+    };
+    c.synthetic.count = 30_000;
+    c.synthetic.read_ratio = 0.5;
+    c.synthetic.interarrival_us = 3000.0;
+    c.ftl_options
+        .insert("die_alloc".into(), serde_json::json!("round_robin"));
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    assert!(out.failure.is_none());
+    serde_json::to_value(&out.report).unwrap()
+}
+
 /// Program/erase suspend (issue 22, item 2): on a GC-heavy mix of random reads and
 /// writes, host reads that would wait behind GC's programs and erases suspend them, so
 /// reads finish sooner at the tail while the same flash work is done.
 #[test]
 fn suspend_shortens_the_read_tail_and_does_the_same_flash_work() {
-    let run = |suspend: bool| {
-        let mut c = Config {
-            nand: "mlc-k9gag08u0m".into(),
-            timing: TimingModel::Parallel,
-            channels: Some(2),
-            dies: Some(2),
-            capacity: "64MiB".parse().unwrap(),
-            op: 20.0,
-            precondition: Precondition::Fill,
-            verify: VerifyLevel::On,
-            suspend,
-            ..Config::default()
-        };
-        c.synthetic.count = 30_000;
-        c.synthetic.read_ratio = 0.5;
-        c.synthetic.interarrival_us = 3000.0;
-        c.ftl_options
-            .insert("die_alloc".into(), serde_json::json!("round_robin"));
-        let out = Simulation::new(c)
-            .unwrap()
-            .run(Workload::Configured, &mut NoObserver)
-            .unwrap();
-        assert!(out.failure.is_none());
-        serde_json::to_value(&out.report).unwrap()
-    };
+    let run = |suspend: bool| gc_heavy_mix(suspend, false);
     let (off, on) = (run(false), run(true));
     let p = |r: &serde_json::Value, k: &str, q: &str| r["host"][k][q].as_f64().unwrap();
     assert!(off["host"].get("suspensions").is_none());
@@ -188,32 +194,7 @@ fn suspend_shortens_the_read_tail_and_does_the_same_flash_work() {
 /// well, both effects add up.
 #[test]
 fn preemptible_gc_shortens_the_read_tail_and_does_the_same_flash_work() {
-    let run = |suspend: bool, preempt_gc: bool| {
-        let mut c = Config {
-            nand: "mlc-k9gag08u0m".into(),
-            timing: TimingModel::Parallel,
-            channels: Some(2),
-            dies: Some(2),
-            capacity: "64MiB".parse().unwrap(),
-            op: 20.0,
-            precondition: Precondition::Fill,
-            verify: VerifyLevel::On,
-            suspend,
-            preempt_gc,
-            ..Config::default()
-        };
-        c.synthetic.count = 30_000;
-        c.synthetic.read_ratio = 0.5;
-        c.synthetic.interarrival_us = 3000.0;
-        c.ftl_options
-            .insert("die_alloc".into(), serde_json::json!("round_robin"));
-        let out = Simulation::new(c)
-            .unwrap()
-            .run(Workload::Configured, &mut NoObserver)
-            .unwrap();
-        assert!(out.failure.is_none());
-        serde_json::to_value(&out.report).unwrap()
-    };
+    let run = gc_heavy_mix;
     let (off, on, both) = (run(false, false), run(false, true), run(true, true));
     let read = |r: &serde_json::Value, q: &str| r["host"]["read_response_ns"][q].as_f64().unwrap();
     assert!(off["host"].get("preemptions").is_none());
