@@ -457,8 +457,23 @@ impl PageFtl {
     /// The next free page of stream `s`'s write frontier, opening a new block (and,
     /// for host writes, collecting garbage) when its current one is full. GC copies
     /// (`in_gc`) go to the GC frontier under `gc_frontier = "separate"`.
-    #[inline]
+    #[inline(always)]
     fn frontier(&mut self, flash: &mut Flash, s: usize, in_gc: bool) -> Ppn {
+        // The common case inline: the open block has room.
+        if !in_gc || self.gc_active.is_empty() {
+            let open = self.active[s];
+            let wp = flash.write_ptr(open);
+            if wp < self.geo.pages_per_block {
+                return self.geo.ppn(open, wp);
+            }
+        }
+        self.frontier_slow(flash, s, in_gc)
+    }
+
+    /// [`PageFtl::frontier`] when the open block is full, or for a GC copy under a
+    /// separate GC frontier.
+    #[inline(never)]
+    fn frontier_slow(&mut self, flash: &mut Flash, s: usize, in_gc: bool) -> Ppn {
         if in_gc && !self.gc_active.is_empty() {
             return self.gc_frontier(flash, s);
         }
