@@ -587,6 +587,77 @@ impl Flash {
         tag
     }
 
+    /// Moves the valid pages of block `src`, from offset `from` on, to the next pages of
+    /// block `dst` until `dst` is full: for each, [`Flash::copy`] to `dst`'s next page
+    /// and [`Flash::invalidate`] of the source, in page order, then `moved(tag, to)`.
+    /// Returns the offset in `src` to resume from (its write pointer once every page
+    /// was looked at). The same operations, counts, log entries and times as the
+    /// per-page calls; a garbage collector's inner loop done once per destination
+    /// block instead of once per page.
+    pub fn move_valid(
+        &mut self,
+        src: Pbn,
+        from: u32,
+        dst: Pbn,
+        cause: Cause,
+        mut moved: impl FnMut(PageTag, Ppn),
+    ) -> u32 {
+        let ppb = self.geo.pages_per_block;
+        let end = self.write_ptr[src.idx()];
+        let mut off = from;
+        if !matches!(self.record, Record::Count | Record::Clock) {
+            // The log or a model that needs each operation's cause: page by page.
+            while off < end && !self.is_full(dst) {
+                let sp = self.geo.ppn(src, off);
+                off += 1;
+                if self.is_valid(sp) {
+                    let dp = self.geo.ppn(dst, self.write_ptr[dst.idx()]);
+                    let tag = self.copy(sp, dp, cause);
+                    self.invalidate(sp);
+                    moved(tag, dp);
+                }
+            }
+            return off;
+        }
+        let timed = self.record == Record::Clock;
+        let first_dst = self.write_ptr[dst.idx()];
+        let mut wp = first_dst;
+        let (s0, d0) = (self.geo.ppn(src, 0).0, self.geo.ppn(dst, 0).0);
+        let (valid, tags, clock) = (&mut self.valid[..], &mut self.tags, &mut self.clock);
+        while off < end && wp < ppb {
+            let sp = s0 + off;
+            off += 1;
+            let (word, bit) = (sp as usize / 64, 1u64 << (sp % 64));
+            if valid[word] & bit == 0 {
+                continue;
+            }
+            let dp = d0 + wp;
+            wp += 1;
+            let tag = tags.get(sp as usize);
+            tags.copy(sp as usize, dp as usize);
+            valid[word] &= !bit;
+            valid[dp as usize / 64] |= 1 << (dp % 64);
+            if timed {
+                clock.copy(src, dst);
+            }
+            moved(tag, Ppn(dp));
+        }
+        let n = (wp - first_dst) as u64;
+        if n > 0 {
+            if first_dst == 0 {
+                self.erased_blocks -= 1;
+            }
+            self.write_ptr[dst.idx()] = wp;
+            self.valid_count[src.idx()] -= n as u32;
+            self.valid_count[dst.idx()] += n as u32;
+            self.stats.page_reads[cause as usize] += n;
+            self.stats.programs[cause as usize] += n;
+            self.tally[OpKind::Read as usize] += n;
+            self.tally[OpKind::Program as usize] += n;
+        }
+        off
+    }
+
     /// Programs a page like [`Flash::program`] and stores `words` in its spare area
     /// beside the tag. Every call must pass the same number of words; the store is sized
     /// (pages x words) on the first call.
@@ -952,6 +1023,110 @@ mod tests {
         PageTag {
             lpn: Lpn(lpn),
             version: 1,
+        }
+    }
+
+    /// `move_valid` does what copying and invalidating page by page does: the same pages,
+    /// tags, counts, log and clock, counted or timed.
+    #[test]
+    fn move_valid_equals_copying_page_by_page() {
+        use crate::timing::DieClock;
+        let g = GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 16,
+            spare_bytes: 64,
+            logical_bytes: 8 * 16 * 2048,
+            op_percent: 100.0,
+            channels: 2,
+            dies_per_channel: 2,
+            planes_per_die: 1,
+            min_spare_blocks: 1,
+        }
+        .build()
+        .unwrap();
+        let lat = crate::nand::Latencies {
+            read: Nanos(100),
+            spare_read: Nanos(10),
+            program: Nanos(300),
+            erase: Nanos(2000),
+        };
+        let mut rng = crate::rng::SplitMix64::new(9);
+        for case in 0..200 {
+            // Three ways: counted (logged), timed inline, and page by page.
+            let mut fs: Vec<Flash> = (0..3).map(|_| Flash::new(&g)).collect();
+            fs[0].set_logging(true);
+            for f in &mut fs[1..] {
+                f.install_clock(DieClock::new(lat, 2, 2, g.blocks, Nanos(40)));
+                f.clock_begin(Nanos(0));
+            }
+            // Source block 0 full, a random share invalid; destination 5 partly written.
+            let dst_start = rng.below(16) as u32;
+            for f in &mut fs {
+                for off in 0..16 {
+                    f.program(Ppn(off), tag(off), Cause::Host);
+                }
+                for off in 0..dst_start {
+                    f.program(Ppn(5 * 16 + off), tag(100 + off), Cause::Host);
+                }
+            }
+            let dead: Vec<u32> = (0..16).filter(|_| rng.below(3) == 0).collect();
+            for f in &mut fs {
+                for &off in &dead {
+                    f.invalidate(Ppn(off));
+                }
+            }
+            let from = rng.below(16) as u32;
+            let mut got = Vec::new();
+            let ends: Vec<u32> = fs[..2]
+                .iter_mut()
+                .map(|f| {
+                    let mut moved = Vec::new();
+                    let end =
+                        f.move_valid(Pbn(0), from, Pbn(5), Cause::Gc, |t, p| moved.push((t, p)));
+                    got.push(moved);
+                    end
+                })
+                .collect();
+            // Page by page, on the third.
+            let f = &mut fs[2];
+            let (mut off, mut want) = (from, Vec::new());
+            while off < 16 && !f.is_full(Pbn(5)) {
+                let sp = Ppn(off);
+                off += 1;
+                if f.is_valid(sp) {
+                    let dp = g.ppn(Pbn(5), f.write_ptr(Pbn(5)));
+                    let t = f.copy(sp, dp, Cause::Gc);
+                    f.invalidate(sp);
+                    want.push((t, dp));
+                }
+            }
+            assert_eq!(ends, [off, off], "case {case}");
+            assert_eq!(got, [want.clone(), want], "case {case}");
+            let served: Vec<_> = fs[1..].iter_mut().map(|f| f.clock_end()).collect();
+            assert_eq!(served[0], served[1], "case {case}: timing");
+            for (i, f) in fs.iter().enumerate() {
+                assert_eq!(f.stats(), fs[2].stats(), "case {case}, flash {i}: counts");
+                assert_eq!(f.erased_blocks(), fs[2].erased_blocks(), "case {case}");
+                for p in 0..g.physical_pages() {
+                    assert_eq!(f.state(Ppn(p)), fs[2].state(Ppn(p)), "case {case}: {p}");
+                    assert_eq!(
+                        f.peek_tag(Ppn(p)),
+                        fs[2].peek_tag(Ppn(p)),
+                        "case {case}: {p}"
+                    );
+                }
+                f.check().unwrap();
+            }
+            // The log has each copy's read and program, in order.
+            let log: Vec<(OpKind, Pbn)> =
+                fs[0].log_ops().iter().map(|o| (o.kind, o.block)).collect();
+            let copies = log.iter().filter(|&&o| o == (OpKind::Read, Pbn(0))).count();
+            assert_eq!(copies, got[0].len(), "case {case}");
+            assert!(log.ends_with(
+                &(0..got[0].len())
+                    .flat_map(|_| [(OpKind::Read, Pbn(0)), (OpKind::Program, Pbn(5))])
+                    .collect::<Vec<_>>()
+            ));
         }
     }
 

@@ -550,6 +550,7 @@ impl PageFtl {
         // One loop per allocation, so `single` (the papers', the hot case) pays
         // nothing for the others.
         match self.alloc {
+            DieAlloc::Single if self.gc_active.is_empty() => self.move_valid(flash, victim),
             DieAlloc::Single => self.copy_valid(flash, victim, |_, _, _| 0),
             DieAlloc::RoundRobin | DieAlloc::Static | DieAlloc::LeastBusy => {
                 self.copy_valid(flash, victim, |f: &mut PageFtl, flash: &Flash, src| {
@@ -681,6 +682,30 @@ impl PageFtl {
             debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
             self.l2p[tag.lpn.idx()] = dst.0;
             self.stats.gc_pages_copied += 1;
+        }
+    }
+
+    /// [`PageFtl::copy_valid`] for the papers' one write frontier, a destination block
+    /// at a time ([`Flash::move_valid`]): the same copies in the same order.
+    fn move_valid(&mut self, flash: &mut Flash, victim: Pbn) {
+        let end = flash.write_ptr(victim);
+        let mut off = 0;
+        loop {
+            // Open a destination only for a valid page, as the page-by-page loop does.
+            while off < end && !flash.is_valid(self.geo.ppn(victim, off)) {
+                off += 1;
+            }
+            if off == end {
+                return;
+            }
+            let next = self.frontier(flash, 0, true);
+            let to = self.geo.block_of(next);
+            let (l2p, mut n) = (&mut self.l2p, 0);
+            off = flash.move_valid(victim, off, to, Cause::Gc, |tag, dst| {
+                l2p[tag.lpn.idx()] = dst.0;
+                n += 1;
+            });
+            self.stats.gc_pages_copied += n;
         }
     }
 
