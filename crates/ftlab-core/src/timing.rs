@@ -594,12 +594,7 @@ impl DieClock {
         let begin = self.start.max(ahead);
         let (_, c) = self.route[block.idx()];
         let array = self.array_time(OpKind::Read, exp);
-        // As a suspending read does, it goes ahead on its channel as on its die.
-        let end = begin + array + self.xfer;
-        let chan = &mut self.chan_free[c as usize];
-        *chan = (*chan).max(begin + array) + self.xfer;
-        self.latest = self.latest.max(*chan);
-        self.dep = end;
+        let end = self.read_ahead(c, begin, array);
         let held = end.saturating_sub(first_begin);
         q.gc_shift[d] += held;
         self.die_free[d] += held;
@@ -618,10 +613,6 @@ impl DieClock {
         let s = q.shift[d];
         q.pending[d].push_back(r.less(s));
         q.overtakes += 1;
-        if self.first == u64::MAX {
-            self.first = begin;
-        }
-        self.done = self.done.max(end);
         true
     }
 
@@ -665,16 +656,8 @@ impl DieClock {
         }
         let (_, c) = self.route[block.idx()];
         let array = self.array_time(OpKind::Read, exp);
-        // The read goes ahead of what is queued on its channel as on its die: its
-        // transfer right after its sensing, the channel's later reservations one
-        // transfer later (else it would wait for the end of every transfer reserved so
-        // far, however far ahead).
         let begin = at + cost;
-        let end = begin + array + self.xfer;
-        let chan = &mut self.chan_free[c as usize];
-        *chan = (*chan).max(begin + array) + self.xfer;
-        self.latest = self.latest.max(*chan);
-        self.dep = end;
+        let end = self.read_ahead(c, begin, array);
         // The suspended operation resumes when the read is done: it ends that much
         // later, and so does everything queued on the die after it.
         // (The running operation's array began before: it keeps that time.)
@@ -689,11 +672,25 @@ impl DieClock {
         if cost > 0 {
             q.count += 1;
         }
+        true
+    }
+
+    /// A host read that goes ahead of what is queued on its die (a suspending or an
+    /// overtaking read) senses from `begin` for `array` and goes ahead on channel `c`
+    /// as well: its transfer right after its sensing, the channel's later reservations
+    /// one transfer later (else it would wait for the end of every transfer reserved so
+    /// far, however far ahead). Returns when it ends; the batch's start and end follow.
+    fn read_ahead(&mut self, c: u32, begin: u64, array: u64) -> u64 {
+        let end = begin + array + self.xfer;
+        let chan = &mut self.chan_free[c as usize];
+        *chan = (*chan).max(begin + array) + self.xfer;
+        self.latest = self.latest.max(*chan);
+        self.dep = end;
         if self.first == u64::MAX {
             self.first = begin;
         }
         self.done = self.done.max(end);
-        true
+        end
     }
 
     /// Opens a batch: its operations start no earlier than `start`.
