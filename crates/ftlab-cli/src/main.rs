@@ -171,6 +171,10 @@ struct FuzzArgs {
     /// totals so far
     #[arg(long, value_name = "FILE")]
     ledger: Option<PathBuf>,
+    /// Run only the drawn cases of this FTL (repeatable; the others are drawn and
+    /// passed over, so a case keeps its seed and replay command)
+    #[arg(long, value_name = "NAME")]
+    ftl: Vec<String>,
     /// No progress bar
     #[arg(long, short)]
     quiet: bool,
@@ -807,6 +811,16 @@ fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
     } else {
         indicatif::ProgressBar::new(args.runs)
     };
+    for name in &args.ftl {
+        if !ftlab::registry::FTLS.iter().any(|f| f.id == name) {
+            let known: Vec<&str> = ftlab::registry::FTLS.iter().map(|f| f.id).collect();
+            eprintln!(
+                "error: --ftl: unknown FTL `{name}` (known: {})",
+                known.join(", ")
+            );
+            return ExitCode::from(ftlab::error::exit::USAGE);
+        }
+    }
     let mut tally = Tally::default();
     let (mut passed, mut skipped) = (0u64, 0u64);
     for i in 0..args.runs {
@@ -815,6 +829,10 @@ fn fuzz_cmd(args: &FuzzArgs) -> ExitCode {
         }
         let seed = case_seed(args.seed, i);
         let cfg = draw(seed, args.max_requests);
+        if !args.ftl.is_empty() && !args.ftl.contains(&cfg.ftl) {
+            bar.inc(1);
+            continue;
+        }
         bar.set_message(format!("{} / {}", cfg.ftl, cfg.buffer));
         let verdict = run_case(&cfg);
         tally.add(&cfg, &verdict);

@@ -28,7 +28,7 @@
 //!   after the last request, so no request waits for them.
 
 use crate::buffer::{Backend, Buffer, BufferStats};
-use crate::flash::{Flash, FlashStats};
+use crate::flash::{Flash, FlashStats, PowerCut};
 use crate::ftl::{
     Answer, BufferView, Ftl, FtlStats, GroupInfo, IdleBudget, Query, RecoverError, TrimRecovery,
 };
@@ -124,6 +124,16 @@ pub enum SimError {
         /// The failed invariant.
         what: String,
     },
+    /// A planned power loss struck inside the request ([`Engine::arm_power_cut`]). Not
+    /// a failure: the request was not completed, and the caller must now call
+    /// [`Engine::power_loss`].
+    #[error("power lost inside request {request}: {}", cut.describe())]
+    PowerCut {
+        /// 1-based request number.
+        request: u64,
+        /// The operation it struck.
+        cut: PowerCut,
+    },
 }
 
 /// Everything measured, as plain data, for the report.
@@ -181,6 +191,25 @@ pub struct Recovery {
     pub flash: FlashStats,
     /// Simulated time the recovery took (the device is busy meanwhile).
     pub time_ns: u64,
+    /// The flash operation the power loss struck inside ([`Engine::arm_power_cut`]);
+    /// `None` for a loss between two requests.
+    pub torn: Option<PowerCut>,
+    /// Power losses that struck the recovery itself before this one completed.
+    pub recovery_cuts: u32,
+}
+
+/// A power loss under way: what RAM held when it struck, kept until a recovery
+/// completes (a loss during recovery calls [`Engine::power_loss`] again).
+#[derive(Debug)]
+struct Down {
+    buffer_lost: Vec<Lpn>,
+    ftl_lost: Vec<Lpn>,
+    torn: Option<PowerCut>,
+    recovery_cuts: u32,
+    /// Flash counters when the first recovery attempt began.
+    before: FlashStats,
+    /// When the first recovery attempt began.
+    start: Nanos,
 }
 
 /// A simulated device and everything above it.
@@ -206,6 +235,11 @@ pub struct Engine {
     /// With power losses tracked ([`Engine::track_power_loss`]): the pages the FTL was
     /// handed since the oracle last heard of them (the FTL is wrapped in [`Tracked`]).
     handed: Option<Rc<RefCell<Vec<PageTag>>>>,
+    /// The flash operation a power cut struck inside the last request, until
+    /// [`Engine::power_loss`] takes it.
+    cut: Option<PowerCut>,
+    /// A power loss whose recovery has not completed.
+    down: Option<Down>,
 }
 
 impl Engine {
@@ -241,6 +275,8 @@ impl Engine {
             last_response: Nanos::ZERO,
             closed: cfg.closed_loop.map(|(q, d)| ClosedLoop::new(q, d)),
             handed: None,
+            cut: None,
+            down: None,
         }
     }
 
@@ -357,8 +393,80 @@ impl Engine {
         }
     }
 
-    /// Serves one host request.
+    /// Plans a power loss inside the `ops`-th flash operation from now (1: the next; a
+    /// copy counts as two), in the next [`Engine::submit`] or [`Engine::power_loss`]
+    /// (the recovery): that operation is torn ([`Flash::arm_power_cut`]) and the call
+    /// returns [`SimError::PowerCut`] or [`RecoverError::PowerCut`]. A request or
+    /// recovery that does fewer operations leaves it armed: take it back with
+    /// [`Engine::disarm_power_cut`]. Needs whole spare tags: plan power losses before
+    /// the run ([`Engine::track_power_loss`]; packed tags refuse).
+    pub fn arm_power_cut(&mut self, ops: u64) -> Result<(), RecoverError> {
+        if self.handed.is_none() {
+            return Err(RecoverError::Failed(
+                "a power cut inside an operation needs the hand-offs tracked \
+                 (Engine::track_power_loss before the first request)"
+                    .into(),
+            ));
+        }
+        if ops == 0 || ops >= 1 << 62 {
+            return Err(RecoverError::Failed(format!(
+                "a power cut at operation {ops}: operations count from 1"
+            )));
+        }
+        if self.packed_tags() {
+            return Err(RecoverError::Failed(
+                "the run packs spare tags, which cannot mark a torn page; plan the power \
+                 loss (--power-loss-at) to keep whole tags"
+                    .into(),
+            ));
+        }
+        self.flash.arm_power_cut(ops);
+        Ok(())
+    }
+
+    /// Takes back a power cut armed by [`Engine::arm_power_cut`] that has not struck;
+    /// returns whether there was one.
+    pub fn disarm_power_cut(&mut self) -> bool {
+        self.flash.disarm_power_cut()
+    }
+
+    /// Serves one host request. With a power cut armed ([`Engine::arm_power_cut`]) it
+    /// may stop inside the request with [`SimError::PowerCut`]; the caller then calls
+    /// [`Engine::power_loss`].
     pub fn submit(&mut self, req: &Request) -> Result<(), SimError> {
+        if !self.flash.power_cut_armed() {
+            return self.serve(req);
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve(req))) {
+            Ok(served) => served,
+            Err(payload) => match payload.downcast::<PowerCut>() {
+                Ok(cut) => Err(self.cut_short(req.arrival, *cut)),
+                Err(other) => std::panic::resume_unwind(other),
+            },
+        }
+    }
+
+    /// After a power cut inside a request: the operations done before it are timed as
+    /// background work (the device was busy with them), the versions the FTL was
+    /// handed in the request stay uncertain (it never completed), and the engine waits
+    /// for [`Engine::power_loss`].
+    #[cold]
+    fn cut_short(&mut self, arrival: Nanos, cut: PowerCut) -> SimError {
+        let start = arrival.min(self.idle_at());
+        self.background(start);
+        if let Some(log) = &self.handed {
+            for t in log.borrow_mut().drain(..) {
+                self.oracle.in_flight(t);
+            }
+        }
+        self.cut = Some(cut);
+        SimError::PowerCut {
+            request: self.request_no,
+            cut,
+        }
+    }
+
+    fn serve(&mut self, req: &Request) -> Result<(), SimError> {
         self.request_no += 1;
         if self.cfg.idle {
             self.offer_idle(req.arrival);
@@ -676,12 +784,17 @@ impl Engine {
         self.recoveries.clear();
     }
 
-    /// Power loss between two requests: all RAM state is dropped, including data only
-    /// in the write buffer or in the FTL's RAM ([`Ftl::volatile_pages`]; reported as
-    /// lost, never silently). `ftl` and `buffer` are fresh instances (built as at the
-    /// start of the run); the FTL rebuilds its state from flash ([`Ftl::recover`]) and
-    /// the run continues. Recovery operations are
-    /// timed as background work that later requests wait for.
+    /// Power loss between two requests, or inside the last one ([`SimError::PowerCut`]):
+    /// all RAM state is dropped, including data only in the write buffer or in the
+    /// FTL's RAM ([`Ftl::volatile_pages`]; reported as lost, never silently). `ftl` and
+    /// `buffer` are fresh instances (built as at the start of the run); the FTL
+    /// rebuilds its state from flash ([`Ftl::recover`]) and the run continues. Recovery
+    /// operations are timed as background work that later requests wait for.
+    ///
+    /// With a power cut armed ([`Engine::arm_power_cut`]) the recovery itself may be
+    /// cut short: then this returns [`RecoverError::PowerCut`] and the caller calls it
+    /// again with fresh instances (the loss is reported once, when a recovery
+    /// completes).
     pub fn power_loss(
         &mut self,
         ftl: Box<dyn Ftl>,
@@ -695,19 +808,25 @@ impl Engine {
                     .into(),
             ));
         }
-        self.note_handed();
-        let mut buffer_lost = Vec::new();
-        self.buffer.volatile_pages(&mut buffer_lost);
-        buffer_lost.sort_unstable();
-        buffer_lost.dedup();
-        let mut ftl_lost = Vec::new();
-        self.ftl.volatile_pages(&mut ftl_lost);
-        ftl_lost.sort_unstable();
-        ftl_lost.dedup();
-        let mut lost = buffer_lost.clone();
-        lost.extend_from_slice(&ftl_lost);
-        lost.sort_unstable();
-        lost.dedup();
+        if self.down.is_none() {
+            self.note_handed();
+            let mut buffer_lost = Vec::new();
+            self.buffer.volatile_pages(&mut buffer_lost);
+            buffer_lost.sort_unstable();
+            buffer_lost.dedup();
+            let mut ftl_lost = Vec::new();
+            self.ftl.volatile_pages(&mut ftl_lost);
+            ftl_lost.sort_unstable();
+            ftl_lost.dedup();
+            self.down = Some(Down {
+                buffer_lost,
+                ftl_lost,
+                torn: self.cut.take(),
+                recovery_cuts: 0,
+                before: *self.flash.stats(),
+                start: self.idle_at(),
+            });
+        }
         self.carried.0.add_counters(&self.ftl.stats());
         self.carried.1.add_counters(&self.buffer.stats());
         self.ftl = match &self.handed {
@@ -719,23 +838,50 @@ impl Engine {
         };
         self.buffer = buffer;
         self.flash.power_cycle();
-        let before = *self.flash.stats();
         let start = self.idle_at();
         self.flash.clock_begin(start);
-        let recovered = self.ftl.recover(&mut self.flash);
+        let recovered = if self.flash.power_cut_armed() {
+            let ftl = &mut self.ftl;
+            let flash = &mut self.flash;
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ftl.recover(flash))) {
+                Ok(r) => {
+                    self.flash.disarm_power_cut();
+                    r
+                }
+                Err(payload) => match payload.downcast::<PowerCut>() {
+                    Ok(cut) => Err(RecoverError::PowerCut(*cut)),
+                    Err(other) => std::panic::resume_unwind(other),
+                },
+            }
+        } else {
+            self.ftl.recover(&mut self.flash)
+        };
         let end = self.background(start);
-        recovered?;
-        let ops = *self.flash.stats() - before;
+        if let Err(e) = recovered {
+            if let (RecoverError::PowerCut(_), Some(down)) = (&e, &mut self.down) {
+                down.recovery_cuts += 1;
+            }
+            return Err(e);
+        }
+        let down = self.down.take().expect("set above");
+        let ops = *self.flash.stats() - down.before;
         // Recovery hands nothing new (it rebuilds from flash).
         if let Some(log) = &self.handed {
             log.borrow_mut().clear();
         }
-        self.oracle.power_loss(&buffer_lost, &ftl_lost);
+        self.oracle
+            .power_loss(&down.buffer_lost, &down.ftl_lost, down.torn.is_some());
+        let mut lost = down.buffer_lost;
+        lost.extend_from_slice(&down.ftl_lost);
+        lost.sort_unstable();
+        lost.dedup();
         self.recoveries.push(Recovery {
             after_request: self.request_no,
             lost_lpns: lost,
             flash: ops,
-            time_ns: end.saturating_sub(start).0,
+            time_ns: end.saturating_sub(down.start).0,
+            torn: down.torn,
+            recovery_cuts: down.recovery_cuts,
         });
         Ok(self.recoveries.last().expect("just pushed"))
     }

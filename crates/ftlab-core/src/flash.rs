@@ -37,6 +37,25 @@
 //! ([`Flash::program_payload`], e.g. snapshots). Both are cleared by an erase and read
 //! back without an operation ([`Flash::spare_words`], [`Flash::payload`]); the FTL
 //! accounts the read ([`Flash::read_spare`], [`Flash::read`]) that fetches them.
+//!
+//! Torn operations (issue 25, item 3). [`Flash::arm_power_cut`] plans a power loss
+//! *inside* the n-th flash operation from now. When it comes, the operation is cut
+//! short, its effect left as NAND leaves it, and the call unwinds with a [`PowerCut`]
+//! payload (`std::panic::resume_unwind`, which prints nothing): the firmware stops at
+//! that instruction, whatever it was doing (a host write, GC, a merge, a map flush, a
+//! snapshot, a recovery). The engine catches it at the request's boundary and rebuilds
+//! the FTL from flash. What each operation leaves:
+//! - a program: the page counts as programmed (the block's write pointer moved past
+//!   it, it cannot be programmed again before an erase) but reads back as
+//!   [`PageTag::UNCORRECTABLE`], with no spare words and no payload;
+//! - an erase: the block is neither erased nor readable: every page of it reads as
+//!   [`PageTag::UNCORRECTABLE`] and its write pointer is at the end (it must be erased
+//!   again before use); the erase counts towards its wear;
+//! - a copy (a read then a program): cut at the read, nothing happened; at the program,
+//!   the destination is torn and the source is untouched;
+//! - a read or spare read: it never happens (the power is gone).
+//!
+//! The countdown costs one decrement and test per operation when nothing is armed.
 
 use crate::geometry::Geometry;
 use crate::timing::{DieClock, Served};
@@ -270,6 +289,34 @@ enum Record {
     ClockCaused,
 }
 
+/// The payload a flash operation unwinds with when a planned power cut strikes inside
+/// it ([`Flash::arm_power_cut`]); the engine catches it ([`crate::engine::Engine`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PowerCut {
+    /// The operation the power loss struck (a copy counts as its read or its program).
+    pub kind: OpKind,
+    /// Why the FTL issued it.
+    pub cause: Cause,
+    /// Its block.
+    pub block: Pbn,
+}
+
+impl PowerCut {
+    /// What the cut left on flash, in a few words ("a torn program of block 7 (gc)").
+    pub fn describe(&self) -> String {
+        let what = match self.kind {
+            OpKind::Read => "before a page read",
+            OpKind::SpareRead => "before a spare read",
+            OpKind::Program => "a torn program",
+            OpKind::Erase => "a torn erase",
+        };
+        format!("{what} of block {} ({})", self.block.0, self.cause.name())
+    }
+}
+
+/// [`Flash`]'s countdown value when no power cut is armed.
+const FUSE_OFF: u64 = u64::MAX;
+
 /// The NAND array. See the module documentation for the rules it enforces.
 #[derive(Clone)]
 pub struct Flash {
@@ -303,6 +350,9 @@ pub struct Flash {
     spare_words: Vec<u32>,
     /// Data-area contents of metadata pages, by page number.
     payloads: BTreeMap<u32, Box<[u32]>>,
+    /// Operations left until a planned power cut (it strikes inside the operation that
+    /// brings it to 0); [`FUSE_OFF`] and counting down harmlessly when none is armed.
+    fuse: u64,
 }
 
 impl Flash {
@@ -374,6 +424,7 @@ impl Flash {
             spare_words_per_page: 0,
             spare_words: Vec::new(),
             payloads: BTreeMap::new(),
+            fuse: FUSE_OFF,
         }
     }
 
@@ -456,6 +507,10 @@ impl Flash {
             "NAND refuses: {} of {ppn:?}, which was never programmed",
             if read { "read" } else { "spare read" }
         );
+        self.fuse -= 1;
+        if self.fuse == 0 {
+            self.cut(kind, self.split(ppn).0, cause);
+        }
         let counts = if read {
             &mut self.stats.page_reads
         } else {
@@ -478,6 +533,10 @@ impl Flash {
     /// [`Flash::program`] but for the tag, which the caller stored.
     #[inline(always)]
     fn place(&mut self, ppn: Ppn, cause: Cause) {
+        self.fuse -= 1;
+        if self.fuse == 0 {
+            self.tear_program(ppn, cause);
+        }
         let pbn = self.place_untimed(ppn, cause);
         self.log(OpKind::Program, pbn, cause);
     }
@@ -531,6 +590,10 @@ impl Flash {
             "erase of {pbn:?}, which still holds {} valid pages",
             self.valid_count[pbn.idx()]
         );
+        self.fuse -= 1;
+        if self.fuse == 0 {
+            self.tear_erase(pbn, cause);
+        }
         let first = self.geo.ppn(pbn, 0).idx();
         let wp = self.write_ptr[pbn.idx()] as usize;
         if let Tags::Wide(tags) = &mut self.tags {
@@ -569,6 +632,10 @@ impl Flash {
             so < self.write_ptr[sb.idx()],
             "NAND refuses: read of {src:?}, which was never programmed"
         );
+        if self.fuse <= 2 {
+            self.tear_copy(src, dst, cause);
+        }
+        self.fuse -= 2;
         self.stats.page_reads[cause as usize] += 1;
         let tag = self.tags.get(src.idx());
         let db = self.place_untimed(dst, cause);
@@ -605,8 +672,9 @@ impl Flash {
         let ppb = self.geo.pages_per_block;
         let end = self.write_ptr[src.idx()];
         let mut off = from;
-        if !matches!(self.record, Record::Count | Record::Clock) {
-            // The log or a model that needs each operation's cause: page by page.
+        if !matches!(self.record, Record::Count | Record::Clock) || self.fuse <= 2 * ppb as u64 {
+            // The log, a model that needs each operation's cause, or a power cut that
+            // may strike inside: page by page.
             while off < end && !self.is_full(dst) {
                 let sp = self.geo.ppn(src, off);
                 off += 1;
@@ -644,6 +712,7 @@ impl Flash {
         }
         let n = (wp - first_dst) as u64;
         if n > 0 {
+            self.fuse -= 2 * n;
             if first_dst == 0 {
                 self.erased_blocks -= 1;
             }
@@ -728,6 +797,118 @@ impl Flash {
         self.valid.fill(0);
         self.valid_count.fill(0);
         self.clear_log();
+    }
+
+    /// Plans a power loss inside the `ops`-th flash operation from now (1: the next
+    /// one; a copy counts as two, its read then its program): that operation is torn
+    /// (see the module documentation) and unwinds with a [`PowerCut`]. Replaces any cut
+    /// armed before.
+    ///
+    /// Panics if `ops` is 0 or 2^62 or more, or the tags are packed (a torn page needs
+    /// a tag of its own, [`PageTag::UNCORRECTABLE`]: runs with power losses keep whole
+    /// tags).
+    pub fn arm_power_cut(&mut self, ops: u64) {
+        assert!(
+            (1..1 << 62).contains(&ops),
+            "a power cut {ops} operations from now"
+        );
+        assert!(
+            self.version_bits().is_none(),
+            "a torn page needs whole spare tags (Flash::new)"
+        );
+        self.fuse = ops;
+    }
+
+    /// Whether a power cut is armed and has not struck.
+    pub fn power_cut_armed(&self) -> bool {
+        self.fuse < 1 << 62
+    }
+
+    /// Takes back an armed power cut; returns whether one was armed and had not struck.
+    pub fn disarm_power_cut(&mut self) -> bool {
+        let armed = self.power_cut_armed();
+        self.fuse = FUSE_OFF;
+        armed
+    }
+
+    /// The power fails inside an operation of `kind` on `block`: unwinds with the
+    /// [`PowerCut`] (no panic message; the engine catches it). The caller left flash
+    /// as the cut leaves it.
+    #[cold]
+    #[inline(never)]
+    fn cut(&mut self, kind: OpKind, block: Pbn, cause: Cause) -> ! {
+        self.fuse = FUSE_OFF;
+        std::panic::resume_unwind(Box::new(PowerCut { kind, cause, block }))
+    }
+
+    /// A program of `ppn` torn by the power cut: the page is used but unreadable.
+    #[cold]
+    #[inline(never)]
+    fn tear_program(&mut self, ppn: Ppn, cause: Cause) -> ! {
+        self.fuse = FUSE_OFF;
+        let pbn = self.place_untimed(ppn, cause);
+        self.tags.set(ppn.idx(), PageTag::UNCORRECTABLE);
+        self.valid[ppn.idx() / 64] &= !(1 << (ppn.idx() % 64));
+        self.valid_count[pbn.idx()] -= 1;
+        self.clear_spare(ppn.idx(), ppn.idx() + 1);
+        self.log(OpKind::Program, pbn, cause);
+        self.cut(OpKind::Program, pbn, cause)
+    }
+
+    /// An erase of `pbn` torn by the power cut: every page unreadable, none free.
+    #[cold]
+    #[inline(never)]
+    fn tear_erase(&mut self, pbn: Pbn, cause: Cause) -> ! {
+        self.fuse = FUSE_OFF;
+        let ppb = self.geo.pages_per_block;
+        let first = self.geo.ppn(pbn, 0).idx();
+        for i in first..first + ppb as usize {
+            self.tags.set(i, PageTag::UNCORRECTABLE);
+        }
+        self.clear_spare(first, first + ppb as usize);
+        if self.write_ptr[pbn.idx()] == 0 {
+            self.erased_blocks -= 1;
+        }
+        self.write_ptr[pbn.idx()] = ppb;
+        self.erase_count[pbn.idx()] += 1;
+        self.stats.erases[cause as usize] += 1;
+        self.log(OpKind::Erase, pbn, cause);
+        self.cut(OpKind::Erase, pbn, cause)
+    }
+
+    /// A copy from `src` to `dst` the power cut strikes: before its read (fuse at 1)
+    /// or inside its program (fuse at 2).
+    #[cold]
+    #[inline(never)]
+    fn tear_copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> ! {
+        let sb = self.split(src).0;
+        if self.fuse == 1 {
+            self.cut(OpKind::Read, sb, cause);
+        }
+        self.stats.page_reads[cause as usize] += 1;
+        self.log(OpKind::Read, sb, cause);
+        self.fuse = 1;
+        self.place(dst, cause);
+        unreachable!("the program of a torn copy unwinds")
+    }
+
+    /// Drops the spare words and payloads of pages `[first, end)` (a torn program or
+    /// erase leaves nothing readable).
+    fn clear_spare(&mut self, first: usize, end: usize) {
+        let n = self.spare_words_per_page;
+        if n > 0 {
+            self.spare_words[first * n..end * n].fill(0);
+        }
+        if !self.payloads.is_empty() {
+            let keys: Vec<u32> = self
+                .payloads
+                .range(first as u32..end as u32)
+                .map(|(&p, _)| p)
+                .collect();
+            for p in keys {
+                self.payloads.remove(&p);
+            }
+        }
     }
 
     /// Recovery bookkeeping: declares a programmed page valid again (no flash
@@ -1128,6 +1309,124 @@ mod tests {
                     .collect::<Vec<_>>()
             ));
         }
+    }
+
+    /// Runs `f`, which must be cut by the armed power cut; returns the cut.
+    fn cut_by(f: impl FnOnce()) -> PowerCut {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .expect_err("the power cut strikes");
+        *payload.downcast::<PowerCut>().expect("a PowerCut payload")
+    }
+
+    #[test]
+    fn a_torn_program_leaves_an_unreadable_used_page() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.arm_power_cut(2);
+        assert!(f.power_cut_armed());
+        f.program(Ppn(1), tag(2), Cause::Host);
+        let cut = cut_by(|| f.program_with_spare(Ppn(2), tag(3), &[7, 7], Cause::Gc));
+        assert_eq!(
+            cut,
+            PowerCut {
+                kind: OpKind::Program,
+                cause: Cause::Gc,
+                block: Pbn(0)
+            }
+        );
+        assert_eq!(cut.describe(), "a torn program of block 0 (gc)");
+        assert!(!f.power_cut_armed());
+        f.power_cycle();
+        assert_eq!(f.write_ptr(Pbn(0)), 3);
+        assert_eq!(f.read_spare(Ppn(1), Cause::Recovery), tag(2));
+        assert!(f.read_spare(Ppn(2), Cause::Recovery).is_uncorrectable());
+        assert_eq!(f.spare_words(Ppn(2)), &[0, 0]);
+        // Used: the next program goes on after it.
+        f.program(Ppn(3), tag(4), Cause::Host);
+        f.check().unwrap();
+    }
+
+    #[test]
+    fn a_torn_erase_leaves_a_block_to_erase_again() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.invalidate(Ppn(0));
+        let erased = f.erased_blocks();
+        f.arm_power_cut(1);
+        let cut = cut_by(|| f.erase(Pbn(0), Cause::Gc));
+        assert_eq!(cut.kind, OpKind::Erase);
+        assert_eq!(f.write_ptr(Pbn(0)), 4);
+        assert_eq!(f.erase_count(Pbn(0)), 1);
+        assert_eq!(f.erased_blocks(), erased);
+        for p in 0..4 {
+            assert!(f.read_spare(Ppn(p), Cause::Recovery).is_uncorrectable());
+        }
+        // An erase of a block that was already erased: no longer erased.
+        f.arm_power_cut(1);
+        cut_by(|| f.erase(Pbn(1), Cause::Gc));
+        assert_eq!(f.erased_blocks(), erased - 1);
+        f.check().unwrap();
+        f.erase(Pbn(0), Cause::Gc);
+        f.program(Ppn(0), tag(5), Cause::Host);
+        assert_eq!(f.read(Ppn(0), Cause::Host), tag(5));
+    }
+
+    #[test]
+    fn a_copy_is_cut_before_its_read_or_inside_its_program() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.arm_power_cut(1);
+        let cut = cut_by(|| {
+            f.copy(Ppn(0), Ppn(4), Cause::Gc);
+        });
+        assert_eq!((cut.kind, cut.block), (OpKind::Read, Pbn(0)));
+        assert_eq!(f.write_ptr(Pbn(1)), 0, "nothing programmed");
+        assert_eq!(f.stats().page_reads[Cause::Gc as usize], 0);
+        f.arm_power_cut(2);
+        let cut = cut_by(|| {
+            f.copy(Ppn(0), Ppn(4), Cause::Gc);
+        });
+        assert_eq!((cut.kind, cut.block), (OpKind::Program, Pbn(1)));
+        assert_eq!(f.stats().page_reads[Cause::Gc as usize], 1);
+        assert!(f.peek_tag(Ppn(4)).unwrap().is_uncorrectable());
+        assert!(f.is_valid(Ppn(0)), "the source is untouched");
+        f.check().unwrap();
+    }
+
+    #[test]
+    fn move_valid_is_cut_at_the_armed_copy() {
+        for at in 1..=6u64 {
+            let mut f = flash();
+            for p in 0..4 {
+                f.program(Ppn(p), tag(p), Cause::Host);
+            }
+            f.invalidate(Ppn(1));
+            f.arm_power_cut(at);
+            let mut moved = Vec::new();
+            let cut = cut_by(|| {
+                f.move_valid(Pbn(0), 0, Pbn(1), Cause::Gc, |t, p| moved.push((t, p)));
+            });
+            // Copies of pages 0, 2, 3: a read then a program each.
+            let done = ((at - 1) / 2) as usize;
+            assert_eq!(moved.len(), done, "cut at {at}");
+            let torn_program = at % 2 == 0;
+            assert_eq!(cut.kind == OpKind::Program, torn_program, "cut at {at}");
+            assert_eq!(f.write_ptr(Pbn(1)) as usize, done + torn_program as usize);
+            f.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_disarmed_cut_never_strikes() {
+        let mut f = flash();
+        f.arm_power_cut(3);
+        f.program(Ppn(0), tag(1), Cause::Host);
+        assert!(f.disarm_power_cut());
+        assert!(!f.disarm_power_cut());
+        for p in 1..4 {
+            f.program(Ppn(p), tag(p), Cause::Host);
+        }
+        assert!(!f.power_cut_armed());
     }
 
     #[test]

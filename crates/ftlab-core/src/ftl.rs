@@ -61,6 +61,11 @@ pub enum RecoverError {
     /// Flash contents are inconsistent with what the scheme can rebuild.
     #[error("recovery failed: {0}")]
     Failed(String),
+    /// A planned power loss struck inside the recovery itself
+    /// ([`crate::flash::Flash::arm_power_cut`]): not a failure; the caller loses power
+    /// again ([`crate::engine::Engine::power_loss`] with fresh instances).
+    #[error("power lost again during recovery: {}", .0.describe())]
+    PowerCut(crate::flash::PowerCut),
 }
 
 /// The device is worn out: too few blocks are left for the scheme to write on (issue 23

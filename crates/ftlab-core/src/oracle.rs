@@ -27,6 +27,10 @@
 //!   [`TrimRecovery`] says so, any version up to it.
 //! - A page whose newest data an FTL itself held only in RAM (a documented window, such
 //!   as CACH-FTL's in-place BMR-GC) reads as zeroes or any older version.
+//! - A page handed to the FTL in a request that a power loss struck inside (a torn
+//!   operation, [`Oracle::in_flight`]) reads as what it held durably before that
+//!   request or as a version handed in it: the request never completed, so nothing it
+//!   wrote is owed, but nothing older than the durable version may come back.
 //! - Every other page reads exactly as last written. Versions are never given twice:
 //!   a version lost with a buffer keeps its number.
 
@@ -384,6 +388,28 @@ impl Oracle {
         }
     }
 
+    /// The FTL was handed `tag` in a request a power cut struck inside (tracking only):
+    /// the version may or may not be on flash. The page may now read as what it held
+    /// durably before the request, or as this version (or another handed in the same
+    /// request); [`Oracle::power_loss`] with `torn` then loosens it so.
+    pub fn in_flight(&mut self, tag: PageTag) {
+        if tag.lpn.idx() >= self.expected.len() {
+            return;
+        }
+        if let Some(a) = self.pl.pending.get_mut(&tag.lpn.0) {
+            let v = tag.version;
+            *a = if a.lo > a.hi {
+                Accept { lo: v, hi: v, ..*a }
+            } else {
+                Accept {
+                    lo: a.lo.min(v),
+                    hi: a.hi.max(v),
+                    ..*a
+                }
+            };
+        }
+    }
+
     /// Records a trim of `lpn`.
     #[inline]
     pub fn trim(&mut self, lpn: Lpn) {
@@ -440,11 +466,14 @@ impl Oracle {
     /// Applies a power loss. `lost`: pages whose newest data lived only in a volatile
     /// buffer (the buffer's report); `ftl_lost`: pages whose newest data the FTL held
     /// only in RAM (its documented window). Trims are not durable: a trimmed page may
-    /// read as its content before the trim ([`TrimRecovery`]).
+    /// read as its content before the trim ([`TrimRecovery`]). `torn`: the loss struck
+    /// inside a request, so every page whose newest version had not durably reached the
+    /// FTL (those of the request, whatever the buffer reports) reads as what it held
+    /// durably or a version handed in the request ([`Oracle::in_flight`]).
     ///
     /// Panics on a [`Oracle::wrapping`] oracle: after a power loss the check compares
     /// versions by order, which wrapping versions do not keep.
-    pub fn power_loss(&mut self, lost: &[Lpn], ftl_lost: &[Lpn]) {
+    pub fn power_loss(&mut self, lost: &[Lpn], ftl_lost: &[Lpn], torn: bool) {
         assert!(
             !self.wraps,
             "a power loss needs exact versions (Oracle::new), not wrapping ones"
@@ -479,6 +508,14 @@ impl Oracle {
             assert!(v > 0, "{lpn:?} reported lost but never written");
             self.pl.pending.remove(&lpn.0);
             self.loosen(lpn, Accept::up_to(v - 1));
+        }
+        if torn {
+            let mut left: Vec<(u32, Accept)> = self.pl.pending.drain().collect();
+            // Deterministic order (the map's is not); the result does not depend on it.
+            left.sort_unstable_by_key(|&(l, _)| l);
+            for (l, a) in left {
+                self.loosen(Lpn(l), a);
+            }
         }
         // A fresh buffer holds nothing.
         self.pl.pending.clear();
@@ -646,7 +683,7 @@ mod tests {
     fn wrapping_versions_refuse_a_power_loss() {
         let mut o = Oracle::wrapping(4, 4);
         o.next_write(Lpn(0));
-        o.power_loss(&[], &[]);
+        o.power_loss(&[], &[], false);
     }
 
     #[test]
@@ -685,7 +722,7 @@ mod tests {
         let b1 = o.next_write(Lpn(1));
         o.trim(Lpn(1));
         let c1 = o.next_write(Lpn(2));
-        o.power_loss(&[Lpn(0)], &[]);
+        o.power_loss(&[Lpn(0)], &[], false);
         assert!(o.check(Lpn(0), Some(a1)).is_ok());
         assert!(o.check(Lpn(0), None).is_ok());
         assert!(
@@ -719,7 +756,7 @@ mod tests {
         let b1 = o.next_write(Lpn(1)); // only buffered, never handed
         let c1 = o.next_write(Lpn(2));
         o.handed(c1);
-        o.power_loss(&[Lpn(0), Lpn(1)], &[]);
+        o.power_loss(&[Lpn(0), Lpn(1)], &[], false);
         assert!(o.check(Lpn(0), Some(a2)).is_ok());
         assert!(o.check(Lpn(0), Some(a1)).is_err(), "older than durable");
         assert!(o.check(Lpn(0), None).is_err(), "a durable version exists");
@@ -735,13 +772,13 @@ mod tests {
         // Lost again before anything reached the FTL: the same durable version.
         let a5 = o.next_write(Lpn(0));
         assert_eq!(a5.version, 5, "versions are never given twice");
-        o.power_loss(&[Lpn(0)], &[]);
+        o.power_loss(&[Lpn(0)], &[], false);
         assert!(o.check(Lpn(0), Some(a2)).is_ok());
         assert!(o.check(Lpn(0), None).is_err());
         // A flush hands everything over: nothing pending.
         let a6 = o.next_write(Lpn(0));
         o.handed(a6);
-        o.power_loss(&[], &[]);
+        o.power_loss(&[], &[], false);
         assert!(o.check(Lpn(0), Some(a6)).is_ok());
         assert!(o.check(Lpn(0), Some(a2)).is_err());
     }
@@ -756,7 +793,7 @@ mod tests {
         let a1 = o.next_write(Lpn(0)); // buffered
         let _a2 = o.next_write(Lpn(0)); // the buffer writes a1 out as a2 comes in
         o.handed(a1);
-        o.power_loss(&[Lpn(0)], &[]);
+        o.power_loss(&[Lpn(0)], &[], false);
         assert!(o.check(Lpn(0), Some(a1)).is_ok());
         assert!(o.check(Lpn(0), None).is_err());
     }
@@ -783,7 +820,7 @@ mod tests {
         let c2 = o.next_write(Lpn(2));
         let mut any = o.clone();
         any.set_trim_recovery(TrimRecovery::AnyEarlier);
-        o.power_loss(&[Lpn(2)], &[]);
+        o.power_loss(&[Lpn(2)], &[], false);
         let v = |lpn, version| Some(PageTag { lpn, version });
         assert!(o.check(Lpn(0), None).is_ok());
         assert!(o.check(Lpn(0), v(Lpn(0), 2)).is_ok());
@@ -796,14 +833,14 @@ mod tests {
         assert!(o.check(Lpn(2), None).is_ok());
         assert!(o.check(Lpn(2), Some(c1)).is_ok());
         assert!(o.check(Lpn(2), Some(c2)).is_err());
-        any.power_loss(&[Lpn(2)], &[]);
+        any.power_loss(&[Lpn(2)], &[], false);
         assert!(
             any.check(Lpn(0), v(Lpn(0), 1)).is_ok(),
             "an earlier version"
         );
         assert!(any.check(Lpn(0), v(Lpn(0), 3)).is_err());
         // Still uncertain at the next power loss (the trim was never persisted).
-        o.power_loss(&[], &[]);
+        o.power_loss(&[], &[], false);
         assert!(o.check(Lpn(0), v(Lpn(0), 2)).is_ok());
         assert!(o.check(Lpn(0), None).is_ok());
     }
@@ -816,7 +853,7 @@ mod tests {
             let t = o.next_write(Lpn(0));
             o.handed(t);
         }
-        o.power_loss(&[], &[Lpn(0)]);
+        o.power_loss(&[], &[Lpn(0)], false);
         let v = |version| {
             Some(PageTag {
                 lpn: Lpn(0),

@@ -114,6 +114,24 @@ pub struct PageTag {
     pub version: u32,
 }
 
+impl PageTag {
+    /// What the spare area of a page reads as when its program was cut short by a power
+    /// loss, or its block's erase was ([`crate::flash::Flash::arm_power_cut`]): the ECC
+    /// cannot correct it, so the page holds no LPN an FTL may trust. Recovery must skip
+    /// such a page ([`PageTag::is_uncorrectable`]); a host read that reaches one fails
+    /// the oracle.
+    pub const UNCORRECTABLE: PageTag = PageTag {
+        lpn: Lpn(u32::MAX - 15),
+        version: u32::MAX,
+    };
+
+    /// Whether this is [`PageTag::UNCORRECTABLE`]: a torn page.
+    #[inline]
+    pub fn is_uncorrectable(&self) -> bool {
+        *self == PageTag::UNCORRECTABLE
+    }
+}
+
 /// One page of a write handed to a buffer or FTL.
 pub type PageWrite = PageTag;
 

@@ -738,9 +738,13 @@ impl PageFtl {
 impl Ftl for PageFtl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         for &tag in pages {
-            self.unmap(flash, tag.lpn);
             let s = self.stream(flash, tag.lpn);
+            // The page to program first (it may collect garbage), then the old copy is
+            // dropped: GC must not erase the last durable copy of a page before its new
+            // version is on flash (a power loss in between would lose both; issue 25,
+            // item 3). GC may move the old copy meanwhile: `unmap` drops wherever it is.
             let ppn = self.frontier(flash, s, false);
+            self.unmap(flash, tag.lpn);
             flash.program(ppn, tag, Cause::Host);
             self.l2p[tag.lpn.idx()] = ppn.0;
         }

@@ -68,7 +68,8 @@ fn scan(
         for off in 0..flash.write_ptr(pbn) {
             let ppn = geo.ppn(pbn, off);
             let tag = flash.read_spare(ppn, Cause::Recovery);
-            if !visit.page(pbn, off, ppn, tag)? {
+            // A program or erase a power loss tore: nothing on it can be trusted.
+            if tag.is_uncorrectable() || !visit.page(pbn, off, ppn, tag)? {
                 continue;
             }
             let Some(v) = newest.get_mut(tag.lpn.idx()) else {

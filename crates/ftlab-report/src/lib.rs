@@ -346,6 +346,17 @@ pub struct PowerLossEvent {
     pub lost_pages: u64,
     /// What the recovery cost.
     pub recovery: RecoveryReport,
+    /// The flash operation the loss struck inside ("a torn program of block 7 (gc)");
+    /// absent for a loss between two requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torn: Option<String>,
+    /// Losses that struck the recovery itself before one completed.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub recovery_cuts: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `power_loss.*`
@@ -392,6 +403,8 @@ fn power_loss(o: &Outcome) -> PowerLossReport {
                 after_request: r.after_request,
                 lost_pages: r.lost_lpns.len() as u64,
                 recovery: recovery_report(&r.flash, r.time_ns),
+                torn: r.torn.map(|c| c.describe()),
+                recovery_cuts: r.recovery_cuts,
             }
         })
         .collect::<Vec<_>>();

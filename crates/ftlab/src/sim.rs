@@ -1182,6 +1182,8 @@ fn drive(
     if measuring {
         st.measuring(engine, observer);
     }
+    // Where the armed power cut's second loss strikes in its recovery, if planned.
+    let mut recovery_cut = None;
     for item in stream {
         let mut rec = item.map_err(|e| name_source(e, cfg))?;
         // Closed-loop replay replaces the trace's timestamp by the admission time.
@@ -1194,36 +1196,28 @@ fn drive(
         if let Some(t) = &mut st.timeline {
             t.before_request(engine, rec.req.arrival);
         }
-        // Both asked (no short circuit): the plan advances its time points.
-        if plan.due(st.done + 1, rec.req.arrival) | observer.power_loss_now() {
-            let s = build_schemes(cfg, geo, latencies)?;
-            if let Err(why) = engine.power_loss(s.ftl, s.buffer) {
-                st.failure = Some(Failure::Recovery {
-                    ftl: cfg.ftl.clone(),
-                    request: st.done + 1,
-                    why,
-                });
-                if let Some(t) = &mut st.timeline {
-                    t.power_loss(engine, st.sim_time, false);
-                }
-                observer.power_loss(&st.progress(), false);
-                break;
-            }
-            if let Some(t) = &mut st.timeline {
-                t.power_loss(engine, st.sim_time, true);
-            }
-            observer.power_loss(&st.progress(), true);
-            // Under deep verification the rebuilt state must be consistent at once.
-            if cfg.verify == VerifyLevel::Deep {
-                if let Err(e) = engine.check_deep() {
-                    st.failure = Some(Failure::Violation(e));
-                    break;
-                }
-            }
+        // Both asked: the plan advances its time points whatever the observer says.
+        let strike = plan.due(st.done + 1, rec.req.arrival);
+        let asked = observer.power_loss_now();
+        let before = asked || strike.is_some_and(|s| s.inside.is_none());
+        if before && !lose_power(cfg, geo, latencies, engine, None, observer, st)? {
+            break;
+        }
+        if let Some(k) = strike.and_then(|s| s.inside) {
+            engine
+                .arm_power_cut(k)
+                .map_err(|e| setting("power_loss", e.to_string()))?;
+            recovery_cut = strike.and_then(|s| s.recovery);
         }
         st.sim_time = rec.req.arrival;
         match engine.submit(&rec.req) {
             Ok(()) => {}
+            Err(SimError::PowerCut { .. }) => {
+                let again = recovery_cut.take();
+                if !lose_power(cfg, geo, latencies, engine, again, observer, st)? {
+                    break;
+                }
+            }
             Err(e @ SimError::OutOfRange { .. }) => return Err(RunError::Input(e)),
             Err(e) => {
                 st.failure = Some(Failure::Violation(e));
@@ -1244,11 +1238,66 @@ fn drive(
             observer.snapshot(&st.progress(), engine);
         }
     }
+    // A planned cut the run ended before (the drain and read-back are not cut).
+    engine.disarm_power_cut();
     if !measuring && st.failure.is_none() {
         engine.reset_measurement();
         st.measuring(engine, observer);
     }
     Ok(())
+}
+
+/// A power loss now: fresh FTL and buffer instances recover from flash (again, as
+/// often as a power cut armed at `recovery`, the flash operation of the recovery it
+/// strikes inside, cuts it short). Returns whether the run goes on: a failed recovery
+/// or a broken invariant right after it is recorded in `st.failure`.
+#[allow(clippy::too_many_arguments)]
+fn lose_power(
+    cfg: &Config,
+    geo: &Geometry,
+    latencies: Latencies,
+    engine: &mut Engine,
+    recovery: Option<u64>,
+    observer: &mut dyn Observer,
+    st: &mut Loop,
+) -> Result<bool, RunError> {
+    if let Some(k) = recovery {
+        engine
+            .arm_power_cut(k)
+            .map_err(|e| setting("power_loss", e.to_string()))?;
+    }
+    loop {
+        let s = build_schemes(cfg, geo, latencies)?;
+        match engine.power_loss(s.ftl, s.buffer) {
+            Ok(_) => break,
+            // The power failed again inside the recovery: recover once more.
+            Err(RecoverError::PowerCut(_)) => continue,
+            Err(why) => {
+                st.failure = Some(Failure::Recovery {
+                    ftl: cfg.ftl.clone(),
+                    request: st.done + 1,
+                    why,
+                });
+                if let Some(t) = &mut st.timeline {
+                    t.power_loss(engine, st.sim_time, false);
+                }
+                observer.power_loss(&st.progress(), false);
+                return Ok(false);
+            }
+        }
+    }
+    if let Some(t) = &mut st.timeline {
+        t.power_loss(engine, st.sim_time, true);
+    }
+    observer.power_loss(&st.progress(), true);
+    // Under deep verification the rebuilt state must be consistent at once.
+    if cfg.verify == VerifyLevel::Deep {
+        if let Err(e) = engine.check_deep() {
+            st.failure = Some(Failure::Violation(e));
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The pages one pass of the configured workload reads or writes, one bit per logical
