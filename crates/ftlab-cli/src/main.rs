@@ -575,7 +575,10 @@ struct RunArgs {
     no_verify: bool,
     /// Power loss before request N, at simulated time t=SECONDS, or at random:K points
     /// drawn from the seed; RAM state (and unflushed buffer data) is dropped and the FTL
-    /// recovers from flash (repeatable, comma-separated)
+    /// recovers from flash. N@K strikes inside the K-th flash operation counted from the
+    /// start of request N, which is torn (a page half programmed, a block half erased,
+    /// GC or a merge stopped half way); N@K/R strikes again inside the R-th operation
+    /// of the recovery; torn:K draws K such points (repeatable, comma-separated)
     #[arg(long = "power-loss-at", value_name = "WHEN")]
     #[serde(rename = "power_loss", skip_serializing_if = "Vec::is_empty")]
     power_loss_at: Vec<String>,

@@ -306,6 +306,39 @@ fn power_loss_on_a_scheme_that_cannot_recover_is_refused_up_front() {
 }
 
 #[test]
+fn a_power_loss_inside_a_request_tears_an_operation_and_the_run_goes_on() {
+    let base = [
+        "run",
+        "--ftl",
+        "page",
+        "--capacity",
+        "16MiB",
+        "--precondition",
+        "fill",
+        "--set",
+        "synthetic.count=3000",
+        "-q",
+        "--json",
+        "-",
+    ];
+    let o = ftlab(&[&base[..], &["--power-loss-at", "1000@2/30,2000@1"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ev = r["power_loss"]["per_event"].as_array().unwrap();
+    assert_eq!(ev.len(), 2);
+    assert!(
+        ev[0]["torn"].as_str().unwrap().contains("of block"),
+        "{ev:?}"
+    );
+    assert_eq!(ev[0]["recovery_cuts"], 1);
+    for bad in ["5@0", "5@x", "0@3", "5@1/0", "torn:x"] {
+        let o = ftlab(&[&base[..], &["--power-loss-at", bad]].concat());
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert_clean_error(&o, &["--power-loss-at", bad]);
+    }
+}
+
+#[test]
 fn config_show_prints_a_config_that_runs_and_schema_is_json() {
     let o = ftlab(&[
         "config",

@@ -36,12 +36,18 @@ pub enum Failure {
     #[error(transparent)]
     Violation(SimError),
     /// The FTL could not rebuild its state after a power loss.
-    #[error("recovery after the power loss before request {request} failed: {ftl}: {why}")]
+    #[error(
+        "recovery after the power loss {} request {request} failed: {ftl}: {why}",
+        if *inside { "inside" } else { "before" }
+    )]
     Recovery {
         /// FTL id.
         ftl: String,
-        /// The request the power loss came before (1-based, over all passes).
+        /// The request the power loss came before, or struck inside (1-based, over all
+        /// passes).
         request: u64,
+        /// Whether it struck inside the request (a torn operation).
+        inside: bool,
         /// Why.
         why: RecoverError,
     },
@@ -1200,7 +1206,7 @@ fn drive(
         let strike = plan.due(st.done + 1, rec.req.arrival);
         let asked = observer.power_loss_now();
         let before = asked || strike.is_some_and(|s| s.inside.is_none());
-        if before && !lose_power(cfg, geo, latencies, engine, None, observer, st)? {
+        if before && !lose_power(cfg, geo, latencies, engine, None, false, observer, st)? {
             break;
         }
         if let Some(k) = strike.and_then(|s| s.inside) {
@@ -1214,7 +1220,7 @@ fn drive(
             Ok(()) => {}
             Err(SimError::PowerCut { .. }) => {
                 let again = recovery_cut.take();
-                if !lose_power(cfg, geo, latencies, engine, again, observer, st)? {
+                if !lose_power(cfg, geo, latencies, engine, again, true, observer, st)? {
                     break;
                 }
             }
@@ -1247,10 +1253,11 @@ fn drive(
     Ok(())
 }
 
-/// A power loss now: fresh FTL and buffer instances recover from flash (again, as
-/// often as a power cut armed at `recovery`, the flash operation of the recovery it
-/// strikes inside, cuts it short). Returns whether the run goes on: a failed recovery
-/// or a broken invariant right after it is recorded in `st.failure`.
+/// A power loss now (`inside` the request `st.done + 1`, or before it): fresh FTL and
+/// buffer instances recover from flash (again, as often as a power cut armed at
+/// `recovery`, the flash operation of the recovery it strikes inside, cuts it short).
+/// Returns whether the run goes on: a failed recovery or a broken invariant right after
+/// it is recorded in `st.failure`.
 #[allow(clippy::too_many_arguments)]
 fn lose_power(
     cfg: &Config,
@@ -1258,6 +1265,7 @@ fn lose_power(
     latencies: Latencies,
     engine: &mut Engine,
     recovery: Option<u64>,
+    inside: bool,
     observer: &mut dyn Observer,
     st: &mut Loop,
 ) -> Result<bool, RunError> {
@@ -1276,6 +1284,7 @@ fn lose_power(
                 st.failure = Some(Failure::Recovery {
                     ftl: cfg.ftl.clone(),
                     request: st.done + 1,
+                    inside,
                     why,
                 });
                 if let Some(t) = &mut st.timeline {
