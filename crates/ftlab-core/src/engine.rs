@@ -394,7 +394,7 @@ impl Engine {
     }
 
     /// Plans a power loss inside the `ops`-th flash operation from now (1: the next; a
-    /// copy counts as two), in the next [`Engine::submit`] or [`Engine::power_loss`]
+    /// copy counts as one), in the next [`Engine::submit`] or [`Engine::power_loss`]
     /// (the recovery): that operation is torn ([`Flash::arm_power_cut`]) and the call
     /// returns [`SimError::PowerCut`] or [`RecoverError::PowerCut`]. A request or
     /// recovery that does fewer operations leaves it armed: take it back with

@@ -51,11 +51,12 @@
 //! - an erase: the block is neither erased nor readable: every page of it reads as
 //!   [`PageTag::UNCORRECTABLE`] and its write pointer is at the end (it must be erased
 //!   again before use); the erase counts towards its wear;
-//! - a copy (a read then a program): cut at the read, nothing happened; at the program,
-//!   the destination is torn and the source is untouched;
-//! - a read or spare read: it never happens (the power is gone).
+//! - a copy (a read then a program, one operation for the countdown): the destination
+//!   is torn, the source untouched;
+//! - a read or spare read: the power fails as it ends, which changes nothing on flash.
 //!
-//! The countdown costs one decrement and test per operation when nothing is armed.
+//! An unarmed run pays nothing for this: an armed cut switches the operations' recording
+//! to a mode off the hot path, which counts them down.
 
 use crate::geometry::Geometry;
 use crate::timing::{DieClock, Served};
@@ -287,13 +288,17 @@ enum Record {
     /// [`Record::Clock`] with exponential array times or program/erase suspend
     /// ([`DieClock::op_caused`]).
     ClockCaused,
+    /// A power cut is armed ([`Flash::arm_power_cut`]): each operation is recorded as
+    /// `base_record` says, then counted down. Out of the hot path: an unarmed run
+    /// pays nothing for the countdown.
+    Armed,
 }
 
 /// The payload a flash operation unwinds with when a planned power cut strikes inside
 /// it ([`Flash::arm_power_cut`]); the engine catches it ([`crate::engine::Engine`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PowerCut {
-    /// The operation the power loss struck (a copy counts as its read or its program).
+    /// The operation the power loss struck (a copy's is its program).
     pub kind: OpKind,
     /// Why the FTL issued it.
     pub cause: Cause,
@@ -351,8 +356,11 @@ pub struct Flash {
     /// Data-area contents of metadata pages, by page number.
     payloads: BTreeMap<u32, Box<[u32]>>,
     /// Operations left until a planned power cut (it strikes inside the operation that
-    /// brings it to 0); [`FUSE_OFF`] and counting down harmlessly when none is armed.
+    /// brings it to 0; [`FUSE_OFF`]: none armed). Counted only while `record` is
+    /// [`Record::Armed`].
     fuse: u64,
+    /// What `record` would be if no cut were armed.
+    base_record: Record,
 }
 
 impl Flash {
@@ -425,6 +433,7 @@ impl Flash {
             spare_words: Vec::new(),
             payloads: BTreeMap::new(),
             fuse: FUSE_OFF,
+            base_record: Record::Log,
         }
     }
 
@@ -452,12 +461,33 @@ impl Flash {
     #[inline(never)]
     fn record_rest(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
         match self.record {
+            Record::Armed => {
+                self.record_as(self.base_record, kind, block, cause);
+                self.count_down(kind, block, cause);
+            }
+            r => self.record_as(r, kind, block, cause),
+        }
+    }
+
+    /// Records an operation as `record` says (never [`Record::Armed`]).
+    fn record_as(&mut self, record: Record, kind: OpKind, block: Pbn, cause: Cause) {
+        match record {
             Record::Log => self.log.push(FlashOp { kind, block, cause }),
             Record::ClockCaused => self.clock.op_caused(kind, block, cause),
             Record::Clock => {
                 self.clock.op::<false>(kind, block);
             }
-            Record::Count => {}
+            Record::Count | Record::Armed => {}
+        }
+    }
+
+    /// Sets what each operation records beyond the tally (under an armed cut, what it
+    /// records once the cut struck or was taken back).
+    fn set_record(&mut self, record: Record) {
+        if self.record == Record::Armed {
+            self.base_record = record;
+        } else {
+            self.record = record;
         }
     }
 
@@ -507,10 +537,6 @@ impl Flash {
             "NAND refuses: {} of {ppn:?}, which was never programmed",
             if read { "read" } else { "spare read" }
         );
-        self.fuse -= 1;
-        if self.fuse == 0 {
-            self.cut(kind, self.split(ppn).0, cause);
-        }
         let counts = if read {
             &mut self.stats.page_reads
         } else {
@@ -533,10 +559,6 @@ impl Flash {
     /// [`Flash::program`] but for the tag, which the caller stored.
     #[inline(always)]
     fn place(&mut self, ppn: Ppn, cause: Cause) {
-        self.fuse -= 1;
-        if self.fuse == 0 {
-            self.tear_program(ppn, cause);
-        }
         let pbn = self.place_untimed(ppn, cause);
         self.log(OpKind::Program, pbn, cause);
     }
@@ -590,10 +612,6 @@ impl Flash {
             "erase of {pbn:?}, which still holds {} valid pages",
             self.valid_count[pbn.idx()]
         );
-        self.fuse -= 1;
-        if self.fuse == 0 {
-            self.tear_erase(pbn, cause);
-        }
         let first = self.geo.ppn(pbn, 0).idx();
         let wp = self.write_ptr[pbn.idx()] as usize;
         if let Tags::Wide(tags) = &mut self.tags {
@@ -632,10 +650,6 @@ impl Flash {
             so < self.write_ptr[sb.idx()],
             "NAND refuses: read of {src:?}, which was never programmed"
         );
-        if self.fuse <= 2 {
-            self.tear_copy(src, dst, cause);
-        }
-        self.fuse -= 2;
         self.stats.page_reads[cause as usize] += 1;
         let tag = self.tags.get(src.idx());
         let db = self.place_untimed(dst, cause);
@@ -647,11 +661,24 @@ impl Flash {
             if self.record == Record::Clock {
                 self.clock.copy(sb, db);
             } else {
-                self.record_rest(OpKind::Read, sb, cause);
-                self.record_rest(OpKind::Program, db, cause);
+                self.record_copy(sb, db, cause);
             }
         }
         tag
+    }
+
+    /// [`Flash::copy`]'s recording by the log or a caused clock, or under an armed
+    /// cut, where the copy counts as one operation (its program is torn).
+    #[inline(never)]
+    fn record_copy(&mut self, sb: Pbn, db: Pbn, cause: Cause) {
+        if self.record == Record::Armed {
+            self.record_as(self.base_record, OpKind::Read, sb, cause);
+            self.record_as(self.base_record, OpKind::Program, db, cause);
+            self.count_down(OpKind::Program, db, cause);
+        } else {
+            self.record_rest(OpKind::Read, sb, cause);
+            self.record_rest(OpKind::Program, db, cause);
+        }
     }
 
     /// Moves the valid pages of block `src`, from offset `from` on, to the next pages of
@@ -672,9 +699,9 @@ impl Flash {
         let ppb = self.geo.pages_per_block;
         let end = self.write_ptr[src.idx()];
         let mut off = from;
-        if !matches!(self.record, Record::Count | Record::Clock) || self.fuse <= 2 * ppb as u64 {
-            // The log, a model that needs each operation's cause, or a power cut that
-            // may strike inside: page by page.
+        if !matches!(self.record, Record::Count | Record::Clock) {
+            // The log, a model that needs each operation's cause, or an armed power
+            // cut: page by page.
             while off < end && !self.is_full(dst) {
                 let sp = self.geo.ppn(src, off);
                 off += 1;
@@ -712,7 +739,6 @@ impl Flash {
         }
         let n = (wp - first_dst) as u64;
         if n > 0 {
-            self.fuse -= 2 * n;
             if first_dst == 0 {
                 self.erased_blocks -= 1;
             }
@@ -800,8 +826,8 @@ impl Flash {
     }
 
     /// Plans a power loss inside the `ops`-th flash operation from now (1: the next
-    /// one; a copy counts as two, its read then its program): that operation is torn
-    /// (see the module documentation) and unwinds with a [`PowerCut`]. Replaces any cut
+    /// one; a copy counts as one, and its program is torn): that operation is torn (see
+    /// the module documentation) and unwinds with a [`PowerCut`]. Replaces any cut
     /// armed before.
     ///
     /// Panics if `ops` is 0 or 2^62 or more, or the tags are packed (a torn page needs
@@ -816,80 +842,70 @@ impl Flash {
             self.version_bits().is_none(),
             "a torn page needs whole spare tags (Flash::new)"
         );
+        if self.record != Record::Armed {
+            self.base_record = self.record;
+            self.record = Record::Armed;
+        }
         self.fuse = ops;
     }
 
     /// Whether a power cut is armed and has not struck.
     pub fn power_cut_armed(&self) -> bool {
-        self.fuse < 1 << 62
+        self.record == Record::Armed
     }
 
     /// Takes back an armed power cut; returns whether one was armed and had not struck.
     pub fn disarm_power_cut(&mut self) -> bool {
         let armed = self.power_cut_armed();
+        if armed {
+            self.record = self.base_record;
+        }
         self.fuse = FUSE_OFF;
         armed
     }
 
-    /// The power fails inside an operation of `kind` on `block`: unwinds with the
-    /// [`PowerCut`] (no panic message; the engine catches it). The caller left flash
-    /// as the cut leaves it.
+    /// Counts an operation (already performed and recorded) down; the one that reaches
+    /// zero is torn: the power fails inside it.
+    #[inline]
+    fn count_down(&mut self, kind: OpKind, block: Pbn, cause: Cause) {
+        self.fuse -= 1;
+        if self.fuse == 0 {
+            self.tear(kind, block, cause);
+        }
+    }
+
+    /// The power fails inside the operation of `kind` on `block` just performed: undoes
+    /// what NAND would not have done (a program's data, an erase's clean pages) and
+    /// unwinds with the [`PowerCut`] (no panic message; the engine catches it). A read
+    /// is left done: the power fails as it ends, which changes nothing on flash.
     #[cold]
     #[inline(never)]
-    fn cut(&mut self, kind: OpKind, block: Pbn, cause: Cause) -> ! {
-        self.fuse = FUSE_OFF;
+    fn tear(&mut self, kind: OpKind, block: Pbn, cause: Cause) -> ! {
+        self.disarm_power_cut();
+        match kind {
+            OpKind::Program => {
+                let wp = self.write_ptr[block.idx()];
+                let ppn = self.geo.ppn(block, wp - 1);
+                self.tags.set(ppn.idx(), PageTag::UNCORRECTABLE);
+                if self.is_valid(ppn) {
+                    self.invalidate(ppn);
+                }
+                self.clear_spare(ppn.idx(), ppn.idx() + 1);
+            }
+            OpKind::Erase => {
+                let ppb = self.geo.pages_per_block;
+                let first = self.geo.ppn(block, 0).idx();
+                for i in first..first + ppb as usize {
+                    self.tags.set(i, PageTag::UNCORRECTABLE);
+                }
+                self.clear_spare(first, first + ppb as usize);
+                // Counted erased by the erase: it is not.
+                self.erased_blocks -= 1;
+                self.write_ptr[block.idx()] = ppb;
+            }
+            OpKind::Read | OpKind::SpareRead => {}
+        }
         std::panic::resume_unwind(Box::new(PowerCut { kind, cause, block }))
-    }
-
-    /// A program of `ppn` torn by the power cut: the page is used but unreadable.
-    #[cold]
-    #[inline(never)]
-    fn tear_program(&mut self, ppn: Ppn, cause: Cause) -> ! {
-        self.fuse = FUSE_OFF;
-        let pbn = self.place_untimed(ppn, cause);
-        self.tags.set(ppn.idx(), PageTag::UNCORRECTABLE);
-        self.valid[ppn.idx() / 64] &= !(1 << (ppn.idx() % 64));
-        self.valid_count[pbn.idx()] -= 1;
-        self.clear_spare(ppn.idx(), ppn.idx() + 1);
-        self.log(OpKind::Program, pbn, cause);
-        self.cut(OpKind::Program, pbn, cause)
-    }
-
-    /// An erase of `pbn` torn by the power cut: every page unreadable, none free.
-    #[cold]
-    #[inline(never)]
-    fn tear_erase(&mut self, pbn: Pbn, cause: Cause) -> ! {
-        self.fuse = FUSE_OFF;
-        let ppb = self.geo.pages_per_block;
-        let first = self.geo.ppn(pbn, 0).idx();
-        for i in first..first + ppb as usize {
-            self.tags.set(i, PageTag::UNCORRECTABLE);
-        }
-        self.clear_spare(first, first + ppb as usize);
-        if self.write_ptr[pbn.idx()] == 0 {
-            self.erased_blocks -= 1;
-        }
-        self.write_ptr[pbn.idx()] = ppb;
-        self.erase_count[pbn.idx()] += 1;
-        self.stats.erases[cause as usize] += 1;
-        self.log(OpKind::Erase, pbn, cause);
-        self.cut(OpKind::Erase, pbn, cause)
-    }
-
-    /// A copy from `src` to `dst` the power cut strikes: before its read (fuse at 1)
-    /// or inside its program (fuse at 2).
-    #[cold]
-    #[inline(never)]
-    fn tear_copy(&mut self, src: Ppn, dst: Ppn, cause: Cause) -> ! {
-        let sb = self.split(src).0;
-        if self.fuse == 1 {
-            self.cut(OpKind::Read, sb, cause);
-        }
-        self.stats.page_reads[cause as usize] += 1;
-        self.log(OpKind::Read, sb, cause);
-        self.fuse = 1;
-        self.place(dst, cause);
-        unreachable!("the program of a torn copy unwinds")
     }
 
     /// Drops the spare words and payloads of pages `[first, end)` (a torn program or
@@ -1025,7 +1041,7 @@ impl Flash {
     /// than logging.
     pub fn set_logging(&mut self, on: bool) {
         self.logging = on;
-        self.record = if on { Record::Log } else { Record::Count };
+        self.set_record(if on { Record::Log } else { Record::Count });
         self.log.clear();
     }
 
@@ -1050,11 +1066,11 @@ impl Flash {
 
     /// Removes the installed die clock (to move it to another flash).
     pub fn take_clock(&mut self) -> Option<DieClock> {
-        self.record = if self.logging {
+        self.set_record(if self.logging {
             Record::Log
         } else {
             Record::Count
-        };
+        });
         std::mem::replace(&mut self.has_clock, false).then(|| std::mem::take(&mut self.clock))
     }
 
@@ -1064,11 +1080,11 @@ impl Flash {
     pub fn clock_begin(&mut self, start: Nanos) {
         if self.has_clock {
             self.clock.begin(start);
-            self.record = if self.clock.exponential() || self.clock.needs_cause() {
+            self.set_record(if self.clock.exponential() || self.clock.needs_cause() {
                 Record::ClockCaused
             } else {
                 Record::Clock
-            };
+            });
         }
     }
 
@@ -1076,11 +1092,11 @@ impl Flash {
     /// waited (`start` and no wait if it had none, or without a clock).
     #[inline]
     pub fn clock_end(&mut self) -> Served {
-        self.record = if self.logging {
+        self.set_record(if self.logging {
             Record::Log
         } else {
             Record::Count
-        };
+        });
         if self.has_clock {
             self.clock.end(&self.tally)
         } else {
@@ -1372,17 +1388,10 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_is_cut_before_its_read_or_inside_its_program() {
+    fn a_cut_copy_tears_its_destination_and_leaves_its_source() {
         let mut f = flash();
         f.program(Ppn(0), tag(1), Cause::Host);
         f.arm_power_cut(1);
-        let cut = cut_by(|| {
-            f.copy(Ppn(0), Ppn(4), Cause::Gc);
-        });
-        assert_eq!((cut.kind, cut.block), (OpKind::Read, Pbn(0)));
-        assert_eq!(f.write_ptr(Pbn(1)), 0, "nothing programmed");
-        assert_eq!(f.stats().page_reads[Cause::Gc as usize], 0);
-        f.arm_power_cut(2);
         let cut = cut_by(|| {
             f.copy(Ppn(0), Ppn(4), Cause::Gc);
         });
@@ -1390,12 +1399,26 @@ mod tests {
         assert_eq!(f.stats().page_reads[Cause::Gc as usize], 1);
         assert!(f.peek_tag(Ppn(4)).unwrap().is_uncorrectable());
         assert!(f.is_valid(Ppn(0)), "the source is untouched");
+        assert!(!f.is_valid(Ppn(4)));
         f.check().unwrap();
     }
 
     #[test]
+    fn a_cut_read_changes_nothing() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.arm_power_cut(1);
+        let cut = cut_by(|| {
+            f.read(Ppn(0), Cause::Host);
+        });
+        assert_eq!(cut.kind, OpKind::Read);
+        assert_eq!(f.peek_tag(Ppn(0)), Some(tag(1)));
+        assert!(f.is_valid(Ppn(0)));
+    }
+
+    #[test]
     fn move_valid_is_cut_at_the_armed_copy() {
-        for at in 1..=6u64 {
+        for at in 1..=3u64 {
             let mut f = flash();
             for p in 0..4 {
                 f.program(Ppn(p), tag(p), Cause::Host);
@@ -1406,14 +1429,29 @@ mod tests {
             let cut = cut_by(|| {
                 f.move_valid(Pbn(0), 0, Pbn(1), Cause::Gc, |t, p| moved.push((t, p)));
             });
-            // Copies of pages 0, 2, 3: a read then a program each.
-            let done = ((at - 1) / 2) as usize;
+            // Copies of pages 0, 2 and 3, one operation each: the at-th is torn.
+            let done = (at - 1) as usize;
             assert_eq!(moved.len(), done, "cut at {at}");
-            let torn_program = at % 2 == 0;
-            assert_eq!(cut.kind == OpKind::Program, torn_program, "cut at {at}");
-            assert_eq!(f.write_ptr(Pbn(1)) as usize, done + torn_program as usize);
+            assert_eq!(cut.kind, OpKind::Program);
+            assert_eq!(f.write_ptr(Pbn(1)) as usize, done + 1);
+            assert!(f.peek_tag(Ppn(4 + done as u32)).unwrap().is_uncorrectable());
             f.check().unwrap();
         }
+    }
+
+    #[test]
+    fn an_armed_cut_survives_the_clock_and_log_switches() {
+        let mut f = flash();
+        f.set_logging(false);
+        f.arm_power_cut(2);
+        f.set_logging(true);
+        f.program(Ppn(0), tag(1), Cause::Host);
+        assert_eq!(f.log_ops().len(), 1, "logged as set while armed");
+        assert!(f.power_cut_armed());
+        cut_by(|| f.program(Ppn(1), tag(2), Cause::Host));
+        assert!(!f.power_cut_armed());
+        f.program(Ppn(2), tag(3), Cause::Host);
+        assert_eq!(f.log_ops().len(), 3, "logging as set before the cut");
     }
 
     #[test]

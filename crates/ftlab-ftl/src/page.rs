@@ -68,6 +68,13 @@
 //!   of the trimmed (invalid) last version while an older stale copy survives in another
 //!   block, and the scan then maps that copy (`TrimRecovery::AnyEarlier`, which the
 //!   oracle checks: zeroes or a version written before the trim, never a newer one).
+//!   Torn operations (issue 25 item 3): the scan skips torn pages (they read as
+//!   uncorrectable); a block left by a torn erase is full of them, so it is sealed with
+//!   no valid page and the next collection erases it; a torn copy leaves its source
+//!   valid, so a collection cut half way only leaves duplicates of the same version. A
+//!   host write takes its page (which may collect garbage) before it drops the page's
+//!   old copy, so no collection can erase the last durable copy before the new one is
+//!   on flash (the first order lost both at a cut in between).
 //! - Die-aware allocation (issue 22; not in the papers, which model one chip):
 //!   `die_alloc = "single"` (default, the papers' one write frontier), `"round_robin"`
 //!   (one open block per die, consecutive page writes dealt to the dies in turn: a

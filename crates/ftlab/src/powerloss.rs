@@ -8,9 +8,9 @@
 //!   the whole run (the workload is counted first, with a dry pass through its
 //!   transforms);
 //! - `5000@3`: inside the 3rd flash operation counted from the start of request 5000
-//!   (a copy counts as a read then a program; every operation counts, a recovery's
+//!   (a GC or merge copy counts as one; every operation counts, a recovery's
 //!   too), in that request or, if it does fewer, a later one. That operation is torn: a
-//!   program leaves its page unreadable, an erase its block, a read never happens
+//!   program leaves its page unreadable, an erase its block, a read ends as power fails
 //!   (`ftlab_core::flash`'s module documentation). It may belong to anything the
 //!   request set off: a host read or write, a flush or a trim, idle-time work, GC, a
 //!   merge, a map-page flush, a snapshot, a buffer flush. A cut the run ends before
