@@ -835,9 +835,7 @@ impl DieClock {
     #[inline(always)]
     pub fn copy(&mut self, src: Pbn, dst: Pbn) {
         if self.planes.is_some() {
-            self.op::<false>(OpKind::Read, src);
-            self.op::<false>(OpKind::Program, dst);
-            return;
+            return self.copy_on_planes(src, dst);
         }
         let start = self.start;
         // The tables as local slices: their pointers and lengths stay in registers
@@ -863,6 +861,16 @@ impl DieClock {
         }
         self.dep = start;
         self.done = self.done.max(end);
+    }
+
+    /// [`DieClock::copy`] on a device with several planes per die: the read, then the
+    /// program, each as [`DieClock::op`] times it. Out of line, so the one-plane copy
+    /// inlined into a garbage collector's loop stays small.
+    #[cold]
+    #[inline(never)]
+    fn copy_on_planes(&mut self, src: Pbn, dst: Pbn) {
+        self.op::<false>(OpKind::Read, src);
+        self.op::<false>(OpKind::Program, dst);
     }
 
     /// [`DieClock::op`] on a device with several planes per die: the operation joins
