@@ -33,19 +33,45 @@
 //!   pessimistic under heavy channel contention. GC operations queue like host ones
 //!   unless GC is preemptible (below).
 //! - Planes ([`ParallelTiming::with_planes`], one per die by default; `mqsim-8k` has 2):
-//!   block `b` is on plane `(b / dies) % planes` of its die. A program joins the
-//!   program group reserved last on its die when that group is still the die's last
-//!   reservation, has not begun its array time when the program's request arrives (or
-//!   its background work starts), and has no program on the same plane: its data goes
-//!   in after the group's (one transfer at a time on the die's channel), and the group's
-//!   array time begins when all its members' data is in, so up to `planes` programs
-//!   take one program time (MQSim's multi-plane program command, which its scheduler
-//!   forms from the transactions queued for a die). Open choices, made here: only
-//!   programs combine (reads and erases run one plane at a time); the members need not
-//!   be at the same page offset; a member from an earlier request delays the group by
-//!   at most the new member's transfer, and that earlier request keeps the completion
-//!   it was given (as under suspend). Utilisation on such a device is the planes'
-//!   busy share (each operation counted on its plane).
+//!   block `b` is on plane `(b / dies) % planes` of its die. Programs, page reads and
+//!   erases form multi-plane groups (MQSim's multi-plane commands, which its scheduler
+//!   forms from the transactions queued for a die): an operation joins the group
+//!   reserved last on its die when that group is of its kind, has no operation on the
+//!   same plane, and has not begun its array time before the operation's request
+//!   arrives (or its background work starts; arriving at the very instant it begins is
+//!   in time). Every operation on the die starts a group or joins the last one, so the
+//!   group is always the die's last reservation: an operation of another kind in
+//!   between closes it. In a program group each member's data goes in after the
+//!   group's (one transfer at a time on the die's channel) and the array time begins
+//!   when all of it is in; a read group senses once (one read array time, from when the
+//!   first member could start) and then moves each page out in turn, the die held
+//!   until the last is out; an erase group takes one erase time. So up to `planes`
+//!   programs take one program time, reads one sense, erases one erase. A read that
+//!   runs alone is timed exactly as on a one-plane die. Open choices, made here:
+//!   - The members need not be at the same page offset in their blocks (MQSim, like
+//!     many parts, requires it; the clock is told blocks, not pages). Under that rule
+//!     random reads would almost never pair (one chance in pages-per-block), so this is
+//!     the model of parts with independent per-plane addressing, an upper bound for the
+//!     others.
+//!   - Only the die's last group is joined: a read whose plane is taken there starts a
+//!     new group, even if an earlier queued group has its plane free (reservations are
+//!     not reordered; an MQSim-like scheduler would look through the whole queue).
+//!   - Spare reads (no transfer, their own latency) run alone and close the group.
+//!   - Reads that go ahead of the die's queue (suspending or overtaking reads) run
+//!     alone; the group reserved last moves later by their time, as the rest of the
+//!     queue does, and stays open to joiners. Under suspend and preemptible GC a group
+//!     is one operation of the die's queue: a read suspends a program group only once
+//!     all its data is in, and overtakes a GC group only if its first member has not
+//!     begun; a group any host operation joined is no longer GC's alone (host order).
+//!   - A program from a later request delays its group's array time by at most its
+//!     own transfer in, and the earlier members' requests keep the completions they
+//!     were given (as under suspend); a read or an erase that joins changes no earlier
+//!     member's times (its page goes out after theirs; the erase time is shared).
+//!   - Not modelled: copyback (a GC copy within a die without the channel), cache
+//!     reads and cache programs, a scheduler that holds an operation back to wait for a
+//!     partner, and transfers of less than a page.
+//!   - Utilisation on such a device is the planes' busy share (each operation counted
+//!     on its plane, its full array time and its transfer).
 //! - Program/erase suspend ([`ParallelTiming::with_suspend`], off by default): a host
 //!   read that finds its die running a program or an erase (in its array time, with
 //!   more of it left than the suspend latency) suspends it: the read starts after the
@@ -294,33 +320,41 @@ pub struct DieClock {
     /// ([`ParallelTiming::with_preemptible_gc`]): what they need of each die's queue;
     /// `None`: both off.
     queues: Option<Box<Queues>>,
-    /// Multi-plane programs ([`ParallelTiming::with_planes`]); `None`: one plane per
-    /// die.
+    /// Multi-plane programs, reads and erases ([`ParallelTiming::with_planes`]);
+    /// `None`: one plane per die.
     planes: Option<Box<Planes>>,
 }
 
-/// Multi-plane programs of a [`DieClock`]: which plane each block is on, and per die
-/// the group of programs reserved last.
+/// Multi-plane operations of a [`DieClock`]: which plane each block is on, and per die
+/// the group of operations reserved last.
 #[derive(Clone, Debug, Default)]
 struct Planes {
     /// Planes per die.
     per_die: u32,
     /// Per block: its plane's bit in its die's group mask.
     bit: Vec<u32>,
-    /// Per die: the program group reserved last on it.
+    /// Per die: the group of operations reserved last on it (every operation on the die
+    /// starts a group or joins this one, so it is always the die's last reservation;
+    /// a read that suspends or overtakes goes ahead of it and delays it).
     group: Vec<Group>,
 }
 
-/// Programs on different planes of one die that run their array time together.
+/// Operations of one kind on different planes of one die that run their array time
+/// together: a multi-plane program, read or erase.
 #[derive(Clone, Copy, Debug, Default)]
 struct Group {
-    /// The planes it programs.
+    /// The kind of operation that may join: `None` for a spare read (which runs alone)
+    /// and before the die's first operation.
+    kind: Option<OpKind>,
+    /// The planes it holds.
     mask: u32,
-    /// When the data of its last member is in (the die takes one transfer at a time).
+    /// A program group: when the data of its last member is in (the die takes one
+    /// transfer at a time). Unused for the other kinds.
     xfer_end: u64,
-    /// When the array time begins (all members' data in).
+    /// When the array time begins (a program: all members' data in; a read: its one
+    /// sense; an erase: its one erase).
     array_begin: u64,
-    /// When it ends.
+    /// When it ends (a read group: its last member's data is out), and the die is free.
     end: u64,
 }
 
@@ -402,6 +436,33 @@ impl Queues {
                 array_begin: moved(r.array_begin),
                 ..r
             });
+        }
+    }
+
+    /// An operation `r` (absolute times) joined the multi-plane group reserved last on
+    /// die `d`: the group stays one entry of the die's queue (the last), which takes the
+    /// group's new array begin and end. `gc`: the joining operation is GC's; a group
+    /// that any other operation joins is no longer GC's alone and keeps its place
+    /// before later host reads under `preempt`.
+    fn extend_last(&mut self, d: usize, r: Running, gc: bool) {
+        if self.preempt && !gc {
+            self.settle_gc(d, u64::MAX);
+        }
+        // The last reservation: the last GC operation not begun if any is queued (an
+        // overtaking read is queued before those), else the die's last.
+        let (queue, shift) = if self.gc[d].is_empty() {
+            (&mut self.pending[d], self.shift[d])
+        } else {
+            (&mut self.gc[d], self.gc_shift[d])
+        };
+        match queue.back_mut() {
+            Some(last) => {
+                last.array_begin = r.array_begin.wrapping_sub(shift);
+                last.end = r.end.wrapping_sub(shift);
+            }
+            // Not remembered (cannot happen: a group that has not begun has not ended
+            // and is the newest entry): remember the joining operation alone.
+            None => self.push(d, r, gc),
         }
     }
 
@@ -560,10 +621,16 @@ impl DieClock {
                 return;
             }
         }
-        let (begin, array_begin) = if exp {
-            self.op::<true>(kind, block)
+        let (begin, array_begin, joined) = if self.planes.is_some() {
+            let c = self.route[block.idx()].1 as usize;
+            let array = self.array_time(kind, exp);
+            self.on_planes(d, c, kind, block, array)
+        } else if exp {
+            let (b, a) = self.op::<true>(kind, block);
+            (b, a, false)
         } else {
-            self.op::<false>(kind, block)
+            let (b, a) = self.op::<false>(kind, block);
+            (b, a, false)
         };
         let r = Running {
             kind,
@@ -572,7 +639,12 @@ impl DieClock {
             array_begin,
             reads_until: 0,
         };
-        q.push(d, r, matches!(cause, Cause::Gc | Cause::Merge));
+        let gc = matches!(cause, Cause::Gc | Cause::Merge);
+        if joined {
+            q.extend_last(d, r, gc);
+        } else {
+            q.push(d, r, gc);
+        }
         self.queues = Some(q);
     }
 
@@ -597,6 +669,7 @@ impl DieClock {
         let end = self.read_ahead(c, begin, array);
         let held = end.saturating_sub(first_begin);
         q.gc_shift[d] += held;
+        self.delay_group(d, self.start, held);
         self.die_free[d] += held;
         self.latest = self.latest.max(self.die_free[d]);
         let r = Running {
@@ -667,6 +740,7 @@ impl DieClock {
         stored.array_begin = stored.array_begin.wrapping_sub(held);
         stored.begin = stored.begin.wrapping_sub(held);
         stored.reads_until = end;
+        self.delay_group(d, at, held);
         self.die_free[d] += held;
         self.latest = self.latest.max(self.die_free[d]);
         if cost > 0 {
@@ -719,8 +793,10 @@ impl DieClock {
         } else {
             self.array[kind as usize]
         };
-        if kind == OpKind::Program && self.planes.is_some() {
-            return self.program_on_planes(d as usize, c as usize, block, array);
+        if self.planes.is_some() {
+            let (begin, array_begin, _) =
+                self.on_planes(d as usize, c as usize, kind, block, array);
+            return (begin, array_begin);
         }
         let die = &mut self.die_free[d as usize];
         let chan = &mut self.chan_free[c as usize];
@@ -759,9 +835,7 @@ impl DieClock {
     #[inline(always)]
     pub fn copy(&mut self, src: Pbn, dst: Pbn) {
         if self.planes.is_some() {
-            self.op::<false>(OpKind::Read, src);
-            self.op::<false>(OpKind::Program, dst);
-            return;
+            return self.copy_on_planes(src, dst);
         }
         let start = self.start;
         // The tables as local slices: their pointers and lengths stay in registers
@@ -789,52 +863,145 @@ impl DieClock {
         self.done = self.done.max(end);
     }
 
-    /// [`DieClock::op`] of a program on a device with several planes per die: it joins
-    /// the program group reserved last on its die when that group is still the die's
-    /// last reservation, has not begun its array time when this batch starts, and has
-    /// no program on this block's plane; its data goes in after the group's (one
-    /// transfer at a time on the die and its channel) and the group's array time then
-    /// begins when all its data is in. Otherwise it starts a group of its own, timed as
-    /// a single-plane program.
+    /// [`DieClock::copy`] on a device with several planes per die: the read, then the
+    /// program, each as [`DieClock::op`] times it. Out of line, so the one-plane copy
+    /// inlined into a garbage collector's loop stays small.
+    #[cold]
     #[inline(never)]
-    fn program_on_planes(&mut self, d: usize, c: usize, block: Pbn, array: u64) -> (u64, u64) {
+    fn copy_on_planes(&mut self, src: Pbn, dst: Pbn) {
+        self.op::<false>(OpKind::Read, src);
+        self.op::<false>(OpKind::Program, dst);
+    }
+
+    /// [`DieClock::op`] on a device with several planes per die: the operation joins
+    /// the group reserved last on its die (always the die's last reservation) when
+    /// that group is of its kind, holds no operation on this block's plane, and has not
+    /// begun its array time before this batch starts; else it starts a group of its
+    /// own, timed as on a single-plane die. Spare reads never join and end the group.
+    /// - A program's data goes in after the group's (one transfer at a time on the die
+    ///   and its channel), after the read it copies, and the group's array time begins
+    ///   when all its data is in: up to `planes` programs take one program time.
+    /// - A read's page goes out after the group's last one (the group senses once,
+    ///   then transfers each page out in turn): up to `planes` reads take one sense.
+    /// - An erase ends with the group's: up to `planes` erases take one erase time.
+    ///
+    /// Returns when the operation takes its die (a program: when its transfer in
+    /// begins; a read or erase that joined: when the group's array time begins), when
+    /// the group's array time begins, and whether it joined.
+    #[inline(never)]
+    fn on_planes(
+        &mut self,
+        d: usize,
+        c: usize,
+        kind: OpKind,
+        block: Pbn,
+        array: u64,
+    ) -> (u64, u64, bool) {
         let start = self.start;
         let p = self.planes.as_mut().expect("checked by the caller");
         let bit = p.bit[block.idx()];
         let g = &mut p.group[d];
         let die = &mut self.die_free[d];
         let chan = &mut self.chan_free[c];
-        let joins = g.mask & bit == 0 && g.end == *die && g.array_begin > start;
-        let xs = if joins {
-            g.xfer_end.max(*chan).max(self.dep)
-        } else {
-            start.max(*die).max(*chan).max(self.dep)
-        };
-        let xe = xs + self.xfer;
-        *chan = xe;
-        self.dep = start;
-        *g = if joins {
-            let array_begin = g.array_begin.max(xe);
-            Group {
-                mask: g.mask | bit,
-                xfer_end: xe,
-                array_begin,
-                end: (g.end + (array_begin - g.array_begin)).max(array_begin + array),
+        let joins = g.kind == Some(kind) && g.mask & bit == 0 && g.array_begin >= start;
+        let xfer = self.xfer;
+        let begin = match (kind, joins) {
+            (OpKind::Program, _) => {
+                let xs = if joins {
+                    g.xfer_end.max(*chan).max(self.dep)
+                } else {
+                    start.max(*die).max(*chan).max(self.dep)
+                };
+                let xe = xs + xfer;
+                *chan = xe;
+                self.dep = start;
+                *g = if joins {
+                    let array_begin = g.array_begin.max(xe);
+                    Group {
+                        mask: g.mask | bit,
+                        xfer_end: xe,
+                        array_begin,
+                        end: (g.end + (array_begin - g.array_begin)).max(array_begin + array),
+                        ..*g
+                    }
+                } else {
+                    Group {
+                        kind: Some(OpKind::Program),
+                        mask: bit,
+                        xfer_end: xe,
+                        array_begin: xe,
+                        end: xe + array,
+                    }
+                };
+                xs
             }
-        } else {
-            Group {
-                mask: bit,
-                xfer_end: xe,
-                array_begin: xe,
-                end: xe + array,
+            (OpKind::Read, true) => {
+                // Sensed with the group: out after its last page (`g.end`, the die's
+                // end), when the channel is free.
+                let end = g.end.max(*chan) + xfer;
+                *chan = end;
+                self.dep = end;
+                g.mask |= bit;
+                g.end = end;
+                g.array_begin
+            }
+            (OpKind::Read, false) => {
+                let ready = start.max(*die);
+                let end = (ready + array).max(*chan) + xfer;
+                *chan = end;
+                self.dep = end;
+                *g = Group {
+                    kind: Some(OpKind::Read),
+                    mask: bit,
+                    xfer_end: end,
+                    array_begin: ready,
+                    end,
+                };
+                ready
+            }
+            (OpKind::Erase, true) => {
+                self.dep = start;
+                g.mask |= bit;
+                g.end = g.end.max(g.array_begin + array);
+                g.array_begin
+            }
+            (OpKind::Erase | OpKind::SpareRead, false) | (OpKind::SpareRead, true) => {
+                let ready = start.max(*die);
+                self.dep = start;
+                *g = Group {
+                    kind: (kind == OpKind::Erase).then_some(OpKind::Erase),
+                    mask: bit,
+                    xfer_end: ready,
+                    array_begin: ready,
+                    end: ready + array,
+                };
+                ready
             }
         };
         *die = g.end;
         if self.first == u64::MAX {
-            self.first = xs;
+            self.first = begin;
         }
         self.done = self.done.max(g.end);
-        (xs, g.array_begin)
+        (begin, g.array_begin, joins)
+    }
+
+    /// A read went ahead of what is queued on die `d` from `at` (it suspended the
+    /// running operation or overtook queued GC), holding the die `held` longer: the
+    /// die's last group, if it has not ended, ends that much later, and if it had not
+    /// begun its array time by `at` it begins that much later too (it stays open to
+    /// joiners at its new times).
+    fn delay_group(&mut self, d: usize, at: u64, held: u64) {
+        if let Some(p) = &mut self.planes {
+            let g = &mut p.group[d];
+            if g.end > at {
+                g.end += held;
+                if g.array_begin > at {
+                    g.array_begin += held;
+                    g.xfer_end += held;
+                }
+            }
+        }
     }
 
     /// Closes the batch, whose operations numbered `counts` by kind: when it completed
@@ -955,9 +1122,9 @@ impl ParallelTiming {
     }
 
     /// `per_die` planes per die (1: the default, one): block `b` is on plane
-    /// `(b / dies) % per_die` of its die, and programs on different planes of a die
-    /// run their array time together (module documentation, "Choices"). Call before
-    /// [`ParallelTiming::with_block_map`].
+    /// `(b / dies) % per_die` of its die, and programs, page reads and erases on
+    /// different planes of a die run their array time together (module documentation,
+    /// "Choices"). Call before [`ParallelTiming::with_block_map`].
     pub fn with_planes(mut self, per_die: u32) -> Self {
         let c = &mut self.clock;
         if per_die <= 1 {
@@ -1510,6 +1677,176 @@ mod tests {
         // One plane per die is the model without planes.
         let mut flat = ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_planes(1);
         assert_eq!(serve(&mut flat, 0, &progs(&[0, 1])), (600, 0));
+    }
+
+    /// One die on one channel with two planes (block `b` on plane `b % 2`), a 40
+    /// transfer: read array 60, program array 260, erase 2000.
+    fn two_planes() -> ParallelTiming {
+        ParallelTiming::new(lat(), 1, 1, 16, Nanos(40)).with_planes(2)
+    }
+
+    fn ops(kind: OpKind, blocks: &[u32]) -> Vec<FlashOp> {
+        blocks.iter().map(|&b| op(kind, b)).collect()
+    }
+
+    #[test]
+    fn reads_on_two_planes_of_a_die_share_one_sense() {
+        // One plane: each read senses (60) and transfers (40) in turn.
+        let mut one = ParallelTiming::new(lat(), 1, 1, 16, Nanos(40));
+        assert_eq!(serve(&mut one, 0, &ops(OpKind::Read, &[0, 1])), (200, 0));
+        // Two planes: one sense 0..60, then the pages out one after the other (60..100,
+        // 100..140).
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Read, &[0, 1])), (140, 0));
+        assert_eq!(two.idle_at(), Nanos(140));
+        // Two reads on one plane do not combine; a third read on plane 0 starts a group
+        // of its own after the first (140..200..240).
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Read, &[0, 2])), (200, 0));
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Read, &[0, 1, 2])), (240, 0));
+        // A read of a later request joins a group that has not begun sensing when the
+        // request arrives: behind a program (transfer 0..40, array to 300) a read at 10
+        // senses 300..360 and transfers 360..400; one at 20 on the other plane shares
+        // that sense (its wait runs to the group's sense) and transfers 400..440.
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Program, &[2])), (300, 0));
+        assert_eq!(serve(&mut two, 10, &ops(OpKind::Read, &[0])), (400, 290));
+        assert_eq!(serve(&mut two, 20, &ops(OpKind::Read, &[1])), (440, 280));
+        // Reads, programs and erases do not mix: a program directly after a read starts
+        // its own group, and so does the next read after it.
+        let mut two = two_planes();
+        let mixed = [
+            op(OpKind::Read, 0),
+            op(OpKind::Program, 3),
+            op(OpKind::Read, 1),
+        ];
+        // Read 0..100; the program copies it: transfer 100..140, array 140..400; the
+        // read senses 400..460 and transfers 460..500.
+        assert_eq!(serve(&mut two, 0, &mixed), (500, 0));
+        // Spare reads run alone (no transfer, 10 each) and end a read group.
+        let mut two = two_planes();
+        let spare = [
+            op(OpKind::Read, 0),
+            op(OpKind::SpareRead, 1),
+            op(OpKind::Read, 1),
+        ];
+        assert_eq!(serve(&mut two, 0, &spare), (100 + 10 + 100, 0));
+        // Utilisation counts each read's sense and transfer on its plane.
+        let mut two = two_planes();
+        serve(&mut two, 0, &ops(OpKind::Read, &[0, 1]));
+        assert_eq!(two.busy(), (Nanos(200), 2));
+    }
+
+    #[test]
+    fn a_read_arriving_after_its_group_began_sensing_runs_alone() {
+        let mut two = two_planes();
+        // A program (to 300), then a read at 10 that senses from 300.
+        serve(&mut two, 0, &ops(OpKind::Program, &[2]));
+        assert_eq!(serve(&mut two, 10, &ops(OpKind::Read, &[0])), (400, 290));
+        // At 310 the group is sensing: a read on the other plane waits for the die and
+        // senses on its own (400..460, out 460..500).
+        let mut late = two.clone();
+        assert_eq!(serve(&mut late, 310, &ops(OpKind::Read, &[1])), (500, 90));
+        // Arriving at the very instant the sense begins is in time: it shares it.
+        assert_eq!(serve(&mut two, 300, &ops(OpKind::Read, &[1])), (440, 0));
+        // On an idle die a read senses on arrival: one from a later request never
+        // shares its sense.
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Read, &[0])), (100, 0));
+        assert_eq!(serve(&mut two, 10, &ops(OpKind::Read, &[1])), (200, 90));
+    }
+
+    #[test]
+    fn erases_on_two_planes_of_a_die_share_one_erase_time() {
+        let mut one = ParallelTiming::new(lat(), 1, 1, 16, Nanos(40));
+        assert_eq!(serve(&mut one, 0, &ops(OpKind::Erase, &[0, 1])), (4000, 0));
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Erase, &[0, 1])), (2000, 0));
+        assert_eq!(two.busy(), (Nanos(4000), 2));
+        // One plane twice: in turn.
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Erase, &[0, 2])), (4000, 0));
+        // A later request's erase joins one queued behind a program (300..2300) ...
+        let mut two = two_planes();
+        serve(&mut two, 0, &ops(OpKind::Program, &[2]));
+        assert_eq!(serve(&mut two, 10, &ops(OpKind::Erase, &[0])), (2300, 290));
+        assert_eq!(serve(&mut two, 20, &ops(OpKind::Erase, &[1])), (2300, 280));
+        // ... but not one already erasing.
+        let mut two = two_planes();
+        assert_eq!(serve(&mut two, 0, &ops(OpKind::Erase, &[0])), (2000, 0));
+        assert_eq!(serve(&mut two, 10, &ops(OpKind::Erase, &[1])), (4000, 1990));
+    }
+
+    #[test]
+    fn a_gc_copy_stream_from_two_planes_of_a_die_reads_faster() {
+        // Two dies on two channels, two planes each: block b on die b % 2, plane
+        // (b / 2) % 2. Copies from die 0 (sources alternately on its planes 0 and 1:
+        // blocks 0 and 2) to die 1 (blocks 1 and 3), through the inline clock's copy.
+        let stream = |src: [u32; 2]| {
+            let mut t = ParallelTiming::new(lat(), 2, 1, 16, Nanos(40)).with_planes(2);
+            let mut c = t
+                .inline_clock()
+                .expect("the parallel model hands its clock over");
+            c.begin(Nanos(0));
+            for i in 0..4 {
+                c.copy(Pbn(src[i % 2]), Pbn([1, 3][i % 2]));
+            }
+            let done = c.end(&[4, 0, 4, 0]).done.0;
+            (done, c.free_at(Pbn(0)).0)
+        };
+        // Sources on both planes: the reads pair up, one sense 0..60 and two pages out
+        // (60..100, 100..140), then 140..200 and out 200..240, 240..280: die 0 is done
+        // at 280. The programs pair up too (data in 100..140 and 140..180, array
+        // 180..440; then 440..520, array 520..780).
+        assert_eq!(stream([0, 2]), (780, 280));
+        // Sources on one plane (blocks 0 and 4), as one victim's pages are: the reads
+        // run one at a time (die 0 done at 400) and the copies finish later.
+        assert_eq!(stream([0, 4]), (840, 400));
+    }
+
+    #[test]
+    fn groups_are_one_queued_operation_under_suspend_and_preemptible_gc() {
+        // Suspend: a program group (data in 0..40 and 40..80, array 80..340) is one
+        // operation of the die's queue: a host read at 60 finds it still taking data
+        // (its array time not begun) and does not suspend it; it queues (340..440).
+        let mk = || two_planes().with_suspend(Nanos(30), Nanos(70));
+        let mut on = mk();
+        let progs = [gc(OpKind::Program, 0), gc(OpKind::Program, 1)];
+        assert_eq!(on.background(Nanos(0), batch(&progs)), Nanos(340));
+        assert_eq!(serve(&mut on, 60, &[op(OpKind::Read, 2)]), (440, 280));
+        assert_eq!(on.suspensions(), Some(0));
+        // At 100 the group programs: a host read suspends it (30, sense 60, out 40),
+        // and the queued read group moves 130 later (sense 470..530, out ..570).
+        assert_eq!(serve(&mut on, 100, &[op(OpKind::Read, 3)]), (230, 30));
+        assert_eq!(on.suspensions(), Some(1));
+        assert_eq!(on.idle_at(), Nanos(570));
+        // A GC read on the other plane still joins the moved group (out 570..610).
+        assert_eq!(
+            on.background(Nanos(150), batch(&[gc(OpKind::Read, 1)])),
+            Nanos(610)
+        );
+
+        // Preemptible GC: GC's program (to 300) and a read group queued after it (sense
+        // from 300); a host read at 50 goes ahead of the group (300..400), which moves
+        // 100 later (sense 400..460, out 460..500), and a GC read on the other plane
+        // joins it (out 500..540).
+        let mut on = two_planes().with_preemptible_gc();
+        let work = [gc(OpKind::Program, 0), gc(OpKind::Read, 2)];
+        assert_eq!(on.background(Nanos(0), batch(&work)), Nanos(400));
+        assert_eq!(serve(&mut on, 50, &[op(OpKind::Read, 4)]), (400, 250));
+        assert_eq!(on.preemptions(), Some(1));
+        assert_eq!(on.idle_at(), Nanos(500));
+        assert_eq!(
+            on.background(Nanos(60), batch(&[gc(OpKind::Read, 3)])),
+            Nanos(540)
+        );
+        // A host read on the group's other plane goes ahead of it (GC not begun), as on
+        // one plane, rather than joining it (which would end it at 440): overtaking
+        // is tried first.
+        let mut on = two_planes().with_preemptible_gc();
+        on.background(Nanos(0), batch(&work));
+        assert_eq!(serve(&mut on, 50, &[op(OpKind::Read, 3)]), (400, 250));
     }
 
     #[test]
