@@ -502,9 +502,9 @@ struct RunArgs {
     /// Dies per channel of --timing parallel [default: 4]
     #[arg(long, value_name = "N")]
     dies: Option<u32>,
-    /// Planes per die of --timing parallel: a die programs pages on up to this many
-    /// planes at once (multi-plane programs; die-aware allocation deals writes over
-    /// the planes) [default: the preset's, 2 for mqsim-8k, else 1]
+    /// Planes per die of --timing parallel: programs, reads and erases on different
+    /// planes of a die run together, up to this many (multi-plane operations;
+    /// die-aware allocation deals writes over the planes) [default: the preset's, 2 for mqsim-8k, else 1]
     #[arg(long, value_name = "N")]
     planes: Option<u32>,
     /// Channel bandwidth of --timing parallel in MiB/s (a page's transfer time)

@@ -18,8 +18,8 @@
 //! (8 KiB at 333 MB/s = 24.6 µs), which parallel timing splits off again; under
 //! `--timing parallel` it brings its organisation (8 channels x 8 dies, 317.6 MiB/s)
 //! unless `--channels`, `--dies`, `--planes` or `--channel-mib-s` say otherwise. Its
-//! 2 planes per die run programs together (multi-plane programs, see
-//! [`crate::timing`]); reads and erases run one plane at a time. Left open (not
+//! 2 planes per die run programs, reads and erases together (multi-plane operations,
+//! see [`crate::timing`]). Left open (not
 //! modelled): transfers of less than a page (a 4 KiB read moves the whole 8 KiB
 //! page); 256 pages per block and 448 spare bytes are this preset's choices, not
 //! MQSim's figures.

@@ -261,8 +261,8 @@ pub struct Config {
     /// Dies per channel (parallel timing); none: 4 under parallel timing, 1 under
     /// serial.
     pub dies: Option<u32>,
-    /// Planes per die (parallel timing): a die programs pages on different planes at
-    /// once; none: the preset's (2 for `mqsim-8k`), else 1.
+    /// Planes per die (parallel timing): programs, reads and erases on different planes
+    /// of a die run together; none: the preset's (2 for `mqsim-8k`), else 1.
     pub planes: Option<u32>,
     /// Channel bandwidth in MiB/s (parallel timing: page transfer time); none: the
     /// preset's organisation's (`mqsim-8k`: 317.574, i.e. 333 MB/s), else 40.

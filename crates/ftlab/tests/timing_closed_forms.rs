@@ -1,9 +1,9 @@
 //! Closed forms of the parallel timing model on the `mqsim-8k` preset (MQSim's default
 //! SSD organisation: 8 channels x 8 dies, 8 KiB pages, t_read 75 µs, t_prog 750 µs,
-//! 333 MB/s channels), closed-loop replay (issue 22, item 4). The model has one plane per
-//! die and moves whole pages, so its bounds are those of a 1-plane, page-transfer device:
-//! half of MQSim's 1.40 GB/s for sequential writes (2 planes), and a 4 KiB read moves
-//! 8 KiB.
+//! 333 MB/s channels), closed-loop replay (issue 22, item 4). The preset's 2 planes per
+//! die run programs, reads and erases together (multi-plane operations; `multiplane.rs`
+//! checks the reads and erases); a check that needs one plane per die says so
+//! (`mqsim_planes`). The model moves whole pages, so a 4 KiB read moves 8 KiB.
 
 use ftlab::config::{Config, Precondition, TimingModel, VerifyLevel};
 use ftlab::{NoObserver, Simulation, Workload};
