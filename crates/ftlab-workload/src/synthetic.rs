@@ -41,6 +41,11 @@
 //!   `(r * stride) mod units` with a stride coprime to the unit count (`zipf_scatter`,
 //!   default on) so hot units are not also adjacent; skew applies to random requests
 //!   only (sequential and local ones follow the previous request).
+//! - A sequential request draws its read/write type and size like any other
+//!   (`sequential_draw = "fresh"`, default), or keeps the previous request's
+//!   (`"disksim"`: DiskSim 3.0's `synthio_generatenextio` keeps `flags & READ` and
+//!   `bcount` and only moves `blkno`, so a run of sequential writes has no read in it;
+//!   c-lash.txt does not say, experiments/c-lash/NOTES.md measured both).
 //! - The read/write draw is independent of the address draw; before the first request
 //!   the previous end is offset 0 (so a sequential stream starts at 0); one ChaCha8 stream seeded by the run seed drives everything, so a seed
 //!   replays exactly.
@@ -83,6 +88,26 @@ pub enum LocalMode {
     All,
     /// Share of the non-sequential requests.
     NonSequential,
+}
+
+/// What a sequential request draws (`sequential_draw`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SequentialDraw {
+    /// Its read/write type and size, like any request.
+    #[default]
+    Fresh,
+    /// Nothing: it keeps the previous request's type and size, as DiskSim 3.0's
+    /// generator does (`synthio_generatenextio`), so runs of writes have no read holes.
+    Disksim,
+}
+
+impl SequentialDraw {
+    fn is_fresh(&self) -> bool {
+        *self == SequentialDraw::Fresh
+    }
 }
 
 /// A distribution with DiskSim's parameters, in the unit its key names.
@@ -235,6 +260,11 @@ pub struct SyntheticConfig {
     pub zipf_scatter: bool,
     /// Alignment of random and local offsets in bytes (0: the page size).
     pub align_bytes: u64,
+    /// What a sequential request draws: `fresh` (its type and size, like any request)
+    /// or `disksim` (nothing: the previous request's type and size, as DiskSim 3.0's
+    /// generator). Left out of reports and shown configs at its default.
+    #[serde(skip_serializing_if = "SequentialDraw::is_fresh")]
+    pub sequential_draw: SequentialDraw,
     /// A file-system workload instead of the request-level draws (see [`crate::fs`]):
     /// files in clusters, allocation-table and directory updates, deletions. Only
     /// `count`, the inter-arrival keys and `address_space` apply with it. Left out of
@@ -267,6 +297,7 @@ impl Default for SyntheticConfig {
             zipf_exponent: 1.0,
             zipf_scatter: true,
             align_bytes: 0,
+            sequential_draw: SequentialDraw::Fresh,
             filesystem: None,
         }
     }
@@ -476,6 +507,8 @@ pub struct Synthetic {
     p_local: f64,
     zipf: Option<(Zipf, u64, u64)>,
     prev_end: u64,
+    /// The previous request's type and length (`sequential_draw = "disksim"`).
+    prev: Option<(Op, u64)>,
     now_ns: f64,
     emitted: u64,
     last_kind: Kind,
@@ -522,6 +555,7 @@ impl Synthetic {
             p_local,
             zipf,
             prev_end: 0,
+            prev: None,
             now_ns: 0.0,
             emitted: 0,
             last_kind: Kind::Random,
@@ -639,12 +673,22 @@ impl Iterator for Synthetic {
             });
         }
         let u: f64 = self.rng.gen();
-        let op = if self.rng.gen::<f64>() < self.cfg.read_ratio {
-            Op::Read
-        } else {
-            Op::Write
+        let kept = match (self.cfg.sequential_draw, self.prev) {
+            (SequentialDraw::Disksim, Some(prev)) if u < self.p_seq => Some(prev),
+            _ => None,
         };
-        let len = self.size();
+        let (op, len) = match kept {
+            Some(prev) => prev,
+            None => {
+                let op = if self.rng.gen::<f64>() < self.cfg.read_ratio {
+                    Op::Read
+                } else {
+                    Op::Write
+                };
+                (op, self.size())
+            }
+        };
+        self.prev = Some((op, len));
         let p = self.prev_end;
         let (kind, offset) = if u < self.p_seq {
             let o = if p + len > self.space { 0 } else { p };
@@ -693,6 +737,47 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0].arrival <= w[1].arrival));
         let c: Vec<_> = Synthetic::new(&cfg, 1 << 20, 4096, 8).collect();
         assert_ne!(a, c, "another seed, another workload");
+    }
+
+    #[test]
+    fn disksim_sequential_requests_keep_the_previous_type_and_size() {
+        let cfg = SyntheticConfig {
+            count: 5000,
+            p_sequential: 0.6,
+            read_ratio: 0.5,
+            size_kib: Some(Dist::Uniform {
+                min: 1.0,
+                max: 64.0,
+            }),
+            sequential_draw: SequentialDraw::Disksim,
+            ..Default::default()
+        };
+        cfg.validate(GIB).unwrap();
+        let mut g = Synthetic::new(&cfg, GIB, 4096, 3);
+        let (mut prev, mut seq, mut kept) = (None::<Request>, 0, 0);
+        while let Some(r) = g.next() {
+            if let (Some(p), Kind::Sequential) = (prev, g.last_kind()) {
+                seq += 1;
+                kept += (r.op == p.op && r.len == p.len) as u32;
+            }
+            prev = Some(r);
+        }
+        assert!(seq > 2500, "{seq}");
+        assert_eq!(kept, seq, "every sequential request keeps both");
+        // The default draws them anew: sizes from 1 to 64 KiB rarely repeat.
+        let fresh = SyntheticConfig {
+            sequential_draw: SequentialDraw::Fresh,
+            ..cfg
+        };
+        let mut g = Synthetic::new(&fresh, GIB, 4096, 3);
+        let (mut prev, mut same) = (None::<Request>, 0);
+        while let Some(r) = g.next() {
+            if let (Some(p), Kind::Sequential) = (prev, g.last_kind()) {
+                same += (r.op == p.op && r.len == p.len) as u32;
+            }
+            prev = Some(r);
+        }
+        assert!(same < 200, "{same}");
     }
 
     #[test]
