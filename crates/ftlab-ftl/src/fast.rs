@@ -157,7 +157,7 @@
 
 use crate::auto::AutoOr;
 use crate::logblock::{
-    self, compose, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
+    self, compose, Copies, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
 };
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{
@@ -493,24 +493,31 @@ impl Fast {
     }
 
     fn write_page(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
-        self.drop_live(flash, tag.lpn);
         let lbn = self.geo.lbn_of(tag.lpn);
         let o = self.geo.lpn_offset(tag.lpn);
         let d = self.dmap[lbn.idx()];
         let sw = self.sw_of(lbn);
+        // The old copy is dropped once the page has a place: a merge on the way there
+        // may erase the block holding it (module docs, "Torn operations").
         if d != NONE && flash.write_ptr(Pbn(d)) == o {
+            self.drop_live(flash, tag.lpn);
             flash.program(self.geo.ppn(Pbn(d), o), tag, Cause::Host);
         } else if d == NONE && o == 0 && sw.is_none() {
+            self.drop_live(flash, tag.lpn);
             let pbn = self.pool.take(ID);
             self.dmap[lbn.idx()] = pbn.0;
             flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
         } else if let Some(s) = sw.filter(|&s| !self.osm && self.sw[s].written == o) {
+            self.drop_live(flash, tag.lpn);
             self.sw_append(flash, s, tag);
         } else if o == 0 && !self.sw.is_empty() && !self.osm {
             let s = self.open_sw(flash, lbn);
+            self.drop_live(flash, tag.lpn);
             self.sw_append(flash, s, tag);
         } else {
-            self.rw_append(flash, tag, bv);
+            let desc = self.rw_target(flash, bv);
+            self.drop_live(flash, tag.lpn);
+            self.rw_append(flash, desc, tag);
         }
     }
 
@@ -603,11 +610,17 @@ impl Fast {
         self.sw[s].lbn = Lbn(NONE);
     }
 
-    fn rw_append(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
-        let desc = match self.rw_ring.back() {
+    /// The RW log the next page goes to: the active one, or a new one (which may
+    /// reclaim the oldest first).
+    fn rw_target(&mut self, flash: &mut Flash, bv: &mut Bv<'_>) -> u32 {
+        match self.rw_ring.back() {
             Some(&d) if self.rw_written[d as usize] < self.ppb => d,
             _ => self.next_rw(flash, bv),
-        };
+        }
+    }
+
+    /// Appends a page to RW log `desc` ([`Fast::rw_target`]).
+    fn rw_append(&mut self, flash: &mut Flash, desc: u32, tag: PageTag) {
         let slot = self.rw_written[desc as usize];
         let g = desc * self.ppb + slot;
         flash.program(self.rw_ppn(g), tag, Cause::Host);
@@ -649,6 +662,9 @@ impl Fast {
         self.assoc.clear();
         for slot in 0..written {
             let g = victim * self.ppb + slot;
+            if self.rw_lpn[g as usize] == NONE {
+                continue; // a torn page (recovery)
+            }
             let l = self.rw_lpn[g as usize] / self.ppb;
             self.assoc.push(l);
             if flash.is_valid(self.rw_ppn(g)) {
@@ -798,11 +814,12 @@ impl Fast {
 
     /// OSM: a complete group goes to a SW log, which is switched at once.
     fn osm_write(&mut self, flash: &mut Flash, lbn: Lbn, pages: &[PageWrite]) {
-        for p in pages {
-            self.drop_live(flash, p.lpn);
-        }
+        // Each old copy is dropped as its page is programmed: opening the SW log may
+        // merge the block's current one, which erases the data block (module docs,
+        // "Torn operations").
         let s = self.open_sw(flash, lbn);
         for &p in pages {
+            self.drop_live(flash, p.lpn);
             self.sw_append(flash, s, p);
         }
         debug_assert!(
@@ -857,16 +874,34 @@ impl Fast {
         }
         roles.rw.sort_unstable();
         roles.sw.sort_unstable_by_key(|&(_, pbn)| pbn);
-        if roles.rw.len() > self.rw_pbn.len() || roles.sw.len() > self.sw.len() {
-            return Err(RecoverError::Failed(format!(
-                "{} RW and {} SW logs on flash but rw_logs = {} and sw_logs = {}",
-                roles.rw.len(),
-                roles.sw.len(),
-                self.rw_pbn.len(),
-                self.sw.len()
-            )));
-        }
         Ok(roles)
+    }
+
+    /// Whether the in-place blocks of one logical block are a state FAST runs on (the
+    /// repair of torn operations, `logblock::repair`): no torn page; with SW logs, a
+    /// data block and a SW log at most, told apart as `recover_roles` does, the SW log
+    /// not full, without fillers and not past the data block's write pointer; without
+    /// SW logs, any number (the extra ones become RW logs).
+    fn fits(
+        flash: &Flash,
+        scan: &Scan,
+        _: &Copies,
+        blocks: &[Pbn],
+        ppb: u32,
+        with_sw: bool,
+    ) -> bool {
+        if blocks.iter().any(|b| scan.shapes[b.idx()].torn) {
+            return false;
+        }
+        match blocks {
+            [_] => true,
+            &[a, b] if with_sw => scan.data_and_log(flash, a, b).is_ok_and(|(d, g)| {
+                flash.write_ptr(g) < ppb
+                    && flash.write_ptr(g) <= flash.write_ptr(d)
+                    && !scan.shapes[g.idx()].fillers
+            }),
+            _ => !with_sw,
+        }
     }
 
     /// Without SW logs, the data block among several in-place blocks of one logical
@@ -885,7 +920,7 @@ impl Fast {
         let newest_copies = |b: Pbn| {
             (0..flash.write_ptr(b))
                 .filter_map(|o| flash.peek_tag(self.geo.ppn(b, o)))
-                .filter(|t| t.version == scan.newest[t.lpn.idx()])
+                .filter(|t| !t.is_uncorrectable() && t.version == scan.newest[t.lpn.idx()])
                 .count()
         };
         let mut best = blocks[0];
@@ -903,7 +938,9 @@ impl Fast {
         for (i, &b) in rw.iter().enumerate() {
             for o in 0..flash.write_ptr(b) {
                 let t = flash.peek_tag(self.geo.ppn(b, o)).expect("programmed");
-                pages.push((t.lpn.0, t.version, i as u32));
+                if !t.is_uncorrectable() {
+                    pages.push((t.lpn.0, t.version, i as u32));
+                }
             }
         }
         pages.sort_unstable();
@@ -951,7 +988,12 @@ impl Fast {
             self.rw_written[desc] = written;
             for slot in 0..written {
                 let tag = flash.peek_tag(self.geo.ppn(pbn, slot)).expect("programmed");
-                self.rw_lpn[(desc as u32 * self.ppb + slot) as usize] = tag.lpn.0;
+                // A torn page (a cut program) holds nothing: NONE in the page map.
+                self.rw_lpn[(desc as u32 * self.ppb + slot) as usize] = if tag.is_uncorrectable() {
+                    NONE
+                } else {
+                    tag.lpn.0
+                };
             }
             self.rw_ring.push_back(desc as u32);
         }
@@ -986,7 +1028,8 @@ impl Fast {
                 let g = desc as u32 * self.ppb + slot;
                 let ppn = self.rw_ppn(g);
                 let lpn = self.rw_lpn[g as usize];
-                if flash.peek_tag(ppn).map(|t| t.lpn.0) != Some(lpn) {
+                let torn = flash.peek_tag(ppn).is_some_and(|t| t.is_uncorrectable());
+                if flash.peek_tag(ppn).map(|t| t.lpn.0) != Some(lpn) && !(torn && lpn == NONE) {
                     return Err(format!("{ppn:?}: log page map says lpn{lpn}"));
                 }
                 if flash.is_valid(ppn) {
@@ -1100,8 +1143,26 @@ impl Ftl for Fast {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        let mut scan = Scan::read(flash)?;
-        let roles = self.recover_roles(flash, &scan)?;
+        let (mut scan, roles) = loop {
+            let pool = &self.pool;
+            let (ppb, with_sw) = (self.ppb, !self.sw.is_empty() && !self.osm);
+            let scan = logblock::scan_repaired(
+                flash,
+                Scan::in_place_by_lbn,
+                |flash, scan, copies, blocks| Self::fits(flash, scan, copies, blocks, ppb, with_sw),
+                |flash, b| !pool.retires(flash.erase_count(b)),
+            )?;
+            let roles = self.recover_roles(flash, &scan)?;
+            let (rw, sw) = (roles.rw.len(), roles.sw.len());
+            let (max_rw, max_sw) = (self.rw_pbn.len(), self.sw.len());
+            if rw <= max_rw && sw <= max_sw {
+                break (scan, roles);
+            }
+            let logs = roles.sw.iter().map(|s| s.1).chain(roles.rw.iter().copied());
+            logblock::drop_redundant_log(flash, &scan, logs, || {
+                format!("{rw} RW and {sw} SW logs on flash but rw_logs = {max_rw} and sw_logs = {max_sw}")
+            })?;
+        };
         let ring = self.rw_order(flash, &roles.rw);
         self.recover_rw(flash, &mut scan, &ring);
         for (s, &(lbn, pbn)) in roles.sw.iter().enumerate() {
@@ -1344,12 +1405,13 @@ mod tests {
         for l in [1, 2, 5, 6] {
             t.write(&mut f, &[w(l, 2)]);
         }
-        // Rewriting lpn 1 drops its logged copy, then reclaims the full RW log: LBN 0 is
-        // merged with a hole at offset 1 (a filler below live offsets 2 and 3).
+        // Rewriting lpn 1 reclaims the full RW log first: LBN 0 is merged with lpn 1's
+        // logged copy (still its durable copy), which is dropped only once lpn 1 has a
+        // page in the new RW log (a cut in the merge must not lose it; module docs).
         t.write(&mut f, &[w(1, 3)]);
         let s = t.stats();
-        assert_eq!((s.merges_full, s.merge_pages_copied), (2, 7));
-        assert_eq!(s.extra["filler_pages"], 1.0);
+        assert_eq!((s.merges_full, s.merge_pages_copied), (2, 8));
+        assert_eq!(s.extra["filler_pages"], 0.0);
         for (l, v) in [(0, 1), (1, 3), (2, 2), (3, 1), (5, 2), (6, 2)] {
             assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
         }
@@ -1514,10 +1576,19 @@ mod tests {
         for b in 0..3 {
             many_rw.program(geo.ppn(Pbn(b), 0), w(1, b + 1), Cause::Host);
         }
-        for (mut f, what) in [(three, "three"), (full_sw, "full SW"), (many_rw, "RW")] {
+        many_rw.power_cycle();
+        let e = fast(&geo, &[]).unwrap().recover(&mut many_rw).unwrap_err();
+        assert!(matches!(e, RecoverError::Failed(_)), "{e}");
+        // Shapes a power cut inside a merge leaves are repaired to the newest copies
+        // (module docs, "Torn operations").
+        for (mut f, want) in [(three, [3, 1]), (full_sw, [2, 2])] {
             f.power_cycle();
-            let e = fast(&geo, &[]).unwrap().recover(&mut f).unwrap_err();
-            assert!(matches!(e, RecoverError::Failed(_)), "{what}: {e}");
+            let mut t = fast(&geo, &[]).unwrap();
+            t.recover(&mut f).unwrap();
+            t.check(&f).unwrap();
+            for (l, v) in want.into_iter().enumerate() {
+                assert_eq!(t.read(&mut f, Lpn(l as u32)), Some(w(l as u32, v)));
+            }
         }
     }
 

@@ -242,6 +242,11 @@ pub(crate) struct Shape {
     pub in_place: bool,
     /// It holds a filler (version 0), which only a composed data block does.
     pub fillers: bool,
+    /// Pages read back (programmed and not torn).
+    pub pages: u32,
+    /// A page of it reads as uncorrectable: a program, or the block's erase, was torn
+    /// by a power cut (`ftlab_core::flash`, "Torn operations").
+    pub torn: bool,
 }
 
 impl Shape {
@@ -250,6 +255,8 @@ impl Shape {
         lbn: NONE,
         in_place: true,
         fillers: false,
+        pages: 0,
+        torn: false,
     };
 }
 
@@ -273,6 +280,7 @@ impl scan::Visit for Shapes<'_> {
         };
         shape.in_place &= self.geo.lpn_offset(tag.lpn) == off;
         shape.fillers |= tag.version == 0;
+        shape.pages += 1;
         Ok(true)
     }
 
@@ -310,6 +318,9 @@ impl Scan {
             cur: Shape::ERASED,
         };
         let newest = scan::newest_versions(flash, &mut shapes)?;
+        for (b, shape) in shapes.shapes.iter_mut().enumerate() {
+            shape.torn = shape.pages < flash.write_ptr(Pbn(b as u32));
+        }
         Ok(Scan {
             shapes: shapes.shapes,
             newest,
@@ -331,11 +342,26 @@ impl Scan {
             .collect()
     }
 
+    /// The programmed blocks holding pages of one logical block only (in place or
+    /// not), grouped by logical block: `(lbn, blocks in block-number order)`,
+    /// ascending by `lbn`.
+    pub(crate) fn single_lbn_blocks(&self) -> Vec<(Lbn, Vec<Pbn>)> {
+        let mut pairs: Vec<(u32, Pbn)> = (self.shapes.iter().enumerate())
+            .filter(|(_, s)| s.lbn != NONE && s.lbn != MIXED)
+            .map(|(b, s)| (s.lbn, Pbn(b as u32)))
+            .collect();
+        pairs.sort_unstable();
+        pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|g| (Lbn(g[0].0), g.iter().map(|p| p.1).collect()))
+            .collect()
+    }
+
     /// If the page at `ppn` holds the newest version of its LPN and no copy of it was
     /// claimed yet, marks it valid and returns its tag. Fillers are never claimed. Uses
     /// the tag [`Scan::read`] already read (no flash operation).
     pub(crate) fn claim(&mut self, flash: &mut Flash, ppn: Ppn) -> Option<PageTag> {
-        let tag = flash.peek_tag(ppn)?;
+        let tag = flash.peek_tag(ppn).filter(|t| !t.is_uncorrectable())?;
         let l = tag.lpn.idx();
         if tag.version == 0 || tag.version != self.newest[l] || self.claimed[l] {
             return None;
@@ -410,6 +436,274 @@ impl Scan {
     }
 }
 
+// --- Torn operations: the repair step of recovery -----------------------------------
+
+/// For every LPN, the newest version on flash (fillers and torn pages aside), the
+/// block holding it, and the newest version held by any *other* block: enough to tell
+/// whether a block holds anything no other block has. Built from the tags the spare
+/// scan already read (no flash operation).
+pub(crate) struct Copies {
+    /// Per LPN: (newest version, its block or NONE, newest version in another block).
+    top: Vec<(u32, u32, u32)>,
+}
+
+impl Copies {
+    /// The copies on flash now.
+    pub(crate) fn read(flash: &Flash) -> Copies {
+        let geo = flash.geometry();
+        let mut top = vec![(0u32, NONE, 0u32); geo.logical_pages as usize];
+        for b in 0..geo.blocks {
+            for tag in data_tags(flash, Pbn(b)) {
+                let Some(e) = top.get_mut(tag.lpn.idx()) else {
+                    continue;
+                };
+                let v = tag.version;
+                if e.1 == b {
+                    e.0 = e.0.max(v);
+                } else if v > e.0 {
+                    *e = (v, b, e.0);
+                } else {
+                    e.2 = e.2.max(v);
+                }
+            }
+        }
+        Copies { top }
+    }
+
+    /// The newest version of `lpn` held by a block other than `pbn` (0: none).
+    fn other(&self, lpn: Lpn, pbn: Pbn) -> u32 {
+        let (v, b, w) = self.top[lpn.idx()];
+        if b == pbn.0 {
+            w
+        } else {
+            v
+        }
+    }
+
+    /// Whether erasing `pbn` loses nothing: every data page of it has a copy as new or
+    /// newer in another block (a merge's destination cut half way holds only copies; a
+    /// source whose pages were all copied before the cut holds nothing new either).
+    pub(crate) fn redundant(&self, flash: &Flash, pbn: Pbn) -> bool {
+        data_tags(flash, pbn).all(|t| self.other(t.lpn, pbn) >= t.version)
+    }
+
+    /// Whether every data page of `pbn` is at least as new as any other copy of its
+    /// LPN and some is strictly newer than an existing other copy: the block a merge or
+    /// an OSM write was filling when the power failed (its pages are copies or the cut
+    /// request's own), when the blocks it was replacing still hold everything else.
+    fn dominates(&self, flash: &Flash, pbn: Pbn) -> Option<usize> {
+        let mut newer = 0;
+        for t in data_tags(flash, pbn) {
+            let o = self.other(t.lpn, pbn);
+            if o > t.version {
+                return None;
+            }
+            newer += usize::from(o > 0 && o < t.version);
+        }
+        (newer > 0).then_some(newer)
+    }
+
+    /// The newest version of `lpn` on flash (0: none).
+    fn newest(&self, lpn: Lpn) -> u32 {
+        self.top[lpn.idx()].0
+    }
+}
+
+/// The readable data pages of a block (no filler, no torn page).
+fn data_tags(flash: &Flash, pbn: Pbn) -> impl Iterator<Item = PageTag> + '_ {
+    let geo = flash.geometry();
+    (0..flash.write_ptr(pbn))
+        .filter_map(move |o| flash.peek_tag(geo.ppn(pbn, o)))
+        .filter(|t| !t.is_uncorrectable() && t.version > 0)
+}
+
+/// The logical block of a block in use: that of its first readable page (`None` if
+/// none is readable).
+pub(crate) fn block_lbn(flash: &Flash, pbn: Pbn) -> Option<Lbn> {
+    let geo = flash.geometry();
+    (0..flash.write_ptr(pbn))
+        .filter_map(|o| flash.peek_tag(geo.ppn(pbn, o)))
+        .find(|t| !t.is_uncorrectable())
+        .map(|t| geo.lbn_of(t.lpn))
+}
+
+/// The repair step of a block-mapped recovery after torn operations (`ftlab_core::flash`,
+/// "Torn operations"), before roles are assigned. One step per call; returns whether it
+/// changed the flash (the caller scans again, since versions and shapes moved):
+/// 1. every programmed block with no readable page (a torn erase, or a torn first
+///    program) is garbage: erased;
+/// 2. a logical block whose own blocks `groups` are not a state the scheme can run on
+///    (`fits`: more blocks than its roles, a torn page, a full log, two data-shaped
+///    blocks it cannot tell apart) loses, one at a time, a block holding nothing no
+///    other block holds ([`Copies::redundant`]; torn blocks first, then logs, then the
+///    highest number), while that leaves more than one;
+/// 3. if it still does not fit, its newest copies are composed into a free block
+///    (`usable`: erased and not retiring) and every old block of it is erased: the
+///    merge the cut interrupted, done again from flash; with no free block (the cut
+///    struck a merge that had taken the last one), the block that dominates the others
+///    ([`Copies::dominates`]) is erased instead, which takes the logical block back to
+///    before that merge.
+///
+/// Every step keeps, for every LPN, a copy of its newest version on flash, unless the
+/// newest is only in a destination block being filled (the cut request's own pages),
+/// which step 3's fallback drops: the oracle accepts either for those pages. All
+/// operations are `Cause::Recovery`; a power cut inside them leaves a state this
+/// recovers from again (a torn erase is garbage, a half-composed block redundant).
+pub(crate) fn repair(
+    flash: &mut Flash,
+    scan: &Scan,
+    groups: &[(Lbn, Vec<Pbn>)],
+    fits: impl Fn(&Flash, &Scan, &Copies, &[Pbn]) -> bool,
+    usable: impl Fn(&Flash, Pbn) -> bool,
+) -> Result<bool, RecoverError> {
+    let geo = flash.geometry().clone();
+    let garbage: Vec<Pbn> = (0..geo.blocks)
+        .map(Pbn)
+        .filter(|&b| !flash.is_erased(b) && scan.shapes[b.idx()].pages == 0)
+        .collect();
+    for &b in &garbage {
+        flash.erase(b, Cause::Recovery);
+    }
+    if !garbage.is_empty() {
+        return Ok(true);
+    }
+    let mut copies = Copies::read(flash);
+    for (lbn, blocks) in groups {
+        if fits(flash, scan, &copies, blocks) {
+            continue;
+        }
+        let mut set = blocks.clone();
+        let mut changed = false;
+        while set.len() > 1 && !fits(flash, scan, &copies, &set) {
+            let victim = (set.iter().copied())
+                .filter(|&b| copies.redundant(flash, b))
+                .max_by_key(|&b| {
+                    let s = scan.shapes[b.idx()];
+                    (s.torn, !s.in_place, b)
+                });
+            let Some(v) = victim else { break };
+            flash.erase(v, Cause::Recovery);
+            set.retain(|&b| b != v);
+            copies = Copies::read(flash);
+            changed = true;
+        }
+        if changed {
+            return Ok(true);
+        }
+        if let Some(free) = (0..geo.blocks)
+            .map(Pbn)
+            .find(|&b| flash.is_erased(b) && usable(flash, b))
+        {
+            consolidate(flash, &copies, *lbn, &set, free);
+            return Ok(true);
+        }
+        let undo = (set.iter().copied())
+            .filter(|&b| scan.shapes[b.idx()].in_place)
+            .filter_map(|b| copies.dominates(flash, b).map(|n| (n, b)))
+            .max();
+        let Some((_, undo)) = undo.filter(|_| set.len() > 1) else {
+            return Err(RecoverError::Failed(format!(
+                "{lbn:?}: blocks {set:?} are no state the scheme writes and no free block \
+                 is left to merge them"
+            )));
+        };
+        flash.erase(undo, Cause::Recovery);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Recovery found more logs of a kind than the scheme allocates: if one of the
+/// in-place blocks `logs` (taken for logs written in order) holds nothing no other
+/// block holds, it is the destination of a merge or a levelling move the power cut
+/// stopped (its pages are copies): it is erased (`Cause::Recovery`) and the caller
+/// scans again. Otherwise the flash is no state the scheme writes.
+pub(crate) fn drop_redundant_log(
+    flash: &mut Flash,
+    scan: &Scan,
+    logs: impl IntoIterator<Item = Pbn>,
+    what: impl FnOnce() -> String,
+) -> Result<(), RecoverError> {
+    let copies = Copies::read(flash);
+    let extra = (logs.into_iter())
+        .filter(|g| scan.shapes[g.idx()].in_place)
+        .find(|&g| copies.redundant(flash, g));
+    match extra {
+        Some(g) => {
+            flash.erase(g, Cause::Recovery);
+            Ok(())
+        }
+        None => Err(RecoverError::Failed(what())),
+    }
+}
+
+/// Composes the newest copy on flash of every page of `lbn` that `blocks` hold into
+/// the free block `dst` (a filler where none is held below the last one), then erases
+/// `blocks` (repair step 3). A page whose newest copy lies elsewhere (a FAST RW log)
+/// is left there. The composed pages are left invalid: the scan that follows claims
+/// them.
+fn consolidate(flash: &mut Flash, copies: &Copies, lbn: Lbn, blocks: &[Pbn], dst: Pbn) {
+    let geo = flash.geometry().clone();
+    let ppb = geo.pages_per_block;
+    let first = lbn.0 * ppb;
+    let mut srcs = vec![None; ppb as usize];
+    for &b in blocks {
+        for o in 0..flash.write_ptr(b) {
+            let ppn = geo.ppn(b, o);
+            let Some(t) = flash.peek_tag(ppn) else {
+                continue;
+            };
+            if !t.is_uncorrectable() && t.version > 0 && t.version == copies.newest(t.lpn) {
+                let at = geo.lpn_offset(t.lpn) as usize;
+                debug_assert_eq!(geo.lbn_of(t.lpn), lbn);
+                srcs[at].get_or_insert(ppn);
+            }
+        }
+    }
+    if let Some(last) = srcs.iter().rposition(Option::is_some) {
+        for (o, src) in srcs[..=last].iter().enumerate() {
+            let to = geo.ppn(dst, o as u32);
+            match *src {
+                Some(from) => {
+                    flash.copy(from, to, Cause::Recovery);
+                }
+                None => {
+                    let filler = PageTag {
+                        lpn: Lpn(first + o as u32),
+                        version: 0,
+                    };
+                    flash.program(to, filler, Cause::Recovery);
+                }
+            }
+            flash.invalidate(to);
+        }
+    }
+    for &b in blocks {
+        flash.erase(b, Cause::Recovery);
+    }
+}
+
+/// A block-mapped recovery's scan, repaired until it needs no repair
+/// ([`repair`]; `groups` names each logical block's own blocks in a scan). Reads
+/// every programmed spare area once per pass; untorn flash needs one pass.
+pub(crate) fn scan_repaired(
+    flash: &mut Flash,
+    groups: impl Fn(&Scan) -> Vec<(Lbn, Vec<Pbn>)>,
+    fits: impl Fn(&Flash, &Scan, &Copies, &[Pbn]) -> bool,
+    usable: impl Fn(&Flash, Pbn) -> bool,
+) -> Result<Scan, RecoverError> {
+    let passes = 2 * flash.geometry().blocks + 8;
+    for _ in 0..passes {
+        let scan = Scan::read(flash)?;
+        if !repair(flash, &scan, &groups(&scan), &fits, &usable)? {
+            return Ok(scan);
+        }
+    }
+    Err(RecoverError::Failed(
+        "the repair of torn operations does not converge".into(),
+    ))
+}
+
 /// Static wear levelling of the block-mapped family (`wear_leveling = "static"`; the
 /// module docs), called by a scheme once per host request, after it: when the block in
 /// use with the fewest erases has more than `wl_threshold` erases fewer than the
@@ -430,8 +724,7 @@ pub(crate) fn level(
 ) -> Option<Pbn> {
     let cold = pool.wl.as_ref().and_then(StaticLeveling::candidate)?;
     let geo = flash.geometry().clone();
-    let first = flash.peek_tag(geo.ppn(cold, 0))?;
-    let lbn = geo.lbn_of(first.lpn);
+    let lbn = block_lbn(flash, cold)?;
     if dmap.get(lbn.idx()) != Some(&cold.0) {
         return Some(cold);
     }
@@ -557,6 +850,20 @@ pub(crate) fn compose(
     first_lpn: u32,
     filler_cause: Cause,
 ) -> Composed {
+    compose_noting(flash, dst, from, srcs, first_lpn, filler_cause, |_| {})
+}
+
+/// [`compose`], calling `programmed(o)` once offset `o` is on flash (`block`'s
+/// in-place rewrite keeps count of what is still only in RAM).
+pub(crate) fn compose_noting(
+    flash: &mut Flash,
+    dst: Pbn,
+    from: u32,
+    srcs: &[Src],
+    first_lpn: u32,
+    filler_cause: Cause,
+    mut programmed: impl FnMut(u32),
+) -> Composed {
     let mut done = Composed::default();
     let Some(last) = srcs.iter().rposition(|s| *s != Src::Hole) else {
         return done;
@@ -591,6 +898,7 @@ pub(crate) fn compose(
                 done.copied += 1;
             }
         }
+        programmed(o);
         done.programmed += 1;
     }
     done
@@ -1013,18 +1321,20 @@ pub(crate) mod tests {
         f.program(Ppn(9), tag(3, 5), Cause::Host);
         f.power_cycle();
         let mut scan = Scan::read(&mut f).unwrap();
-        let shape = |lbn, in_place, fillers| Shape {
+        let shape = |lbn, in_place, fillers, pages| Shape {
             lbn,
             in_place,
             fillers,
+            pages,
+            torn: false,
         };
         assert_eq!(
             scan.shapes,
             [
-                shape(0, true, true),
-                shape(0, false, false),
-                shape(MIXED, false, false),
-                shape(NONE, true, false)
+                shape(0, true, true, 2),
+                shape(0, false, false, 1),
+                shape(MIXED, false, false, 2),
+                shape(NONE, true, false, 0)
             ]
         );
         assert_eq!(scan.newest, [1, 0, 2, 5, 1, 0, 0, 0]);
