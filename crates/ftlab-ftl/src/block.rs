@@ -43,9 +43,10 @@
 //!   erases the old block before the request ends). Fillers (version 0) are never
 //!   mapped. Erased blocks return to the free pool in block-number order.
 //! - Reading every tag is needed to tell fillers from data; a tag that names an LPN
-//!   beyond the capacity, at another offset, or a second block for the same logical
-//!   block, is reported as [`RecoverError::Failed`] (flash the scheme cannot have
-//!   written).
+//!   beyond the capacity, or at another offset, or a block holding two logical blocks,
+//!   is reported as [`RecoverError::Failed`] (flash the scheme cannot have written). A
+//!   second block for one logical block is what a power cut inside a rewrite leaves:
+//!   see "Torn operations" below.
 //! - Trims are RAM-only: a trimmed page that was not dropped by a rewrite before the
 //!   power loss is programmed and comes back after recovery.
 //! - Cost: one spare read per programmed page, no program and no erase (tested in
@@ -71,6 +72,33 @@
 //!   erase takes the block to the limit moves the data to a free block; fewer blocks
 //!   left, or no free block for such a move, raise `WornOut`. Recovery re-derives
 //!   retirement from the erase counts.
+//!
+//! Torn operations (issue 25 item 3: power lost inside a flash operation,
+//! `ftlab_core::flash`; not in the papers):
+//! - The in-place rewrite of cach-ftl.txt §4.2.3 ("when updated, a given block is
+//!   written in-place": the valid pages read into a controller block buffer, the block
+//!   erased, then programmed) cannot be power-safe: from the erase until each offset is
+//!   programmed again, the pages read into the buffer, and the pages of the request
+//!   that replace a page of the block, live only in RAM. The order is kept (it is the
+//!   scheme modelled) and the loss made visible: while a rewrite is under way,
+//!   [`Ftl::volatile_pages`] names those pages not yet programmed again (none before
+//!   the erase starts), and the oracle takes them as lost (zeroes or an older
+//!   version). `update = "out_of_place"` is the power-safe variant: the old block is
+//!   erased only once the new one is complete.
+//! - Recovery skips torn pages (their tags are unreadable). A block none of whose pages
+//!   reads back (a torn erase, or a torn first program) is erased and returns to the
+//!   pool. A torn page in a data block is an offset that is used and holds nothing: a
+//!   later write there rewrites the block, with a filler at that offset.
+//! - Two blocks of one logical block (an out-of-place rewrite or a levelling move cut
+//!   before the old block's erase: the old block whole, the new one partly written)
+//!   are resolved by `logblock::repair`: a block all of whose pages have copies as new
+//!   in the other (a destination holding only copies) is erased; else, with a free
+//!   block, the newest copy of every page is merged into it and both are erased; with
+//!   no free block (out of place, its single spare taken by the cut rewrite), the
+//!   partly written block, whose pages are the newer ones, is erased: the logical
+//!   block is back to before the rewrite, which the oracle accepts for the cut
+//!   request's pages. These repairs erase and program under `Cause::Recovery`; a loss
+//!   inside them leaves garbage or a redundant block, which the next recovery repairs.
 
 use crate::logblock::{self, compose, compose_noting, FreePool, MergeCounters, Src, MIXED, NONE};
 use ftlab_core::flash::{Cause, Flash};
@@ -730,5 +758,79 @@ mod wear_tests {
                 COST,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod torn_tests {
+    use super::*;
+    use crate::logblock::tests::{cut_everywhere, geometry, reads_one_of};
+    use ftlab_core::options::from_pairs;
+
+    fn ftl(opts: &[(&str, &str)]) -> BlockFtl {
+        BlockFtl::new(&geometry(4, 2, 3), &from_pairs(ID, opts).unwrap()).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Logical block 0 full (v1), block 1 half written (v1).
+    fn setup(opts: &[(&str, &str)]) -> (BlockFtl, Flash) {
+        let mut b = ftl(opts);
+        let mut f = Flash::new(&geometry(4, 2, 3));
+        b.write(&mut f, &[w(0, 1), w(1, 1), w(2, 1), w(3, 1)]);
+        b.write(&mut f, &[w(4, 1), w(5, 1)]);
+        (b, f)
+    }
+
+    /// A rewrite of lpns 1 and 2 (v2), then an append of lpn 6: every other page
+    /// reads its version, these their old one or the new, unless reported lost.
+    fn walk(opts: &[(&str, &str)]) -> usize {
+        let mut most_lost = 0;
+        let step = |b: &mut BlockFtl, f: &mut Flash| {
+            b.write(f, &[w(1, 2), w(2, 2)]);
+            b.write(f, &[w(6, 1)]);
+        };
+        let n = cut_everywhere(
+            || setup(opts),
+            step,
+            || ftl(opts),
+            |b, f, k, lost| {
+                most_lost = most_lost.max(lost.len());
+                for (l, ok) in [(0, &[1][..]), (1, &[1, 2]), (2, &[1, 2]), (3, &[1])] {
+                    let mut ok = ok.to_vec();
+                    if lost.contains(&Lpn(l)) {
+                        ok.push(0);
+                    }
+                    reads_one_of(b, f, l, &ok, k);
+                }
+                reads_one_of(b, f, 4, &[1], k);
+                reads_one_of(b, f, 5, &[1], k);
+                reads_one_of(b, f, 6, &[0, 1], k);
+                // Writing on works: a rewrite over any torn page.
+                b.write(f, &[w(0, 7)]);
+                b.write(f, &[w(6, 7)]);
+                b.check(f).unwrap();
+                reads_one_of(b, f, 6, &[7], k);
+            },
+        );
+        assert!(n >= 8, "{n} operations");
+        most_lost
+    }
+
+    #[test]
+    fn a_cut_in_place_rewrite_reports_the_pages_it_held_in_ram() {
+        // cach-ftl.txt §4.2.3's order: read, erase, program; a cut after the erase loses
+        // what only RAM held, and says so.
+        assert_eq!(walk(&[]), 4, "all four pages of the block, at the erase");
+    }
+
+    #[test]
+    fn a_cut_out_of_place_rewrite_keeps_every_durable_page() {
+        assert_eq!(walk(&[("update", "out_of_place")]), 0);
     }
 }

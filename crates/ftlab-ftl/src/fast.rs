@@ -48,12 +48,17 @@
 //!   is the per-request rule of the paper.
 //! - A full merge of a logical block that has a SW log takes the SW log's live pages
 //!   too and then erases the SW log (otherwise the SW log could never be switched).
-//! - The old copy of a page is dropped before the page is placed (the host has
+//! - The old copy of a page is dropped once the page has its place (the host has
 //!   overwritten it). If placing it reclaims a RW log whose victims include the page's
-//!   own logical block, the merged block has a hole at that offset (a filler if later
-//!   offsets are live), and the page is then logged: merge first, then write, as the
-//!   paper orders it (not absorbed into the merge). This is rare: 0 to 19 fillers per
-//!   run in docs/results.md.
+//!   own logical block, the merge copies the old copy like any live page, then the
+//!   page is logged and that copy dropped: merge first, then write, as the paper
+//!   orders it (not absorbed into the merge). Until issue 25's torn operations the old
+//!   copy was dropped first and the merge left a hole there (a filler below live
+//!   offsets): a power cut between the merge's erases and the page's program lost the
+//!   page's only durable copy (found by the first torn runs). This is rare (0 to 19
+//!   fillers per run in docs/results.md); each such page now costs a copy instead of
+//!   a filler or nothing. OSM likewise drops each old copy as its page is programmed,
+//!   after opening the SW log (whose merge erases the data block).
 //! - U_avg counts every log block reclaimed: RW victims, SW logs merged or closed.
 //! - `FreeLogBlocks` answers the RW log blocks not yet allocated; `NextVictim` is not
 //!   applicable (the RW victim belongs to many logical blocks); `LogFreePages` and
@@ -155,6 +160,28 @@
 //!   SW and RW logs and one merge reserve are left (under `rw_logs = auto` that is every
 //!   block, so the first retirement ends the device), then raises `WornOut`. Recovery re-derives retirement from the erase counts.
 
+//!
+//! Torn operations (issue 25 item 3: power lost inside a flash operation,
+//! `ftlab_core::flash`; not in the papers). With old copies dropped after placing
+//! (above), FAST's orders are power-safe: merges program their destination before
+//! they erase what it replaces, and a RW victim is erased after every logical block
+//! with a live page in it is merged. Recovery repairs what a cut leaves before it
+//! assigns roles (`logblock::repair`, as in `bast`): a block none of whose pages reads
+//! back is garbage (erased); the in-place blocks of a logical block that are no data
+//! block and SW log FAST can run on (a torn page; a full SW log; a SW log with fillers
+//! or past the data block: a SW merge cut half way; a full merge's destination beside
+//! the blocks it replaces) lose the blocks holding nothing new, else are merged into a
+//! free block, else lose the cut destination; more SW logs, or in-place blocks taken
+//! for RW logs, than configured (under `osm` or `sw_logs = 0` a cut OSM write or full
+//! merge leaves its destination beside the data block, and both look like data
+//! blocks) lose one that holds nothing new, else have their logical block's in-place
+//! blocks merged into a free block (found by the swarm: OSM under the `coop` buffer,
+//! "15 RW and 0 SW logs on flash but rw_logs = 14"). A RW log is shared by
+//! many logical blocks, so it is never repaired: a torn page in it is a slot holding
+//! nothing (NONE in the log page map, skipped by reclaims and the round-robin order),
+//! and pages go on after it. Every repair keeps each page's newest version on flash
+//! (but the cut request's pages of a dropped destination) and works under
+//! `Cause::Recovery`; a loss inside it leaves garbage or a redundant block.
 use crate::auto::AutoOr;
 use crate::logblock::{
     self, compose, Copies, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
@@ -1159,7 +1186,9 @@ impl Ftl for Fast {
                 break (scan, roles);
             }
             let logs = roles.sw.iter().map(|s| s.1).chain(roles.rw.iter().copied());
-            logblock::drop_redundant_log(flash, &scan, logs, || {
+            let pool = &self.pool;
+            let usable = |flash: &Flash, b: Pbn| !pool.retires(flash.erase_count(b));
+            logblock::drop_extra_log(flash, &scan, logs, usable, || {
                 format!("{rw} RW and {sw} SW logs on flash but rw_logs = {max_rw} and sw_logs = {max_sw}")
             })?;
         };
@@ -1695,5 +1724,89 @@ mod wear_tests {
             },
             COST,
         );
+    }
+}
+
+#[cfg(test)]
+mod torn_tests {
+    use super::*;
+    use crate::logblock::tests::{cut_everywhere, geometry, reads_one_of};
+
+    use ftlab_core::options::from_pairs;
+
+    /// Two logical blocks of 4 pages; 4 blocks without SW logs, 5 with.
+    fn geo(pairs: &[(&str, &str)]) -> Geometry {
+        geometry(
+            4,
+            2,
+            if pairs.contains(&("sw_logs", "0")) {
+                4
+            } else {
+                5
+            },
+        )
+    }
+
+    fn fast(pairs: &[(&str, &str)]) -> Fast {
+        Fast::new(&geo(pairs), &from_pairs(ID, pairs).unwrap()).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Both logical blocks full (v1), then `log` written (v2).
+    fn setup(pairs: &[(&str, &str)], log: &[u32]) -> (Fast, Flash) {
+        let mut t = fast(pairs);
+        let mut f = Flash::new(&geo(pairs));
+        for l in 0..2 {
+            t.write(&mut f, &(0..4).map(|o| w(4 * l + o, 1)).collect::<Vec<_>>());
+        }
+        for &l in log {
+            t.write(&mut f, &[w(l, 2)]);
+        }
+        (t, f)
+    }
+
+    fn walk(pairs: &[(&str, &str)], log: &[u32], step: &[PageWrite], want: &[&[u32]]) {
+        cut_everywhere(
+            || setup(pairs, log),
+            |t, f| t.write(f, step),
+            || fast(pairs),
+            |t, f, k, lost| {
+                assert!(lost.is_empty());
+                for (l, ok) in want.iter().enumerate() {
+                    reads_one_of(t, f, l as u32, ok, k);
+                }
+                // Writing on works: RW logs fill (past any torn slot) and are reclaimed.
+                for l in [3, 6, 1, 5, 2, 7, 0, 4, 3, 6] {
+                    t.write(f, &[w(l, 9)]);
+                }
+                t.check(f).unwrap();
+                reads_one_of(t, f, 6, &[9], k);
+            },
+        );
+    }
+
+    #[test]
+    fn a_page_whose_block_a_reclaim_merges_keeps_its_old_copy_until_it_is_placed() {
+        // The first torn runs' ordering bug: lpn 1's logged copy was dropped before
+        // the RW reclaim that merged LBN 0 and erased both its copies, so a cut before
+        // its new program lost lpn 1.
+        let want: [&[u32]; 8] = [&[1], &[2, 3], &[2], &[1], &[1], &[2], &[2], &[1]];
+        walk(&[("sw_logs", "0")], &[1, 2, 5, 6], &[w(1, 3)], &want);
+    }
+
+    #[test]
+    fn a_sw_merge_or_a_torn_rw_page_cut_anywhere_recovers() {
+        // Offset 0 again: LBN 0's SW log (0, 1) is partially merged, a new one opened.
+        let want: [&[u32]; 8] = [&[2, 3], &[2], &[1], &[1], &[1], &[1], &[2], &[1]];
+        walk(&[], &[0, 1, 6], &[w(0, 3)], &want);
+        // A RW page torn in the active RW log.
+        let want: [&[u32]; 8] = [&[1], &[1], &[2], &[1], &[1], &[1], &[2], &[1, 2]];
+        walk(&[], &[2, 6], &[w(7, 2)], &want);
     }
 }

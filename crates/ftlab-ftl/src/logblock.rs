@@ -54,6 +54,14 @@
 //!   no roles, no sequence numbers, so each scheme derives its roles from the shapes
 //!   (see their module headers). Fillers are never mapped. The free pool is rebuilt in
 //!   block-number order, since the FIFO order of erasures is lost.
+//! - Torn operations (issue 25 item 3; `ftlab_core::flash`): the scan skips torn pages
+//!   and records which blocks hold one ([`Shape::torn`]). Before roles are assigned,
+//!   [`repair`] turns what a power cut inside an operation leaves into a state the
+//!   scheme runs on, one step per scan ([`scan_repaired`]): blocks with no readable
+//!   page are erased; a logical block whose own blocks do not fit the scheme's roles
+//!   loses its blocks that hold nothing no other block holds as new ([`Copies`]), then
+//!   has its newest copies merged into a free block, or, with none free, loses the
+//!   destination the cut merge was filling. All three schemes use it (`block` too).
 
 use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
@@ -613,27 +621,52 @@ pub(crate) fn repair(
     Ok(false)
 }
 
-/// Recovery found more logs of a kind than the scheme allocates: if one of the
-/// in-place blocks `logs` (taken for logs written in order) holds nothing no other
-/// block holds, it is the destination of a merge or a levelling move the power cut
-/// stopped (its pages are copies): it is erased (`Cause::Recovery`) and the caller
-/// scans again. Otherwise the flash is no state the scheme writes.
-pub(crate) fn drop_redundant_log(
+/// Recovery found more logs of a kind than the scheme allocates, after [`repair`]: one
+/// of the in-place blocks it took for logs (`logs`; in-order logs, or FAST's RW logs
+/// without SW logs) is the destination of a merge, a levelling move or an OSM write
+/// the power cut stopped. If one holds nothing no other block holds, it is erased;
+/// else the in-place blocks of the logical block of one of them are merged into a
+/// free block (`usable`) and erased ([`repair`]'s step 3), which keeps the newest
+/// copy of every page. Work under `Cause::Recovery`; the caller scans again. With
+/// neither, the flash is no state the scheme writes.
+pub(crate) fn drop_extra_log(
     flash: &mut Flash,
     scan: &Scan,
     logs: impl IntoIterator<Item = Pbn>,
+    usable: impl Fn(&Flash, Pbn) -> bool,
     what: impl FnOnce() -> String,
 ) -> Result<(), RecoverError> {
     let copies = Copies::read(flash);
-    let extra = (logs.into_iter())
+    // The in-place blocks of the logical blocks of in-place logs, the data blocks too
+    // (which of a pair took which role may be a guess).
+    let by_lbn = scan.in_place_by_lbn();
+    let groups: Vec<&(Lbn, Vec<Pbn>)> = (logs.into_iter())
         .filter(|g| scan.shapes[g.idx()].in_place)
-        .find(|&g| copies.redundant(flash, g));
-    match extra {
-        Some(g) => {
-            flash.erase(g, Cause::Recovery);
+        .filter_map(|g| {
+            let lbn = scan.shapes[g.idx()].lbn;
+            by_lbn
+                .iter()
+                .find(|(l, blocks)| l.0 == lbn && blocks.len() > 1)
+        })
+        .collect();
+    let redundant = (groups.iter())
+        .flat_map(|g| g.1.iter().copied())
+        .find(|&b| copies.redundant(flash, b));
+    if let Some(b) = redundant {
+        flash.erase(b, Cause::Recovery);
+        return Ok(());
+    }
+    let geo = flash.geometry().clone();
+    let free = (0..geo.blocks)
+        .map(Pbn)
+        .find(|&b| flash.is_erased(b) && usable(flash, b));
+    let group = groups.first().copied();
+    match (group, free) {
+        (Some((lbn, blocks)), Some(free)) => {
+            consolidate(flash, &copies, *lbn, blocks, free);
             Ok(())
         }
-        None => Err(RecoverError::Failed(what())),
+        _ => Err(RecoverError::Failed(what())),
     }
 }
 
@@ -1285,6 +1318,63 @@ pub(crate) mod tests {
         (0..g.blocks).map(|b| f.write_ptr(Pbn(b)) as u64).sum()
     }
 
+    /// Torn operations: for every operation `k` of `step` (run on the state `setup`
+    /// builds), cuts the power inside it, recovers a fresh instance from the flash
+    /// (the deep checks must pass) and hands it to `check` with `k` and the pages the
+    /// cut instance reported only in RAM ([`ftlab_core::ftl::Ftl::volatile_pages`]).
+    /// Returns how many operations `step` has.
+    pub(crate) fn cut_everywhere<F: ftlab_core::ftl::Ftl>(
+        setup: impl Fn() -> (F, Flash),
+        step: impl Fn(&mut F, &mut Flash),
+        fresh: impl Fn() -> F,
+        mut check: impl FnMut(&mut F, &mut Flash, u64, &[Lpn]),
+    ) -> u64 {
+        use ftlab_core::flash::{FlashStats, PowerCut};
+        let ops = |f: &Flash| {
+            let s = f.stats();
+            [s.page_reads, s.spare_reads, s.programs, s.erases]
+                .iter()
+                .map(FlashStats::total)
+                .sum::<u64>()
+        };
+        let (mut t, mut f) = setup();
+        let before = ops(&f);
+        step(&mut t, &mut f);
+        let n = ops(&f) - before;
+        for k in 1..=n {
+            let (mut t, mut f) = setup();
+            f.arm_power_cut(k);
+            let cut =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step(&mut t, &mut f)));
+            let payload = cut.expect_err("the cut strikes inside the step");
+            assert!(payload.downcast_ref::<PowerCut>().is_some(), "cut {k}");
+            let mut lost = Vec::new();
+            t.volatile_pages(&mut lost);
+            f.power_cycle();
+            let mut g = fresh();
+            g.recover(&mut f).unwrap_or_else(|e| panic!("cut {k}: {e}"));
+            f.check().unwrap();
+            g.check(&f).unwrap_or_else(|e| panic!("cut {k}: {e}"));
+            check(&mut g, &mut f, k, &lost);
+        }
+        n
+    }
+
+    /// A page after a cut: `lpn` reads as one of `ok` (versions; 0: no data).
+    pub(crate) fn reads_one_of<F: ftlab_core::ftl::Ftl>(
+        t: &mut F,
+        f: &mut Flash,
+        lpn: u32,
+        ok: &[u32],
+        k: u64,
+    ) {
+        let got = t.read(f, Lpn(lpn)).map_or(0, |g| g.version);
+        assert!(
+            ok.contains(&got),
+            "cut {k}: lpn{lpn} reads v{got}, not one of {ok:?}"
+        );
+    }
+
     /// A power loss: forgets validity and counters, recovers `fresh` from the flash,
     /// and checks that it read each programmed spare area once and nothing else, and
     /// that the rebuilt state passes the deep checks at once.
@@ -1344,6 +1434,44 @@ pub(crate) mod tests {
         assert_eq!(scan.claim(&mut f, Ppn(9)), None, "claimed once");
         assert!(f.is_valid(Ppn(9)) && !f.is_valid(Ppn(0)));
         assert_eq!(f.stats().spare_reads[Cause::Recovery as usize], 5);
+    }
+
+    #[test]
+    fn torn_pages_are_skipped_never_claimed_and_a_block_of_them_is_garbage() {
+        let geo = geometry(4, 2, 4);
+        let mut f = Flash::new(&geo);
+        f.program(Ppn(0), tag(0, 1), Cause::Host);
+        // A torn program at offset 1 of block 0, a torn erase of block 1.
+        f.arm_power_cut(1);
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f.program(Ppn(1), tag(1, 1), Cause::Host)
+        }));
+        assert!(cut.is_err());
+        f.program(Ppn(4), tag(4, 1), Cause::Host);
+        f.invalidate(Ppn(4));
+        f.arm_power_cut(1);
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f.erase(Pbn(1), Cause::Merge)
+        }));
+        assert!(cut.is_err());
+        f.power_cycle();
+        let mut scan = Scan::read(&mut f).unwrap();
+        assert!(scan.shapes[0].torn && scan.shapes[0].pages == 1);
+        assert!(scan.shapes[1].torn && scan.shapes[1].pages == 0);
+        assert_eq!(
+            scan.claim(&mut f, Ppn(1)),
+            None,
+            "a torn page is never live"
+        );
+        assert_eq!(scan.claim(&mut f, Ppn(0)), Some(tag(0, 1)));
+        f.power_cycle();
+        let groups = |s: &Scan| s.in_place_by_lbn();
+        let scan = scan_repaired(&mut f, groups, |_, _, _, _| true, |_, _| true).unwrap();
+        assert!(f.is_erased(Pbn(1)), "the torn erase is erased again");
+        assert!(
+            !scan.shapes[0].torn || f.write_ptr(Pbn(0)) == 2,
+            "block 0 is kept"
+        );
     }
 
     #[test]
