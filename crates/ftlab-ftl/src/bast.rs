@@ -1151,7 +1151,8 @@ mod tests {
         assert!(matches!(e, RecoverError::Failed(_)), "{e}");
         // What a power cut inside a merge leaves (more blocks than roles, a full log)
         // is repaired to the newest copies (module docs, "Torn operations").
-        let cases: [(&[(u32, u32, u32)], &[(u32, u32)]); 4] = [
+        type Case<'a> = (&'a [(u32, u32, u32)], &'a [(u32, u32)]);
+        let cases: [Case; 4] = [
             (&[(0, 1, 1), (4, 2, 1)], &[(1, 1), (2, 1)]), // two logs out of order
             (&[(0, 0, 1), (4, 0, 2), (8, 0, 3)], &[(0, 3)]), // three in-place blocks
             (&[(0, 0, 1), (4, 1, 2), (8, 0, 2)], &[(0, 2), (1, 2)]), // pair and a log
