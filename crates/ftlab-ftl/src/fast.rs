@@ -908,7 +908,7 @@ impl Fast {
     /// repair of torn operations, `logblock::repair`): no torn page; with SW logs, a
     /// data block and a SW log at most, told apart as `recover_roles` does, the SW log
     /// not full, without fillers and not past the data block's write pointer; without
-    /// SW logs, any number (the extra ones become RW logs).
+    /// SW logs, any number (the extra ones become RW logs) but one at most with fillers.
     fn fits(
         flash: &Flash,
         scan: &Scan,
@@ -927,7 +927,15 @@ impl Fast {
                     && flash.write_ptr(g) <= flash.write_ptr(d)
                     && !scan.shapes[g.idx()].fillers
             }),
-            _ => !with_sw,
+            // Without SW logs one of them is the data block, the one with fillers if any.
+            _ => {
+                !with_sw
+                    && blocks
+                        .iter()
+                        .filter(|b| scan.shapes[b.idx()].fillers)
+                        .count()
+                        < 2
+            }
         }
     }
 

@@ -111,3 +111,50 @@ size = 65536
     let out = run(&cfg, &mut NoObserver).unwrap();
     assert!(out.failure.is_none(), "{:?}", out.failure);
 }
+
+#[test]
+fn fast_without_sw_logs_never_takes_two_blocks_with_fillers_for_one() {
+    // Swarm seed 12, run 1602 (OSM under the coop buffer, so no SW log survives a
+    // request): a full merge cut while filling its destination left it, with fillers,
+    // beside the data block, which had fillers too ("pbn2 and pbn103 both hold fillers
+    // of one logical block").
+    let cfg = parse_str(
+        r#"
+ftl = "fast"
+buffer = "coop"
+capacity = "8MiB"
+op = 15.0
+seed = "9461418495984385976"
+channels = 2
+dies = 2
+rmw = true
+bad_blocks = true
+verify = "deep"
+power_loss = ["torn:1"]
+[mix]
+requests = 11128
+max_pages = 1
+write_pct = 51
+read_pct = 18
+trim_pct = 13
+hot_pct = 20
+hot_space_pct = 8
+seq_pct = 40
+partial_pct = 30
+gap_max_us = 0
+[nand_params]
+pages_per_block = 16
+bad_block_percent = 2.0
+[ftl_options]
+wear_leveling = "off"
+wl_threshold = 1
+[buffer_options]
+size = 16777216
+"#,
+        "torn_block.rs",
+    )
+    .unwrap();
+    let out = run(&cfg, &mut NoObserver).unwrap();
+    assert!(out.failure.is_none(), "{:?}", out.failure);
+    assert_eq!(out.report.power_loss.events, 1);
+}
