@@ -80,8 +80,9 @@
 //!   once (`Cause::Recovery`; `logblock::Scan`) and derives every role from the tags.
 //!   Between two requests every programmed block is the data block or the log block
 //!   of one logical block (merges erase what they empty before the request ends; a
-//!   full log is merged at once), so a block holding pages of two logical blocks, or a
-//!   third block for one, is [`RecoverError::Failed`].
+//!   full log is merged at once), so a block holding pages of two logical blocks is
+//!   [`RecoverError::Failed`]; a third block for one, or a full log, is what a power
+//!   cut inside a merge leaves (see "Torn operations" below).
 //! - A block whose pages all sit at their own offsets is a data block, or a log
 //!   written in order: a logical block with two such blocks has a data block and an
 //!   in-order log, told apart by `Scan::data_and_log` (the one with fillers is the
@@ -118,8 +119,42 @@
 //!   log blocks and one merge reserve are left (under `log_blocks = auto` that is every
 //!   block, so the first retirement ends the device), then raises `WornOut`. Recovery re-derives retirement from the erase counts.
 
+//!
+//! Torn operations (issue 25 item 3: power lost inside a flash operation,
+//! `ftlab_core::flash`; not in the papers). BAST's orders are power-safe as the papers
+//! give them: a merge programs its destination whole before it erases the blocks it
+//! replaces, a page's old copy is dropped in RAM only, and the log block a write may
+//! have to open reclaims another logical block's log; no page is ever only in RAM.
+//! What a cut leaves, recovery repairs before it assigns roles (`logblock::repair`,
+//! shared with `fast` and `block`):
+//! - a block none of whose pages reads back (a torn erase, a torn first program) is
+//!   garbage: erased;
+//! - a logical block whose blocks are no data block and log block BAST can run on (a
+//!   torn page in one of them, a full log: a cut between the log's last program and
+//!   its merge; a merge's destination partly written beside the data and log blocks it
+//!   replaces; an in-order log a partial merge was completing, with fillers like the
+//!   data block) first loses, one at a time, the blocks that hold nothing another
+//!   block does not hold as new (a cut merge's destination holds copies; the sources
+//!   of a merge cut in its erases hold what the destination holds); if it still does
+//!   not fit, its newest copies are merged into a free block and its old blocks erased
+//!   (the merge done again); "more than a data and a log block" is no longer refused.
+//!   With no free block (the cut struck a merge or OSM write that took the last one),
+//!   the destination, the in-place block whose pages are the newest of all, is erased:
+//!   the logical block is back to before that merge; only the cut request's own pages
+//!   (OSM, BA-BM) go, which the oracle accepts;
+//! - more in-order logs than `log_blocks` (a cut levelling move's destination taken
+//!   for a log): one that holds nothing new is erased, else its logical block's
+//!   in-place blocks are merged into a free block.
+//!
+//! So no torn page is left in a data or log block, and a log never continues after
+//! one. Every repair keeps each page's newest version on flash (but the cut request's
+//! pages of a dropped destination) and is done under `Cause::Recovery`; a loss inside
+//! a repair leaves garbage or a redundant block, which the next recovery repairs. Cost:
+//! one spare scan more per repair step, and the copies of a merge done again.
 use crate::auto::AutoOr;
-use crate::logblock::{self, compose, FreePool, Group, MergeCounters, Scan, Src, MIXED, NONE};
+use crate::logblock::{
+    self, compose, Copies, FreePool, Group, MergeCounters, Scan, Src, MIXED, NONE,
+};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Answer, BufferView, Ftl, FtlStats, GroupInfo, Query, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -377,10 +412,8 @@ impl Bast {
         else {
             return;
         };
-        let lbn = flash
-            .peek_tag(self.geo.ppn(cold, 0))
-            .map(|t| self.geo.lbn_of(t.lpn));
-        let Some(desc) = lbn.map(|l| self.log_of[l.idx()]) else {
+        let lbn = logblock::block_lbn(flash, cold);
+        let Some(desc) = lbn.and_then(|l| self.log_of.get(l.idx()).copied()) else {
             return;
         };
         if desc == NONE || self.logs[desc as usize].pbn != cold {
@@ -594,6 +627,24 @@ impl Bast {
         Ok(roles)
     }
 
+    /// Whether the blocks of one logical block are a state BAST runs on (the repair of
+    /// torn operations, `logblock::repair`): no torn page, a data block (in place) and
+    /// a log block at most, told apart as `recover_roles` does, the log not full.
+    fn fits(flash: &Flash, scan: &Scan, _: &Copies, blocks: &[Pbn], ppb: u32) -> bool {
+        let shape = |b: &Pbn| scan.shapes[b.idx()];
+        if blocks.iter().any(|b| shape(b).torn) {
+            return false;
+        }
+        let (ip, oo): (Vec<Pbn>, Vec<Pbn>) = blocks.iter().partition(|b| shape(b).in_place);
+        let log_ok = |g: Pbn| flash.write_ptr(g) < ppb;
+        match (&ip[..], &oo[..]) {
+            ([_], []) => true,
+            ([] | [_], &[g]) => log_ok(g),
+            (&[a, b], []) => scan.data_and_log(flash, a, b).is_ok_and(|(_, g)| log_ok(g)),
+            _ => false,
+        }
+    }
+
     /// Installs the log block `pbn` of `lbn` as descriptor `desc` and claims its live
     /// pages (the last slot of each offset first).
     fn recover_log(&mut self, flash: &mut Flash, scan: &mut Scan, desc: u32, lbn: Lbn, pbn: Pbn) {
@@ -602,6 +653,11 @@ impl Bast {
         for slot in (0..written).rev() {
             let ppn = self.geo.ppn(pbn, slot);
             let tag = flash.peek_tag(ppn).expect("programmed");
+            if tag.is_uncorrectable() {
+                // (Repaired away before roles are assigned; a torn slot is out of order.)
+                seq = false;
+                continue;
+            }
             let o = self.geo.lpn_offset(tag.lpn);
             seq &= o == slot;
             let i = self.slot_idx(desc, o);
@@ -708,15 +764,30 @@ impl Ftl for Bast {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        let mut scan = Scan::read(flash)?;
-        let roles = self.recover_roles(flash, &scan)?;
-        let logs = roles.iter().filter(|r| r.1 != NONE).count();
-        if logs > self.logs.len() {
-            return Err(RecoverError::Failed(format!(
-                "{logs} log blocks on flash but log_blocks = {}",
-                self.logs.len()
-            )));
-        }
+        let (mut scan, roles, logs) = loop {
+            let pool = &self.pool;
+            let ppb = self.ppb;
+            let scan = logblock::scan_repaired(
+                flash,
+                Scan::single_lbn_blocks,
+                |flash, scan, copies, blocks| Self::fits(flash, scan, copies, blocks, ppb),
+                |flash, b| !pool.retires(flash.erase_count(b)),
+            )?;
+            let roles = self.recover_roles(flash, &scan)?;
+            let logs = roles.iter().filter(|r| r.1 != NONE).count();
+            if logs <= self.logs.len() {
+                break (scan, roles, logs);
+            }
+            let max = self.logs.len();
+            let pool = &self.pool;
+            logblock::drop_extra_log(
+                flash,
+                &scan,
+                roles.iter().filter(|r| r.1 != NONE).map(|r| Pbn(r.1)),
+                |flash, b| !pool.retires(flash.erase_count(b)),
+                || format!("{logs} log blocks on flash but log_blocks = {max}"),
+            )?;
+        };
         // Descriptors and LRU rank by block number: recency is not on flash.
         let mut by_block: Vec<(u32, Lbn)> = (0..roles.len())
             .filter(|&l| roles[l].1 != NONE)
@@ -1067,21 +1138,37 @@ mod tests {
     #[test]
     fn recovery_refuses_flash_bast_cannot_have_written() {
         let geo = geometry(4, 2, 5);
-        let cases: [&[(u32, u32, u32)]; 5] = [
-            &[(0, 0, 1), (1, 5, 1)],            // two logical blocks in a block
-            &[(0, 1, 1), (4, 2, 1)],            // two logs out of order
-            &[(0, 0, 1), (4, 0, 2), (8, 0, 3)], // three in-place blocks
-            &[(0, 0, 1), (4, 1, 2), (8, 0, 2)], // in-place pair and an out-of-order log
-            &[(0, 1, 1), (1, 0, 1), (2, 2, 1), (3, 3, 1)], // a full log
-        ];
-        for case in cases {
+        let program = |case: &[(u32, u32, u32)]| {
             let mut f = Flash::new(&geo);
             for &(ppn, lpn, v) in case {
                 f.program(Ppn(ppn), w(lpn, v), Cause::Host);
             }
             f.power_cycle();
-            let e = bast(&geo, "auto").recover(&mut f).unwrap_err();
-            assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
+            f
+        };
+        // Two logical blocks in a block.
+        let e = (bast(&geo, "auto").recover(&mut program(&[(0, 0, 1), (1, 5, 1)]))).unwrap_err();
+        assert!(matches!(e, RecoverError::Failed(_)), "{e}");
+        // What a power cut inside a merge leaves (more blocks than roles, a full log)
+        // is repaired to the newest copies (module docs, "Torn operations").
+        type Case<'a> = (&'a [(u32, u32, u32)], &'a [(u32, u32)]);
+        let cases: [Case; 4] = [
+            (&[(0, 1, 1), (4, 2, 1)], &[(1, 1), (2, 1)]), // two logs out of order
+            (&[(0, 0, 1), (4, 0, 2), (8, 0, 3)], &[(0, 3)]), // three in-place blocks
+            (&[(0, 0, 1), (4, 1, 2), (8, 0, 2)], &[(0, 2), (1, 2)]), // pair and a log
+            (
+                &[(0, 1, 1), (1, 0, 1), (2, 2, 1), (3, 3, 1)],
+                &[(0, 1), (3, 1)],
+            ), // full log
+        ];
+        for (case, want) in cases {
+            let mut f = program(case);
+            let mut b = bast(&geo, "auto");
+            b.recover(&mut f).unwrap();
+            b.check(&f).unwrap();
+            for &(l, v) in want {
+                assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)), "{case:?}");
+            }
         }
         // More logs than log_blocks.
         let mut f = Flash::new(&geo);
@@ -1120,5 +1207,80 @@ mod wear_tests {
             },
             COST,
         );
+    }
+}
+
+#[cfg(test)]
+mod torn_tests {
+    use super::*;
+    use crate::logblock::tests::{cut_everywhere, geometry, reads_one_of};
+    use ftlab_core::options::from_pairs;
+
+    fn bast(pairs: &[(&str, &str)]) -> Bast {
+        Bast::new(&geometry(4, 2, 5), &from_pairs(ID, pairs).unwrap()).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Both logical blocks full (v1), then `log` written (v2).
+    fn setup(pairs: &[(&str, &str)], log: &[u32]) -> (Bast, Flash) {
+        let mut b = bast(pairs);
+        let mut f = Flash::new(&geometry(4, 2, 5));
+        for l in 0..2 {
+            b.write(&mut f, &(0..4).map(|o| w(4 * l + o, 1)).collect::<Vec<_>>());
+        }
+        for &l in log {
+            b.write(&mut f, &[w(l, 2)]);
+        }
+        (b, f)
+    }
+
+    /// Cuts `step` everywhere; `want[l]`: what lpn `l` may read after.
+    fn walk(pairs: &[(&str, &str)], log: &[u32], step: &[PageWrite], want: &[&[u32]]) {
+        let n = cut_everywhere(
+            || setup(pairs, log),
+            |b, f| b.write(f, step),
+            || bast(pairs),
+            |b, f, k, lost| {
+                assert!(lost.is_empty());
+                for (l, ok) in want.iter().enumerate() {
+                    reads_one_of(b, f, l as u32, ok, k);
+                }
+                // Writing on works, and merges again.
+                for l in [3, 2, 1, 0, 5, 4] {
+                    b.write(f, &[w(l, 9)]);
+                }
+                b.check(f).unwrap();
+                reads_one_of(b, f, 0, &[9], k);
+            },
+        );
+        assert!(n > 4, "{n} operations");
+    }
+
+    #[test]
+    fn a_full_merge_cut_anywhere_keeps_the_newest_complete_copies() {
+        // An out-of-order log filled by the step: full merge into a free block.
+        let want: [&[u32]; 8] = [&[1, 2], &[2], &[2], &[2], &[1], &[1], &[1], &[1]];
+        walk(&[], &[2, 1, 3], &[w(0, 2)], &want);
+    }
+
+    #[test]
+    fn a_partial_merge_cut_anywhere_is_not_two_data_blocks() {
+        // One log block: LBN 1's first log write merges LBN 0's in-order log (pages 2
+        // and 3 copied into it, then the data block erased).
+        let want: [&[u32]; 8] = [&[2], &[2], &[1], &[1], &[1, 2], &[1], &[1], &[1]];
+        walk(&[("log_blocks", "1")], &[0, 1], &[w(4, 2)], &want);
+    }
+
+    #[test]
+    fn an_osm_write_cut_anywhere_keeps_the_old_block_or_the_new() {
+        let all: Vec<PageWrite> = (0..4).map(|o| w(o, 3)).collect();
+        let want: [&[u32]; 8] = [&[1, 3], &[2, 3], &[1, 3], &[1, 3], &[1], &[1], &[1], &[1]];
+        walk(&[("osm", "true")], &[1], &all, &want);
     }
 }

@@ -43,9 +43,10 @@
 //!   erases the old block before the request ends). Fillers (version 0) are never
 //!   mapped. Erased blocks return to the free pool in block-number order.
 //! - Reading every tag is needed to tell fillers from data; a tag that names an LPN
-//!   beyond the capacity, at another offset, or a second block for the same logical
-//!   block, is reported as [`RecoverError::Failed`] (flash the scheme cannot have
-//!   written).
+//!   beyond the capacity, or at another offset, or a block holding two logical blocks,
+//!   is reported as [`RecoverError::Failed`] (flash the scheme cannot have written). A
+//!   second block for one logical block is what a power cut inside a rewrite leaves:
+//!   see "Torn operations" below.
 //! - Trims are RAM-only: a trimmed page that was not dropped by a rewrite before the
 //!   power loss is programmed and comes back after recovery.
 //! - Cost: one spare read per programmed page, no program and no erase (tested in
@@ -71,8 +72,35 @@
 //!   erase takes the block to the limit moves the data to a free block; fewer blocks
 //!   left, or no free block for such a move, raise `WornOut`. Recovery re-derives
 //!   retirement from the erase counts.
+//!
+//! Torn operations (issue 25 item 3: power lost inside a flash operation,
+//! `ftlab_core::flash`; not in the papers):
+//! - The in-place rewrite of cach-ftl.txt §4.2.3 ("when updated, a given block is
+//!   written in-place": the valid pages read into a controller block buffer, the block
+//!   erased, then programmed) cannot be power-safe: from the erase until each offset is
+//!   programmed again, the pages read into the buffer, and the pages of the request
+//!   that replace a page of the block, live only in RAM. The order is kept (it is the
+//!   scheme modelled) and the loss made visible: while a rewrite is under way,
+//!   [`Ftl::volatile_pages`] names those pages not yet programmed again (none before
+//!   the erase starts), and the oracle takes them as lost (zeroes or an older
+//!   version). `update = "out_of_place"` is the power-safe variant: the old block is
+//!   erased only once the new one is complete.
+//! - Recovery skips torn pages (their tags are unreadable). A block none of whose pages
+//!   reads back (a torn erase, or a torn first program) is erased and returns to the
+//!   pool. A torn page in a data block is an offset that is used and holds nothing: a
+//!   later write there rewrites the block, with a filler at that offset.
+//! - Two blocks of one logical block (an out-of-place rewrite or a levelling move cut
+//!   before the old block's erase: the old block whole, the new one partly written)
+//!   are resolved by `logblock::repair`: a block all of whose pages have copies as new
+//!   in the other (a destination holding only copies) is erased; else, with a free
+//!   block, the newest copy of every page is merged into it and both are erased; with
+//!   no free block (out of place, its single spare taken by the cut rewrite), the
+//!   partly written block, whose pages are the newer ones, is erased: the logical
+//!   block is back to before the rewrite, which the oracle accepts for the cut
+//!   request's pages. These repairs erase and program under `Cause::Recovery`; a loss
+//!   inside them leaves garbage or a redundant block, which the next recovery repairs.
 
-use crate::logblock::{self, compose, erased_pool, FreePool, MergeCounters, Src, NONE};
+use crate::logblock::{self, compose, compose_noting, FreePool, MergeCounters, Src, MIXED, NONE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -140,6 +168,13 @@ pub struct BlockFtl {
     srcs: Vec<Src>,
     counters: MergeCounters,
     stats: FtlStats,
+    /// An in-place rewrite under way: the offset and LPN of every page whose newest
+    /// durable copy was in the block it erases (read into RAM, or replaced by a host
+    /// page of the request), empty between rewrites.
+    ram: Vec<(u32, Lpn)>,
+    /// Offsets of the rewritten block programmed so far (below this, `ram` is on
+    /// flash again); `u32::MAX` until the old block's erase starts.
+    ram_done: u32,
 }
 
 impl BlockFtl {
@@ -175,6 +210,8 @@ impl BlockFtl {
             srcs: vec![Src::Hole; geo.pages_per_block as usize],
             counters: MergeCounters::default(),
             stats: FtlStats::default(),
+            ram: Vec::new(),
+            ram_done: 0,
         })
     }
 
@@ -226,23 +263,34 @@ impl BlockFtl {
                 Src::Hole
             };
         }
+        // Static levelling: a block worn past the least-worn free block is rewritten out
+        // of place, so hot data leaves it (module docs).
+        let in_place = self.in_place && !self.pool.worn_past_free(flash.erase_count(old));
+        self.ram.clear();
+        // Nothing is lost before the erase below starts.
+        self.ram_done = u32::MAX;
         for p in pages {
             let o = self.geo.lpn_offset(p.lpn) as usize;
             if let Src::Copy(stale) = self.srcs[o] {
                 flash.invalidate(stale);
+                if in_place {
+                    self.ram.push((o as u32, p.lpn));
+                }
             }
             self.srcs[o] = Src::Host(*p);
         }
-        // Static levelling: a block worn past the least-worn free block is rewritten out
-        // of place, so hot data leaves it (module docs).
-        let in_place = self.in_place && !self.pool.worn_past_free(flash.erase_count(old));
         let dst = if in_place {
-            for s in self.srcs.iter_mut() {
+            for (o, s) in self.srcs.iter_mut().enumerate() {
                 if let Src::Copy(ppn) = *s {
-                    *s = Src::Ram(flash.read(ppn, Cause::Merge));
+                    let tag = flash.read(ppn, Cause::Merge);
+                    *s = Src::Ram(tag);
                     flash.invalidate(ppn);
+                    self.ram.push((o as u32, tag.lpn));
                 }
             }
+            // From here to the end of the compose below, the pages in `ram` live only
+            // in RAM (module docs, "Torn operations"; `volatile_pages`).
+            self.ram_done = 0;
             flash.erase(old, Cause::Merge);
             self.pool.erased_in_place(flash, old);
             if self.pool.retires(flash.erase_count(old)) {
@@ -257,7 +305,12 @@ impl BlockFtl {
         } else {
             self.pool.take(ID)
         };
-        let done = compose(flash, dst, 0, &self.srcs, self.first_lpn(lbn), Cause::Merge);
+        let first = self.first_lpn(lbn);
+        let ram_done = &mut self.ram_done;
+        let done = compose_noting(flash, dst, 0, &self.srcs, first, Cause::Merge, |o| {
+            *ram_done = o + 1
+        });
+        self.ram.clear();
         if !in_place {
             flash.erase(old, Cause::Merge);
             self.pool.put(flash, old);
@@ -266,35 +319,6 @@ impl BlockFtl {
         self.counters.fillers += done.fillers;
         self.stats.merges_full += 1;
         self.stats.merge_pages_copied += done.copied;
-    }
-
-    /// Recovery: the logical block a programmed block belongs to, from the spare tags
-    /// of all its pages (read under `Cause::Recovery`); marks its data pages valid.
-    fn recover_block(&mut self, flash: &mut Flash, pbn: Pbn) -> Result<Lbn, RecoverError> {
-        let mut lbn = None;
-        for off in 0..flash.write_ptr(pbn) {
-            let ppn = self.geo.ppn(pbn, off);
-            let tag = flash.read_spare(ppn, Cause::Recovery);
-            let fail = |why: &str| {
-                Err(RecoverError::Failed(format!(
-                    "{ppn:?} holds {tag:?}: {why}"
-                )))
-            };
-            if tag.lpn.0 >= self.geo.logical_pages {
-                return fail("beyond the logical capacity");
-            }
-            if self.geo.lpn_offset(tag.lpn) != off {
-                return fail("not at its own offset");
-            }
-            let of = self.geo.lbn_of(tag.lpn);
-            if *lbn.get_or_insert(of) != of {
-                return fail("another logical block than the block's first page");
-            }
-            if tag.version > 0 {
-                flash.mark_valid(ppn);
-            }
-        }
-        Ok(lbn.expect("a programmed block has a first page"))
     }
 
     /// The physical page of `lpn` if it holds the live copy.
@@ -336,20 +360,36 @@ impl Ftl for BlockFtl {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        for pbn in (0..self.geo.blocks).map(Pbn) {
-            if flash.is_erased(pbn) {
+        let pool = &self.pool;
+        let mut scan = logblock::scan_repaired(
+            flash,
+            |scan| scan.in_place_by_lbn(),
+            // One block per logical block; a torn page in it is an unreadable offset.
+            |_, _, _, blocks| blocks.len() == 1,
+            |flash, b| !pool.retires(flash.erase_count(b)),
+        )?;
+        for (b, shape) in scan.shapes.iter().enumerate() {
+            let why = if shape.lbn == MIXED {
+                "holds pages of several logical blocks"
+            } else if shape.lbn != NONE && !shape.in_place {
+                "holds a page away from its own offset"
+            } else {
                 continue;
-            }
-            let lbn = self.recover_block(flash, pbn)?;
-            let old = std::mem::replace(&mut self.dmap[lbn.idx()], pbn.0);
-            if old != NONE {
-                return Err(RecoverError::Failed(format!(
-                    "{lbn:?} is held by both pbn{old} and {pbn:?}"
-                )));
-            }
+            };
+            return Err(RecoverError::Failed(format!("pbn{b} {why}")));
         }
-        self.pool.refill(flash, erased_pool(flash));
+        let mut data = vec![NONE; self.dmap.len()];
+        for (lbn, blocks) in scan.in_place_by_lbn() {
+            data[lbn.idx()] = blocks[0].0;
+        }
+        let pool = scan.install_data_blocks(flash, &mut self.dmap, data);
+        self.pool.refill(flash, pool);
         Ok(())
+    }
+
+    fn volatile_pages(&self, out: &mut Vec<Lpn>) {
+        let done = self.ram_done;
+        out.extend(self.ram.iter().filter(|r| r.0 >= done).map(|r| r.1));
     }
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
@@ -647,10 +687,9 @@ mod recovery_tests {
     #[test]
     fn recovery_refuses_flash_the_scheme_cannot_have_written() {
         let geo = geometry(4, 2, 3);
-        let cases: [&[(u32, PageTag)]; 3] = [
+        let cases: [&[(u32, PageTag)]; 2] = [
             &[(0, w(1, 1))],               // lpn 1 at offset 0
             &[(0, w(0, 1)), (1, w(5, 1))], // two logical blocks in one block
-            &[(0, w(0, 1)), (4, w(0, 2))], // one logical block in two blocks
         ];
         for case in cases {
             let mut f = Flash::new(&geo);
@@ -660,6 +699,36 @@ mod recovery_tests {
             f.power_cycle();
             let e = ftl(&geo, &[]).recover(&mut f).unwrap_err();
             assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn two_blocks_of_one_logical_block_keep_the_newest_complete_copy() {
+        // What a cut out-of-place rewrite leaves: the old block whole, the new one
+        // partly written (lpn 0 rewritten, lpn 1 copied, lpn 2 not yet).
+        let geo = geometry(4, 2, 3);
+        for other_lbn in [false, true] {
+            let mut f = Flash::new(&geo);
+            for (ppn, t) in [(0, w(0, 1)), (1, w(1, 1)), (2, w(2, 1))] {
+                f.program(Ppn(ppn), t, Cause::Host);
+            }
+            f.program(Ppn(4), w(0, 2), Cause::Host);
+            f.program(Ppn(5), w(1, 1), Cause::Merge);
+            if other_lbn {
+                f.program(Ppn(8), w(4, 1), Cause::Host);
+            }
+            f.power_cycle();
+            let mut b = ftl(&geo, &[("update", "out_of_place")]);
+            b.recover(&mut f).unwrap();
+            b.check(&f).unwrap();
+            // With a free block, the newest copies are merged (lpn 0's rewrite is the
+            // cut request's: either version will do); without one, the partly written
+            // block goes and the logical block is back to before the rewrite.
+            let v0 = if other_lbn { 1 } else { 2 };
+            for (l, v) in [(0, v0), (1, 1), (2, 1)] {
+                assert_eq!(b.read(&mut f, Lpn(l)), Some(w(l, v)), "{other_lbn}");
+            }
+            assert!(f.is_erased(Pbn(1)));
         }
     }
 }
@@ -689,5 +758,79 @@ mod wear_tests {
                 COST,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod torn_tests {
+    use super::*;
+    use crate::logblock::tests::{cut_everywhere, geometry, reads_one_of};
+    use ftlab_core::options::from_pairs;
+
+    fn ftl(opts: &[(&str, &str)]) -> BlockFtl {
+        BlockFtl::new(&geometry(4, 2, 3), &from_pairs(ID, opts).unwrap()).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Logical block 0 full (v1), block 1 half written (v1).
+    fn setup(opts: &[(&str, &str)]) -> (BlockFtl, Flash) {
+        let mut b = ftl(opts);
+        let mut f = Flash::new(&geometry(4, 2, 3));
+        b.write(&mut f, &[w(0, 1), w(1, 1), w(2, 1), w(3, 1)]);
+        b.write(&mut f, &[w(4, 1), w(5, 1)]);
+        (b, f)
+    }
+
+    /// A rewrite of lpns 1 and 2 (v2), then an append of lpn 6: every other page
+    /// reads its version, these their old one or the new, unless reported lost.
+    fn walk(opts: &[(&str, &str)]) -> usize {
+        let mut most_lost = 0;
+        let step = |b: &mut BlockFtl, f: &mut Flash| {
+            b.write(f, &[w(1, 2), w(2, 2)]);
+            b.write(f, &[w(6, 1)]);
+        };
+        let n = cut_everywhere(
+            || setup(opts),
+            step,
+            || ftl(opts),
+            |b, f, k, lost| {
+                most_lost = most_lost.max(lost.len());
+                for (l, ok) in [(0, &[1][..]), (1, &[1, 2]), (2, &[1, 2]), (3, &[1])] {
+                    let mut ok = ok.to_vec();
+                    if lost.contains(&Lpn(l)) {
+                        ok.push(0);
+                    }
+                    reads_one_of(b, f, l, &ok, k);
+                }
+                reads_one_of(b, f, 4, &[1], k);
+                reads_one_of(b, f, 5, &[1], k);
+                reads_one_of(b, f, 6, &[0, 1], k);
+                // Writing on works: a rewrite over any torn page.
+                b.write(f, &[w(0, 7)]);
+                b.write(f, &[w(6, 7)]);
+                b.check(f).unwrap();
+                reads_one_of(b, f, 6, &[7], k);
+            },
+        );
+        assert!(n >= 8, "{n} operations");
+        most_lost
+    }
+
+    #[test]
+    fn a_cut_in_place_rewrite_reports_the_pages_it_held_in_ram() {
+        // cach-ftl.txt §4.2.3's order: read, erase, program; a cut after the erase loses
+        // what only RAM held, and says so.
+        assert_eq!(walk(&[]), 4, "all four pages of the block, at the erase");
+    }
+
+    #[test]
+    fn a_cut_out_of_place_rewrite_keeps_every_durable_page() {
+        assert_eq!(walk(&[("update", "out_of_place")]), 0);
     }
 }

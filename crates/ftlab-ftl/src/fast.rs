@@ -48,12 +48,17 @@
 //!   is the per-request rule of the paper.
 //! - A full merge of a logical block that has a SW log takes the SW log's live pages
 //!   too and then erases the SW log (otherwise the SW log could never be switched).
-//! - The old copy of a page is dropped before the page is placed (the host has
+//! - The old copy of a page is dropped once the page has its place (the host has
 //!   overwritten it). If placing it reclaims a RW log whose victims include the page's
-//!   own logical block, the merged block has a hole at that offset (a filler if later
-//!   offsets are live), and the page is then logged: merge first, then write, as the
-//!   paper orders it (not absorbed into the merge). This is rare: 0 to 19 fillers per
-//!   run in docs/results.md.
+//!   own logical block, the merge copies the old copy like any live page, then the
+//!   page is logged and that copy dropped: merge first, then write, as the paper
+//!   orders it (not absorbed into the merge). Until issue 25's torn operations the old
+//!   copy was dropped first and the merge left a hole there (a filler below live
+//!   offsets): a power cut between the merge's erases and the page's program lost the
+//!   page's only durable copy (found by the first torn runs). This is rare (0 to 19
+//!   fillers per run in docs/results.md); each such page now costs a copy instead of
+//!   a filler or nothing. OSM likewise drops each old copy as its page is programmed,
+//!   after opening the SW log (whose merge erases the data block).
 //! - U_avg counts every log block reclaimed: RW victims, SW logs merged or closed.
 //! - `FreeLogBlocks` answers the RW log blocks not yet allocated; `NextVictim` is not
 //!   applicable (the RW victim belongs to many logical blocks); `LogFreePages` and
@@ -155,9 +160,31 @@
 //!   SW and RW logs and one merge reserve are left (under `rw_logs = auto` that is every
 //!   block, so the first retirement ends the device), then raises `WornOut`. Recovery re-derives retirement from the erase counts.
 
+//!
+//! Torn operations (issue 25 item 3: power lost inside a flash operation,
+//! `ftlab_core::flash`; not in the papers). With old copies dropped after placing
+//! (above), FAST's orders are power-safe: merges program their destination before
+//! they erase what it replaces, and a RW victim is erased after every logical block
+//! with a live page in it is merged. Recovery repairs what a cut leaves before it
+//! assigns roles (`logblock::repair`, as in `bast`): a block none of whose pages reads
+//! back is garbage (erased); the in-place blocks of a logical block that are no data
+//! block and SW log FAST can run on (a torn page; a full SW log; a SW log with fillers
+//! or past the data block: a SW merge cut half way; a full merge's destination beside
+//! the blocks it replaces) lose the blocks holding nothing new, else are merged into a
+//! free block, else lose the cut destination; more SW logs, or in-place blocks taken
+//! for RW logs, than configured (under `osm` or `sw_logs = 0` a cut OSM write or full
+//! merge leaves its destination beside the data block, and both look like data
+//! blocks) lose one that holds nothing new, else have their logical block's in-place
+//! blocks merged into a free block (found by the swarm: OSM under the `coop` buffer,
+//! "15 RW and 0 SW logs on flash but rw_logs = 14"). A RW log is shared by
+//! many logical blocks, so it is never repaired: a torn page in it is a slot holding
+//! nothing (NONE in the log page map, skipped by reclaims and the round-robin order),
+//! and pages go on after it. Every repair keeps each page's newest version on flash
+//! (but the cut request's pages of a dropped destination) and works under
+//! `Cause::Recovery`; a loss inside it leaves garbage or a redundant block.
 use crate::auto::AutoOr;
 use crate::logblock::{
-    self, compose, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
+    self, compose, Copies, FreePool, Group, LpnIndex, MergeCounters, Scan, Src, MIXED, NONE,
 };
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{
@@ -493,24 +520,31 @@ impl Fast {
     }
 
     fn write_page(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
-        self.drop_live(flash, tag.lpn);
         let lbn = self.geo.lbn_of(tag.lpn);
         let o = self.geo.lpn_offset(tag.lpn);
         let d = self.dmap[lbn.idx()];
         let sw = self.sw_of(lbn);
+        // The old copy is dropped once the page has a place: a merge on the way there
+        // may erase the block holding it (module docs, "Torn operations").
         if d != NONE && flash.write_ptr(Pbn(d)) == o {
+            self.drop_live(flash, tag.lpn);
             flash.program(self.geo.ppn(Pbn(d), o), tag, Cause::Host);
         } else if d == NONE && o == 0 && sw.is_none() {
+            self.drop_live(flash, tag.lpn);
             let pbn = self.pool.take(ID);
             self.dmap[lbn.idx()] = pbn.0;
             flash.program(self.geo.ppn(pbn, 0), tag, Cause::Host);
         } else if let Some(s) = sw.filter(|&s| !self.osm && self.sw[s].written == o) {
+            self.drop_live(flash, tag.lpn);
             self.sw_append(flash, s, tag);
         } else if o == 0 && !self.sw.is_empty() && !self.osm {
             let s = self.open_sw(flash, lbn);
+            self.drop_live(flash, tag.lpn);
             self.sw_append(flash, s, tag);
         } else {
-            self.rw_append(flash, tag, bv);
+            let desc = self.rw_target(flash, bv);
+            self.drop_live(flash, tag.lpn);
+            self.rw_append(flash, desc, tag);
         }
     }
 
@@ -603,11 +637,17 @@ impl Fast {
         self.sw[s].lbn = Lbn(NONE);
     }
 
-    fn rw_append(&mut self, flash: &mut Flash, tag: PageTag, bv: &mut Bv<'_>) {
-        let desc = match self.rw_ring.back() {
+    /// The RW log the next page goes to: the active one, or a new one (which may
+    /// reclaim the oldest first).
+    fn rw_target(&mut self, flash: &mut Flash, bv: &mut Bv<'_>) -> u32 {
+        match self.rw_ring.back() {
             Some(&d) if self.rw_written[d as usize] < self.ppb => d,
             _ => self.next_rw(flash, bv),
-        };
+        }
+    }
+
+    /// Appends a page to RW log `desc` ([`Fast::rw_target`]).
+    fn rw_append(&mut self, flash: &mut Flash, desc: u32, tag: PageTag) {
         let slot = self.rw_written[desc as usize];
         let g = desc * self.ppb + slot;
         flash.program(self.rw_ppn(g), tag, Cause::Host);
@@ -649,6 +689,9 @@ impl Fast {
         self.assoc.clear();
         for slot in 0..written {
             let g = victim * self.ppb + slot;
+            if self.rw_lpn[g as usize] == NONE {
+                continue; // a torn page (recovery)
+            }
             let l = self.rw_lpn[g as usize] / self.ppb;
             self.assoc.push(l);
             if flash.is_valid(self.rw_ppn(g)) {
@@ -798,11 +841,12 @@ impl Fast {
 
     /// OSM: a complete group goes to a SW log, which is switched at once.
     fn osm_write(&mut self, flash: &mut Flash, lbn: Lbn, pages: &[PageWrite]) {
-        for p in pages {
-            self.drop_live(flash, p.lpn);
-        }
+        // Each old copy is dropped as its page is programmed: opening the SW log may
+        // merge the block's current one, which erases the data block (module docs,
+        // "Torn operations").
         let s = self.open_sw(flash, lbn);
         for &p in pages {
+            self.drop_live(flash, p.lpn);
             self.sw_append(flash, s, p);
         }
         debug_assert!(
@@ -857,16 +901,42 @@ impl Fast {
         }
         roles.rw.sort_unstable();
         roles.sw.sort_unstable_by_key(|&(_, pbn)| pbn);
-        if roles.rw.len() > self.rw_pbn.len() || roles.sw.len() > self.sw.len() {
-            return Err(RecoverError::Failed(format!(
-                "{} RW and {} SW logs on flash but rw_logs = {} and sw_logs = {}",
-                roles.rw.len(),
-                roles.sw.len(),
-                self.rw_pbn.len(),
-                self.sw.len()
-            )));
-        }
         Ok(roles)
+    }
+
+    /// Whether the in-place blocks of one logical block are a state FAST runs on (the
+    /// repair of torn operations, `logblock::repair`): no torn page; with SW logs, a
+    /// data block and a SW log at most, told apart as `recover_roles` does, the SW log
+    /// not full, without fillers and not past the data block's write pointer; without
+    /// SW logs, any number (the extra ones become RW logs) but one at most with fillers.
+    fn fits(
+        flash: &Flash,
+        scan: &Scan,
+        _: &Copies,
+        blocks: &[Pbn],
+        ppb: u32,
+        with_sw: bool,
+    ) -> bool {
+        if blocks.iter().any(|b| scan.shapes[b.idx()].torn) {
+            return false;
+        }
+        match blocks {
+            [_] => true,
+            &[a, b] if with_sw => scan.data_and_log(flash, a, b).is_ok_and(|(d, g)| {
+                flash.write_ptr(g) < ppb
+                    && flash.write_ptr(g) <= flash.write_ptr(d)
+                    && !scan.shapes[g.idx()].fillers
+            }),
+            // Without SW logs one of them is the data block, the one with fillers if any.
+            _ => {
+                !with_sw
+                    && blocks
+                        .iter()
+                        .filter(|b| scan.shapes[b.idx()].fillers)
+                        .count()
+                        < 2
+            }
+        }
     }
 
     /// Without SW logs, the data block among several in-place blocks of one logical
@@ -885,7 +955,7 @@ impl Fast {
         let newest_copies = |b: Pbn| {
             (0..flash.write_ptr(b))
                 .filter_map(|o| flash.peek_tag(self.geo.ppn(b, o)))
-                .filter(|t| t.version == scan.newest[t.lpn.idx()])
+                .filter(|t| !t.is_uncorrectable() && t.version == scan.newest[t.lpn.idx()])
                 .count()
         };
         let mut best = blocks[0];
@@ -903,7 +973,9 @@ impl Fast {
         for (i, &b) in rw.iter().enumerate() {
             for o in 0..flash.write_ptr(b) {
                 let t = flash.peek_tag(self.geo.ppn(b, o)).expect("programmed");
-                pages.push((t.lpn.0, t.version, i as u32));
+                if !t.is_uncorrectable() {
+                    pages.push((t.lpn.0, t.version, i as u32));
+                }
             }
         }
         pages.sort_unstable();
@@ -951,7 +1023,12 @@ impl Fast {
             self.rw_written[desc] = written;
             for slot in 0..written {
                 let tag = flash.peek_tag(self.geo.ppn(pbn, slot)).expect("programmed");
-                self.rw_lpn[(desc as u32 * self.ppb + slot) as usize] = tag.lpn.0;
+                // A torn page (a cut program) holds nothing: NONE in the page map.
+                self.rw_lpn[(desc as u32 * self.ppb + slot) as usize] = if tag.is_uncorrectable() {
+                    NONE
+                } else {
+                    tag.lpn.0
+                };
             }
             self.rw_ring.push_back(desc as u32);
         }
@@ -986,7 +1063,8 @@ impl Fast {
                 let g = desc as u32 * self.ppb + slot;
                 let ppn = self.rw_ppn(g);
                 let lpn = self.rw_lpn[g as usize];
-                if flash.peek_tag(ppn).map(|t| t.lpn.0) != Some(lpn) {
+                let torn = flash.peek_tag(ppn).is_some_and(|t| t.is_uncorrectable());
+                if flash.peek_tag(ppn).map(|t| t.lpn.0) != Some(lpn) && !(torn && lpn == NONE) {
                     return Err(format!("{ppn:?}: log page map says lpn{lpn}"));
                 }
                 if flash.is_valid(ppn) {
@@ -1100,8 +1178,28 @@ impl Ftl for Fast {
     }
 
     fn recover(&mut self, flash: &mut Flash) -> Result<(), RecoverError> {
-        let mut scan = Scan::read(flash)?;
-        let roles = self.recover_roles(flash, &scan)?;
+        let (mut scan, roles) = loop {
+            let pool = &self.pool;
+            let (ppb, with_sw) = (self.ppb, !self.sw.is_empty() && !self.osm);
+            let scan = logblock::scan_repaired(
+                flash,
+                Scan::in_place_by_lbn,
+                |flash, scan, copies, blocks| Self::fits(flash, scan, copies, blocks, ppb, with_sw),
+                |flash, b| !pool.retires(flash.erase_count(b)),
+            )?;
+            let roles = self.recover_roles(flash, &scan)?;
+            let (rw, sw) = (roles.rw.len(), roles.sw.len());
+            let (max_rw, max_sw) = (self.rw_pbn.len(), self.sw.len());
+            if rw <= max_rw && sw <= max_sw {
+                break (scan, roles);
+            }
+            let logs = roles.sw.iter().map(|s| s.1).chain(roles.rw.iter().copied());
+            let pool = &self.pool;
+            let usable = |flash: &Flash, b: Pbn| !pool.retires(flash.erase_count(b));
+            logblock::drop_extra_log(flash, &scan, logs, usable, || {
+                format!("{rw} RW and {sw} SW logs on flash but rw_logs = {max_rw} and sw_logs = {max_sw}")
+            })?;
+        };
         let ring = self.rw_order(flash, &roles.rw);
         self.recover_rw(flash, &mut scan, &ring);
         for (s, &(lbn, pbn)) in roles.sw.iter().enumerate() {
@@ -1344,12 +1442,13 @@ mod tests {
         for l in [1, 2, 5, 6] {
             t.write(&mut f, &[w(l, 2)]);
         }
-        // Rewriting lpn 1 drops its logged copy, then reclaims the full RW log: LBN 0 is
-        // merged with a hole at offset 1 (a filler below live offsets 2 and 3).
+        // Rewriting lpn 1 reclaims the full RW log first: LBN 0 is merged with lpn 1's
+        // logged copy (still its durable copy), which is dropped only once lpn 1 has a
+        // page in the new RW log (a cut in the merge must not lose it; module docs).
         t.write(&mut f, &[w(1, 3)]);
         let s = t.stats();
-        assert_eq!((s.merges_full, s.merge_pages_copied), (2, 7));
-        assert_eq!(s.extra["filler_pages"], 1.0);
+        assert_eq!((s.merges_full, s.merge_pages_copied), (2, 8));
+        assert_eq!(s.extra["filler_pages"], 0.0);
         for (l, v) in [(0, 1), (1, 3), (2, 2), (3, 1), (5, 2), (6, 2)] {
             assert_eq!(t.read(&mut f, Lpn(l)), Some(w(l, v)));
         }
@@ -1514,10 +1613,19 @@ mod tests {
         for b in 0..3 {
             many_rw.program(geo.ppn(Pbn(b), 0), w(1, b + 1), Cause::Host);
         }
-        for (mut f, what) in [(three, "three"), (full_sw, "full SW"), (many_rw, "RW")] {
+        many_rw.power_cycle();
+        let e = fast(&geo, &[]).unwrap().recover(&mut many_rw).unwrap_err();
+        assert!(matches!(e, RecoverError::Failed(_)), "{e}");
+        // Shapes a power cut inside a merge leaves are repaired to the newest copies
+        // (module docs, "Torn operations").
+        for (mut f, want) in [(three, [3, 1]), (full_sw, [2, 2])] {
             f.power_cycle();
-            let e = fast(&geo, &[]).unwrap().recover(&mut f).unwrap_err();
-            assert!(matches!(e, RecoverError::Failed(_)), "{what}: {e}");
+            let mut t = fast(&geo, &[]).unwrap();
+            t.recover(&mut f).unwrap();
+            t.check(&f).unwrap();
+            for (l, v) in want.into_iter().enumerate() {
+                assert_eq!(t.read(&mut f, Lpn(l as u32)), Some(w(l as u32, v)));
+            }
         }
     }
 
@@ -1624,5 +1732,89 @@ mod wear_tests {
             },
             COST,
         );
+    }
+}
+
+#[cfg(test)]
+mod torn_tests {
+    use super::*;
+    use crate::logblock::tests::{cut_everywhere, geometry, reads_one_of};
+
+    use ftlab_core::options::from_pairs;
+
+    /// Two logical blocks of 4 pages; 4 blocks without SW logs, 5 with.
+    fn geo(pairs: &[(&str, &str)]) -> Geometry {
+        geometry(
+            4,
+            2,
+            if pairs.contains(&("sw_logs", "0")) {
+                4
+            } else {
+                5
+            },
+        )
+    }
+
+    fn fast(pairs: &[(&str, &str)]) -> Fast {
+        Fast::new(&geo(pairs), &from_pairs(ID, pairs).unwrap()).unwrap()
+    }
+
+    fn w(lpn: u32, version: u32) -> PageWrite {
+        PageTag {
+            lpn: Lpn(lpn),
+            version,
+        }
+    }
+
+    /// Both logical blocks full (v1), then `log` written (v2).
+    fn setup(pairs: &[(&str, &str)], log: &[u32]) -> (Fast, Flash) {
+        let mut t = fast(pairs);
+        let mut f = Flash::new(&geo(pairs));
+        for l in 0..2 {
+            t.write(&mut f, &(0..4).map(|o| w(4 * l + o, 1)).collect::<Vec<_>>());
+        }
+        for &l in log {
+            t.write(&mut f, &[w(l, 2)]);
+        }
+        (t, f)
+    }
+
+    fn walk(pairs: &[(&str, &str)], log: &[u32], step: &[PageWrite], want: &[&[u32]]) {
+        cut_everywhere(
+            || setup(pairs, log),
+            |t, f| t.write(f, step),
+            || fast(pairs),
+            |t, f, k, lost| {
+                assert!(lost.is_empty());
+                for (l, ok) in want.iter().enumerate() {
+                    reads_one_of(t, f, l as u32, ok, k);
+                }
+                // Writing on works: RW logs fill (past any torn slot) and are reclaimed.
+                for l in [3, 6, 1, 5, 2, 7, 0, 4, 3, 6] {
+                    t.write(f, &[w(l, 9)]);
+                }
+                t.check(f).unwrap();
+                reads_one_of(t, f, 6, &[9], k);
+            },
+        );
+    }
+
+    #[test]
+    fn a_page_whose_block_a_reclaim_merges_keeps_its_old_copy_until_it_is_placed() {
+        // The first torn runs' ordering bug: lpn 1's logged copy was dropped before
+        // the RW reclaim that merged LBN 0 and erased both its copies, so a cut before
+        // its new program lost lpn 1.
+        let want: [&[u32]; 8] = [&[1], &[2, 3], &[2], &[1], &[1], &[2], &[2], &[1]];
+        walk(&[("sw_logs", "0")], &[1, 2, 5, 6], &[w(1, 3)], &want);
+    }
+
+    #[test]
+    fn a_sw_merge_or_a_torn_rw_page_cut_anywhere_recovers() {
+        // Offset 0 again: LBN 0's SW log (0, 1) is partially merged, a new one opened.
+        let want: [&[u32]; 8] = [&[2, 3], &[2], &[1], &[1], &[1], &[1], &[2], &[1]];
+        walk(&[], &[0, 1, 6], &[w(0, 3)], &want);
+        // A RW page torn in the active RW log.
+        let want: [&[u32]; 8] = [&[1], &[1], &[2], &[1], &[1], &[1], &[2], &[1, 2]];
+        walk(&[], &[2, 6], &[w(7, 2)], &want);
     }
 }
