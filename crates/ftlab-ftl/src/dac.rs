@@ -66,6 +66,21 @@
 //!   erase a trimmed last version before an older stale copy, which the scan then maps:
 //!   a trimmed page reads back as zeroes or any version written before the trim
 //!   (`TrimRecovery::AnyEarlier`, checked by the oracle).
+//! - Torn operations (issue 25 item 3, not in the paper): a power loss inside a flash
+//!   operation leaves a torn page (it reads as `PageTag::UNCORRECTABLE`) or a torn
+//!   erase (every page of the block torn, its write pointer at the end). The scan
+//!   skips torn pages, which are then neither mapped nor valid; a block with torn
+//!   pages is otherwise an ordinary block: partly written, it reopens as an active
+//!   block (its next program goes past the torn page); full, it is sealed, and a
+//!   torn erase, with no valid page, is the first greedy victim (collected, that is
+//!   erased again, before its block is used). GC copies a victim's valid pages before
+//!   it erases it, so a cut inside a collection leaves every live page on flash. A
+//!   host update takes the page for its new version (which may open a block and
+//!   collect garbage) before it drops the old copy, and is promoted from the region
+//!   the old copy was in when the write began: dropping it first, as this scheme did,
+//!   let GC erase the block holding the last durable copy while the new version was
+//!   not yet programmed, and a cut in between lost both (the first torn run found it,
+//!   `3000@34` on the tiny conformance device; the paper does not order the two).
 //! - Die-aware allocation (issue 22 item 3, not in the paper, which models one chip):
 //!   `die_alloc = "single"` (default: one active block per region), `"round_robin"`,
 //!   `"static"` or `"least_busy"`, as `page` has them: each region has one active block
@@ -521,12 +536,19 @@ impl Ftl for DacFtl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         let top = self.regions() as usize - 1;
         for &tag in pages {
-            let region = match self.unmap(flash, tag.lpn) {
+            let region = match self.region_of(tag.lpn) {
                 Some(r) => (r as usize + 1).min(top),
                 None => 0,
             };
             let st = self.pick_stream(flash, tag.lpn, region, false);
+            // The page to program first (opening a block may collect garbage), then
+            // the old copy is dropped: GC must not erase the last durable copy of a
+            // page before its new version is on flash (a power loss in between would
+            // lose both; issue 25, item 3). GC may move the old copy meanwhile (a
+            // region down): `unmap` drops it wherever it is. The update is promoted
+            // from the region it was in when written.
             let ppn = self.frontier(flash, region, st, false);
+            self.unmap(flash, tag.lpn);
             flash.program(ppn, tag, Cause::Host);
             self.l2p[tag.lpn.idx()] = ppn.0;
         }

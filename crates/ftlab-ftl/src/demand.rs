@@ -147,12 +147,40 @@
 //!   FTL's post-recovery GC does); a translation page GC writes on the way is not
 //!   written twice. The rest of the CMT starts empty; LRU order among the restored
 //!   entries is by LPN (recency is lost).
-//! - Blocks: erased ones form the free pool (block-number order); a block holds only
+//! - Blocks: erased ones form the free pool (block-number order; with the blocks
+//!   holding no readable page, erased first, see the torn operations below); a block holds only
 //!   data or only translation pages, else [`RecoverError::Failed`]; full blocks are
 //!   sealed GC candidates; the partly written translation block is the active one. The
 //!   partly written data blocks are handed to the scheme (DFTL's current data blocks,
 //!   one per die under a multi-die `die_alloc`; TPM's write pointers). Erased blocks go
 //!   back to their die's pool.
+//! - Torn operations (issue 25 item 3: a power loss inside a flash operation leaves a
+//!   torn page, which reads as `PageTag::UNCORRECTABLE`, or a torn erase, every page
+//!   of the block torn and its write pointer at the end). The scan skips torn pages:
+//!   they are neither data nor translation pages, never valid, and a block's kind
+//!   comes from its readable pages, so a torn page leaves a data or translation block
+//!   what it was (partly written, it reopens and its next program goes past the torn
+//!   page; full, it is sealed and collected as any other). A programmed block without
+//!   one readable page (a torn erase, or a block whose first program was torn: the
+//!   translation block or data block just opened) has no kind on flash and holds
+//!   nothing: recovery erases it (`Cause::Recovery`; a cut inside that erase tears it
+//!   again and the next recovery erases it again) and it joins the pool. Taken for a
+//!   partly written block it was a second open translation block (a `Failed`
+//!   recovery), or, under `tpm`, a data block of no write pointer. Nothing else on
+//!   flash is ever destroyed before its replacement is on flash: a translation page
+//!   write programs the new copy before it drops the old ([`Space::write_tpage`]), so
+//!   a copy torn mid-program leaves the previous copy the newest readable one, which
+//!   becomes the GTD entry and is rewritten from the data pages' spare tags (which are
+//!   authoritative: the translation pages on flash are only a cache of them here); a
+//!   translation page torn on its first write is a page never written, whose mappings
+//!   the CMT held when the write began (an uncached mapping's translation page is
+//!   always on flash), so they go back into it. GC of either kind copies before it
+//!   erases, so a cut inside a collection leaves every live page on flash (the
+//!   translation writes after a data block's erase may be lost: the scan makes up for
+//!   them). A host write takes the page for its new version (which may collect
+//!   garbage) before it drops the old copy; `dftl` and `tpm` dropped it first, which
+//!   let GC erase the block holding the last durable copy of a page while its new
+//!   version was not yet programmed (neither paper orders the two).
 //! - Cost: one spare read per programmed page, plus one program per translation page
 //!   that was on flash (none if the CMT never had to write one back, as when the
 //!   default 512 KiB CMT covers the whole device: 128 MiB of 2 KiB pages for DFTL,
@@ -866,11 +894,12 @@ impl scan::Visit for TransPages<'_> {
     }
 
     fn block(&mut self, pbn: Pbn) -> Result<(), RecoverError> {
-        match self.block_is_trans.take() {
-            Some(true) => self.kind[pbn.idx()] = Kind::Trans,
-            Some(false) => self.kind[pbn.idx()] = Kind::Data,
-            None => {} // erased
-        }
+        self.kind[pbn.idx()] = match self.block_is_trans.take() {
+            Some(true) => Kind::Trans,
+            Some(false) => Kind::Data,
+            // Erased, or programmed with no readable page (torn: see `recover_scan`).
+            None => Kind::Free,
+        };
         Ok(())
     }
 }
@@ -1350,6 +1379,15 @@ impl Space {
             block_is_trans: None,
         };
         let l2p = scan::newest_copies(flash, &mut trans)?;
+        // A programmed block without one readable page holds nothing: a torn erase
+        // (every page uncorrectable) or a block whose first program was torn (its only
+        // page). It is of neither kind, so it is erased here and joins the pool (a cut
+        // inside this erase tears it again, and the next recovery erases it again).
+        for b in (0..self.geo.blocks).map(Pbn) {
+            if self.kind[b.idx()] == Kind::Free && !flash.is_erased(b) {
+                flash.erase(b, Cause::Recovery);
+            }
+        }
         for &p in &self.gtd {
             if p != NONE {
                 flash.mark_valid(Ppn(p));
@@ -1497,6 +1535,9 @@ impl Space {
             for off in 0..flash.write_ptr(b) {
                 let p = self.geo.ppn(b, off);
                 let tag = flash.peek_tag(p).expect("programmed");
+                if tag.is_uncorrectable() {
+                    continue; // torn by a power loss: of neither kind
+                }
                 let is_trans = tag.lpn.0 & TRANS_MARK != 0;
                 if is_trans != (k == Kind::Trans) {
                     return Err(format!("{k:?} block {b:?} holds {tag:?} at {p:?}"));

@@ -60,6 +60,15 @@
 //!   its cost. The partly written data block, at most
 //!   one, becomes the current data block again (one per die under a multi-die
 //!   `die_alloc`, below).
+//! - Torn operations (issue 25 item 3, not in the papers; the shared part is in
+//!   `demand.rs`): recovery skips torn pages and erases a block with no readable page,
+//!   so a block whose first program was torn is neither a second open translation
+//!   block nor an extra open data block. A host write takes its data page (which may
+//!   collect garbage) before it drops the old copy from the CMT entry: GC must not
+//!   erase the last durable copy of a page before its new version is programmed (the
+//!   first torn runs lost pages that way). \[11\]'s lazy copying and batch updates are
+//!   power-safe as they are here: the translation pages on flash are a cache of the
+//!   data pages' spare tags, which recovery reads.
 //! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip):
 //!   `die_alloc = "single"` (default: the one current data block), `"round_robin"`,
 //!   `"static"` or `"least_busy"`, as `page` has them: one current data block per die
@@ -494,9 +503,13 @@ impl Ftl for Dftl {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         for &tag in pages {
             let slot = self.lookup(flash, tag.lpn);
-            self.drop_old(flash, slot);
             let st = self.pick_stream(flash, tag.lpn, false);
+            // The page to program first (opening a block may collect garbage), then the
+            // old copy is dropped: GC must not erase the last durable copy of a page
+            // before its new version is on flash (issue 25, item 3). GC may move the
+            // old copy meanwhile; it updates the cached entry, which `drop_old` reads.
             let dst = self.data_dest(flash, st, false);
+            self.drop_old(flash, slot);
             flash.program(dst, tag, Cause::Host);
             self.after_data_program(flash, st, dst);
             debug_assert_eq!(self.lpn_slot[tag.lpn.idx()], slot);

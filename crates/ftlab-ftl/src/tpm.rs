@@ -70,6 +70,15 @@
 //!   written data block is its group's write pointer again (two for one group is
 //!   `Failed`). GC during the rewrite copies with the victim's own write pointer, as
 //!   always.
+//! - Torn operations (issue 25 item 3, not in the paper; the shared part is in
+//!   `demand.rs`): a torn page names no group, so recovery and the deep check derive a
+//!   block's owner from its readable pages only (reading a torn tag's fields as an
+//!   LPN named a group far beyond the device, a `Failed` recovery); a block with no
+//!   readable page is erased by the shared recovery, so every data block it keeps has
+//!   an owner. A host write takes its page from the group's write pointer (Algorithm
+//!   III.1, whose GC loop may run) before it drops the old copy from the cached
+//!   translation page: GC must not erase the last durable copy of a page before its
+//!   new version is programmed (the algorithm does not order the two).
 //! - Die-aware allocation (issue 22 item 3): `die_alloc` is declared, as for `page` and
 //!   `dftl`, but only `"single"` (default) is accepted; the others are refused naming
 //!   the option. Why: Algorithm III.1's point is that a data block holds the pages of
@@ -458,6 +467,9 @@ impl Tpm {
             }
             for off in 0..flash.write_ptr(b) {
                 let tag = flash.peek_tag(geo.ppn(b, off)).expect("programmed");
+                if tag.is_uncorrectable() {
+                    continue; // a torn program: it names no group
+                }
                 let g = self.s.tpage_of(tag.lpn).0 / self.per_wp;
                 let owner = &mut self.owner[b.idx()];
                 if *owner != NONE && *owner != g {
@@ -598,7 +610,7 @@ impl Tpm {
             }
             for off in 0..flash.write_ptr(b) {
                 let tag = flash.peek_tag(geo.ppn(b, off)).expect("programmed");
-                if self.s.tpage_of(tag.lpn).0 / self.per_wp != g {
+                if !tag.is_uncorrectable() && self.s.tpage_of(tag.lpn).0 / self.per_wp != g {
                     return Err(format!("{b:?} of write pointer {g} holds {tag:?}"));
                 }
             }
@@ -684,8 +696,12 @@ impl Ftl for Tpm {
             let (t, e) = self.s.tpage_of(tag.lpn);
             let g = t / self.per_wp;
             let slot = self.lookup(flash, t);
-            self.drop_old(flash, slot, e);
+            // The page to program first (Algorithm III.1's GC loop may run), then the
+            // old copy is dropped: GC must not erase the last durable copy of a page
+            // before its new version is on flash (issue 25, item 3). GC may move the
+            // old copy meanwhile; it updates the cached entry, which `drop_old` reads.
             let dst = self.wp_dest(flash, g, false);
+            self.drop_old(flash, slot, e);
             flash.program(dst, tag, Cause::Host);
             self.after_data_program(flash, g, dst);
             self.stream_programs[0] += 1;

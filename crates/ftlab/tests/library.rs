@@ -543,7 +543,9 @@ fn static_levelling_narrows_the_spread_on_every_scheme_that_offers_it() {
 
 /// Regression (swarm seed 4242, run 359): a device that wears out in the end-of-run
 /// drain (the buffer's dirty pages make DFTL collect) ends as worn out, not as an
-/// internal error while building the report.
+/// internal error while building the report. (2,800 requests, not the run's 2,777,
+/// since DFTL's host writes take their page before dropping the old copy, issue 25
+/// item 3: its GC moves differ, and the 2,777 requests' drain no longer wears it out.)
 #[test]
 fn a_device_that_wears_out_in_the_final_drain_says_so() {
     let mut c: Config = toml::from_str(
@@ -573,7 +575,7 @@ fn a_device_that_wears_out_in_the_final_drain_says_so() {
         max_pages = 1
         partial_pct = 5
         read_pct = 29
-        requests = 2777
+        requests = 2800
         seq_pct = 40
         trim_pct = 1
         write_pct = 43

@@ -57,7 +57,9 @@ fn every_listed_ftl_recovers_from_power_lost_inside_operations() {
                     out.failure.unwrap()
                 );
                 // A cut the run ends before, or that a later point replaces before it
-                // strikes, never strikes.
+                // strikes, never strikes: more of them on a device where requests do
+                // few operations (`dftl` and `tpm` need 62.5% over-provisioning on
+                // the tiny one, so GC is rarer: 29 of 40 struck with seed 3).
                 let events = out.report.power_loss.events;
                 assert!((20..=40).contains(&events), "{ftl}: {events}");
                 struck(&out, &mut s);
