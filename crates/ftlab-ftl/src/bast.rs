@@ -1259,7 +1259,7 @@ mod torn_tests {
                 reads_one_of(b, f, 0, &[9], k);
             },
         );
-        assert!(n > 4, "{n} operations");
+        assert!(n >= 4, "{n} operations (a copy counts as one)");
     }
 
     #[test]

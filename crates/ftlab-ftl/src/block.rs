@@ -818,7 +818,7 @@ mod torn_tests {
                 reads_one_of(b, f, 6, &[7], k);
             },
         );
-        assert!(n >= 8, "{n} operations");
+        assert!(n >= 6, "{n} operations (a copy counts as one)");
         most_lost
     }
 
