@@ -178,6 +178,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
+use ftlab_core::u32map::U32Map;
 use ftlab_core::wear::{self, FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use pmr::Pmr;
@@ -283,6 +284,10 @@ struct Image {
     /// The page was read from the block's BMR copy (gone from flash once the block is
     /// erased in place).
     from_bmr: Vec<bool>,
+    /// The block's BMR copy held a live page at this offset when the update
+    /// invalidated it (phase 2): the page in `tag` (moved or new) must reach flash
+    /// again before the block's data is durable (in place).
+    bmr_live: Vec<bool>,
 }
 
 impl Image {
@@ -291,12 +296,14 @@ impl Image {
             tag: vec![PageTag::default(); ppb as usize],
             kind: vec![NO_PAGE; ppb as usize],
             from_bmr: vec![false; ppb as usize],
+            bmr_live: vec![false; ppb as usize],
         }
     }
 
     fn clear(&mut self) {
         self.kind.fill(NO_PAGE);
         self.from_bmr.fill(false);
+        self.bmr_live.fill(false);
     }
 
     fn set(&mut self, off: u32, tag: PageTag, kind: u8) {
@@ -341,6 +348,7 @@ struct Extra {
     pmr_erases: u64,
     bmr_erases: u64,
     filler_programs: u64,
+    staged_pages: u64,
     groups: Pow2Histogram,
 }
 
@@ -376,6 +384,25 @@ pub struct CachFtl {
     fg_img: Image,
     held: Vec<(PageTag, Ppn)>,
     copies: Vec<Ppn>,
+    /// In place, from the erase of a BMR block until its image is programmed: the
+    /// offsets (ascending) and LPNs of the pages whose only copy is the RAM image (the
+    /// window of cach-ftl.txt Algorithm 2, lines 41-42); those at `ram_from` or beyond
+    /// are not on flash yet ([`Ftl::volatile_pages`]). Kept outside the images, which
+    /// are taken out of `self` while a phase runs, so that a power cut inside the erase
+    /// or a program still finds them.
+    ram_only: Vec<(u32, Lpn)>,
+    ram_from: u32,
+    /// `power_safe_bmr_gc`, in place: the PMR copies of the block's live pages staged
+    /// before its erase, invalidated once the block is programmed.
+    staged: Vec<Ppn>,
+    /// In place: PMR pages no longer mapped that may still hold the version of their
+    /// LPN the BMR holds (a BMR update took the page over from the PMR, or was handed
+    /// the same version again, say by a buffer's padding), LPN -> PPN, entries dropped
+    /// when their PMR block is erased (so at most one per PMR page). Simulator
+    /// bookkeeping for [`Ftl::volatile_pages`], not map (not in `mapping_bytes`): a
+    /// page whose version survives there is not lost with the RAM image, and the
+    /// engine must not be told it is (recovery finds it).
+    dups: U32Map,
     stats: FtlStats,
     x: Extra,
 }
@@ -543,6 +570,10 @@ impl CachFtl {
             fg_img: Image::new(ppb),
             held: Vec::with_capacity(ppb as usize),
             copies: Vec::with_capacity(ppb as usize),
+            ram_only: Vec::with_capacity(ppb as usize),
+            ram_from: 0,
+            staged: Vec::with_capacity(ppb as usize),
+            dups: U32Map::with_max_len(if out_of_place { 0 } else { pmr_pages }),
             stats: FtlStats::default(),
             x: Extra::default(),
         })
@@ -713,6 +744,11 @@ impl Ftl for CachFtl {
         self.x.groups.record(g);
         self.settle_job_of(flash, lbn);
         if g > self.threshold {
+            if self.stages() && self.pmr.free_pages(flash) <= self.sync_free_pages {
+                // Room to stage the block's pages (the last update's staged copies may
+                // have taken the PMR into its reserve).
+                self.sync_gc(flash, 0);
+            }
             self.write_bmr(flash, lbn, pages);
         } else {
             self.write_pmr(flash, pages);
@@ -771,16 +807,16 @@ impl Ftl for CachFtl {
     }
 
     fn volatile_pages(&self, out: &mut Vec<Lpn>) {
-        // In place, BMR-GC's erase leaves the block's BMR pages only in the RAM image
-        // until its program phase runs.
-        if let (Some(Job::Bmr { phase: 4, .. }), false) = (self.job, self.out_of_place) {
-            let img = &self.job_img;
-            for off in 0..self.ppb as usize {
-                if img.kind[off] != NO_PAGE && img.from_bmr[off] {
-                    out.push(img.tag[off].lpn);
-                }
-            }
-        }
+        // In place, a BMR update's erase leaves the block's live pages only in the RAM
+        // image until its program reaches them: between requests (BMR-GC left before
+        // its program phase) or inside one (a power cut inside the erase or a
+        // program). With `power_safe_bmr_gc` they were staged in the PMR first.
+        let from = self.ram_from;
+        out.extend(
+            (self.ram_only.iter())
+                .filter(|&&(off, _)| off >= from)
+                .map(|&(_, lpn)| lpn),
+        );
     }
 
     fn stats(&self) -> FtlStats {
@@ -804,6 +840,10 @@ impl Ftl for CachFtl {
             ("filler_programs", x.filler_programs),
         ] {
             s.extra.counter(k, "events", v as f64);
+        }
+        if self.power_safe_bmr_gc && !self.out_of_place {
+            s.extra
+                .counter("bmr_staged_pages", "pages", x.staged_pages as f64);
         }
         if self.spare.retirement().pe_limit() > 0 {
             let worn = self.pmr.free.retirement().retired().len()
@@ -958,7 +998,9 @@ impl CachFtl {
             for off in 0..flash.write_ptr(b) {
                 let ppn = self.geo.ppn(b, off);
                 match flash.peek_tag(ppn) {
-                    Some(t) if t.version == 0 || t.lpn.0 == l as u32 * self.ppb + off => {}
+                    // (A torn page, in place: the block is erased before its next use.)
+                    Some(t) if t.version == 0 || t.is_uncorrectable() => {}
+                    Some(t) if t.lpn.0 == l as u32 * self.ppb + off => {}
                     other => return Err(format!("BMR {ppn:?} of lbn{l} holds {other:?}")),
                 }
             }
