@@ -77,8 +77,10 @@
 //!   block's BMR pages then live only in the "dedicated cache block" in RAM, so a power
 //!   loss there loses them: [`Ftl::volatile_pages`] reports them and the engine counts
 //!   them as lost (`power_loss.lost_pages`). `true` starts that erase only when the
-//!   program after it fits the same gap, which closes the window; out of place there is
-//!   no window (the old block stays mapped until the new one is programmed).
+//!   program after it fits the same gap, which closes the window between requests,
+//!   and stages the pages in the PMR first, which closes it inside the erase and the
+//!   program too (see Torn operations below); out of place there is no window (the old
+//!   block stays mapped until the new one is programmed).
 //! - Wear levelling (issue 23 item 3; "Adding a wear leveler into CACH-FTL is also
 //!   beyond the scope of this paper", §4.2.3): `wear_leveling = "off"` (default: free
 //!   PMR blocks and out-of-place BMR spares first-in first-out) or `"dynamic"` (the
@@ -148,6 +150,33 @@
 //!   model test, issue 25).
 //! - Cost: one spare read per programmed page, plus the merges above when a retired
 //!   block makes them necessary (out of place only).
+//! - Torn operations (issue 25 item 3: a power cut inside a program, an erase, a copy,
+//!   mid-request or mid-recovery): a torn page reads as uncorrectable and carries no
+//!   tag, so the scan skips it (it read one as lpn4294967280 before). A torn erase
+//!   leaves a block full of such pages: in the PMR it is a sealed block without valid
+//!   pages, the next PMR-GC victim; in place it is its logical block's block, empty,
+//!   erased again by its next update; out of place it is retired (erased before use).
+//!   Out of place, a block holding a torn page is never adopted: only an image program
+//!   (an update's or recovery's merge) or an erase is ever cut in a block outside the
+//!   PMR, and an image is mapped only once whole, so everything in it is also
+//!   elsewhere but for new pages of the request the cut struck, which may be lost (the
+//!   oracle accepts their version before that request). A PMR-GC cut half way leaves
+//!   copies of the same version as their sources; the first readable one wins. The
+//!   recovery merge programs an erased block when one is left and erases its sources
+//!   only later, so a second cut inside that recovery loses nothing (the torn target is
+//!   discarded next time); with no erased block it erases the first source first, as
+//!   before. In place, a cut between a BMR update's erase and the end of its program
+//!   (the paper's window, now reachable inside any request: host BMR writes and
+//!   synchronous BMR-GC too) loses the block's live pages not yet programmed again,
+//!   which [`Ftl::volatile_pages`] reports at every point of that window (not a page
+//!   whose version the PMR still holds, which recovery finds: a BMR update leaves its
+//!   PMR sources on flash, and a buffer's padding hands a page the version it has).
+//!   `power_safe_bmr_gc = true` closes the window inside requests too: before erasing
+//!   a BMR block in place, the update programs its live pages to the PMR (`Cause::Merge`,
+//!   counted as `ftl.extra.bmr_staged_pages`; recovery prefers the BMR copy on a tie,
+//!   so they are garbage once the block is programmed), making room first by
+//!   synchronous GC when the last staging took the PMR into its reserve; only a PMR
+//!   without room for them (a state a cut PMR-GC can leave) falls back to the window.
 //!
 //! Report keys (`ftl.extra`): `pmr_groups` / `pmr_pages_written` and `bmr_groups` /
 //! `bmr_pages_written` (host groups by region); `bmr_updates` (block rewrites, host and
@@ -217,8 +246,10 @@ pub struct CachOptions {
     /// block erased later).
     pub bmr_update: BmrUpdate,
     /// In idle time, start an in-place BMR-GC's erase only together with its program, so
-    /// no block's data lives only in RAM between requests; false: the five interruption
-    /// points of cach-ftl.txt §4.3.3.
+    /// no block's data lives only in RAM between requests, and stage an in-place
+    /// block's live pages in the PMR before its erase, so a power cut inside the erase
+    /// or the program loses none; false: the five interruption points of cach-ftl.txt
+    /// §4.3.3.
     pub power_safe_bmr_gc: bool,
     /// Wear levelling (ftlab_core::wear): off (free PMR blocks and BMR spares
     /// first-in first-out), dynamic (a new block is the least-erased free one) or
@@ -316,6 +347,16 @@ impl Image {
     }
 }
 
+/// An in-place BMR block erased and not yet wholly programmed again.
+#[derive(Clone, Debug)]
+struct Window {
+    lbn: Lbn,
+    /// The offsets (ascending) and LPNs of the pages only the RAM image holds...
+    pages: Vec<(u32, Lpn)>,
+    /// ...of which those at this offset or beyond are not on flash yet.
+    from: u32,
+}
+
 /// A GC run left pending between idle gaps. `phase` is the next phase to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Job {
@@ -384,14 +425,13 @@ pub struct CachFtl {
     fg_img: Image,
     held: Vec<(PageTag, Ppn)>,
     copies: Vec<Ppn>,
-    /// In place, from the erase of a BMR block until its image is programmed: the
-    /// offsets (ascending) and LPNs of the pages whose only copy is the RAM image (the
-    /// window of cach-ftl.txt Algorithm 2, lines 41-42); those at `ram_from` or beyond
-    /// are not on flash yet ([`Ftl::volatile_pages`]). Kept outside the images, which
-    /// are taken out of `self` while a phase runs, so that a power cut inside the erase
-    /// or a program still finds them.
-    ram_only: Vec<(u32, Lpn)>,
-    ram_from: u32,
+    /// In place, the BMR blocks between their erase and the end of their program (the
+    /// window of cach-ftl.txt Algorithm 2, lines 41-42; a pending BMR-GC job's and a
+    /// foreground update's may be open together), with the pages whose only copy is
+    /// the RAM image ([`Ftl::volatile_pages`]). Kept outside the images, which are
+    /// taken out of `self` while a phase runs, so that a power cut inside the erase or
+    /// a program still finds them.
+    windows: Vec<Window>,
     /// `power_safe_bmr_gc`, in place: the PMR copies of the block's live pages staged
     /// before its erase, invalidated once the block is programmed.
     staged: Vec<Ppn>,
@@ -570,8 +610,7 @@ impl CachFtl {
             fg_img: Image::new(ppb),
             held: Vec::with_capacity(ppb as usize),
             copies: Vec::with_capacity(ppb as usize),
-            ram_only: Vec::with_capacity(ppb as usize),
-            ram_from: 0,
+            windows: Vec::with_capacity(2),
             staged: Vec::with_capacity(ppb as usize),
             dups: U32Map::with_max_len(if out_of_place { 0 } else { pmr_pages }),
             stats: FtlStats::default(),
@@ -811,12 +850,13 @@ impl Ftl for CachFtl {
         // image until its program reaches them: between requests (BMR-GC left before
         // its program phase) or inside one (a power cut inside the erase or a
         // program). With `power_safe_bmr_gc` they were staged in the PMR first.
-        let from = self.ram_from;
-        out.extend(
-            (self.ram_only.iter())
-                .filter(|&&(off, _)| off >= from)
-                .map(|&(_, lpn)| lpn),
-        );
+        for w in &self.windows {
+            out.extend(
+                (w.pages.iter())
+                    .filter(|&&(off, _)| off >= w.from)
+                    .map(|&(_, lpn)| lpn),
+            );
+        }
     }
 
     fn stats(&self) -> FtlStats {

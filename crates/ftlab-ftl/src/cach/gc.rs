@@ -2,7 +2,7 @@
 //! phases of PMR-GC (Function 5) and of a BMR update / BMR-GC (Functions 2 and 6), run
 //! all at once in the foreground or one atomic phase at a time in idle gaps (§4.3.3).
 
-use super::{CachFtl, Image, Job, FILLER, MOVED, NEW, NO_COPY, NO_PAGE};
+use super::{CachFtl, Image, Job, Window, FILLER, MOVED, NEW, NO_COPY, NO_PAGE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::IdleBudget;
 use ftlab_core::{Lbn, Lpn, Pbn, Ppn};
@@ -109,7 +109,7 @@ impl CachFtl {
                 } else {
                     let b = self.bmr[lbn.idx()];
                     if !flash.is_erased(b) {
-                        self.guard_erase(flash, img);
+                        self.guard_erase(flash, lbn, img);
                         flash.erase(b, Cause::Merge);
                         self.record_erase(flash, b);
                         // In place a logical block's block is fixed: at the P/E limit
@@ -143,9 +143,8 @@ impl CachFtl {
     /// programmed, and the only copy while it is not), if the PMR has the room;
     /// otherwise records them as held only in RAM until programmed
     /// ([`Ftl::volatile_pages`](ftlab_core::ftl::Ftl::volatile_pages)).
-    fn guard_erase(&mut self, flash: &mut Flash, img: &Image) {
-        self.ram_only.clear();
-        self.ram_from = 0;
+    fn guard_erase(&mut self, flash: &mut Flash, lbn: Lbn, img: &Image) {
+        self.windows.retain(|w| w.lbn != lbn);
         self.staged.clear();
         let live = (0..self.ppb).filter(|&off| img.bmr_live[off as usize]);
         let n = live.clone().count() as u32;
@@ -156,14 +155,22 @@ impl CachFtl {
             }
             self.x.staged_pages += n as u64;
         } else {
+            let mut pages = Vec::new();
             for off in live {
                 let tag = img.tag[off as usize];
                 // Not lost if the PMR still holds this very version.
                 let kept =
                     (self.dups.get(tag.lpn.0)).is_some_and(|p| flash.peek_tag(Ppn(p)) == Some(tag));
                 if !kept {
-                    self.ram_only.push((off, tag.lpn));
+                    pages.push((off, tag.lpn));
                 }
+            }
+            if !pages.is_empty() {
+                self.windows.push(Window {
+                    lbn,
+                    pages,
+                    from: 0,
+                });
             }
         }
     }
@@ -194,9 +201,10 @@ impl CachFtl {
 
     /// After an in-place block's image is on flash: nothing is held only in RAM any
     /// more, and the staged PMR copies are garbage.
-    fn image_durable(&mut self, flash: &mut Flash) {
-        self.ram_only.clear();
-        self.ram_from = 0;
+    fn image_durable(&mut self, flash: &mut Flash, lbn: Lbn) {
+        if !self.windows.is_empty() {
+            self.windows.retain(|w| w.lbn != lbn);
+        }
         for i in 0..self.staged.len() {
             let p = self.staged[i];
             self.pmr.invalidate(flash, p);
@@ -211,13 +219,17 @@ impl CachFtl {
     /// the holes) and points the logical block at `b`.
     fn program_image(&mut self, flash: &mut Flash, lbn: Lbn, b: Pbn, img: &Image) {
         let Some(last) = img.kind.iter().rposition(|&k| k != NO_PAGE) else {
-            self.image_durable(flash);
+            self.image_durable(flash, lbn);
             return self.retire_or_keep(flash, lbn, b);
         };
         let mut moved = 0;
         for off in 0..=last as u32 {
             // A power cut inside this program leaves offsets from here on unwritten.
-            self.ram_from = off;
+            if !self.windows.is_empty() {
+                if let Some(w) = self.windows.iter_mut().find(|w| w.lbn == lbn) {
+                    w.from = off;
+                }
+            }
             let ppn = self.geo.ppn(b, off);
             match img.kind[off as usize] {
                 NO_PAGE => {
@@ -238,7 +250,7 @@ impl CachFtl {
                 }
             }
         }
-        self.image_durable(flash);
+        self.image_durable(flash, lbn);
         self.retire_or_keep(flash, lbn, b);
         self.x.bmr_updates += 1;
         self.stats.merge_pages_copied += moved;

@@ -46,10 +46,38 @@
 //! - Recovery ends with a full snapshot into the other half: what the scan and the probes
 //!   rebuilt is in no snapshot yet, and a second power loss would otherwise replay the old
 //!   snapshot with newer partial snapshots on top and miss the scanned pages.
-//! - A power loss is simulated between host requests; the flash operations of one request
-//!   are atomic in the simulator. Recovery reads are counted under [`Cause::Recovery`].
-//!   With `snapshots = off` there is no way to find the newest PMD of a logical block (no
-//!   global write order on flash), and recovery reports itself unsupported.
+//! - Recovery reads are counted under [`Cause::Recovery`]. With `snapshots = off` there
+//!   is no way to find the newest PMD of a logical block (no global write order on
+//!   flash), and recovery reports itself unsupported.
+//! - Torn operations (issue 25 item 3: a power cut inside a program, an erase or a
+//!   copy, anywhere in a request or in a recovery). A torn page reads as uncorrectable,
+//!   with no spare words and no data. §4.4 rebuilds from "the last" snapshot and scans
+//!   "those pages in U-blocks written after the last partial snapshot"; it does not say
+//!   what a snapshot cut half way is, so: a half whose first page is torn or unwritten,
+//!   or whose full snapshot is short or holds a torn page, is not a snapshot (its
+//!   erase or its full snapshot was cut, and the other half holds the last whole one:
+//!   a full snapshot goes to the half not in use); a torn partial snapshot is skipped,
+//!   its events lost as if still pending in RAM, which the scan and the probes cover
+//!   as they cover any loss between two partial snapshots. The scan skips torn pages
+//!   (it used one's tag as an LPN). Three orderings make every cut leave the log
+//!   consistent with flash: a merge detaches its victim, and logs the detach, only
+//!   once all its valid pages are copied (a partial or full snapshot written while
+//!   the copies run must still list the victim, which holds live pages until then); a
+//!   trim that empties a logical block logs it before dropping the last page, whose
+//!   block the drop may erase (the PGD would point into it); blocks are logged as
+//!   allocated before they are programmed, as before. After the live pages are
+//!   marked, recovery erases (under [`Cause::Recovery`]) what only a cut leaves: a
+//!   block whose erase was torn (every page unreadable, none free), listed by its
+//!   superblock or by none, and a full listed block without a live page; such a block
+//!   is garbage, never free and never data. A merge cut after taking its reserved
+//!   block and before releasing its victim leaves the merge reserve short: recovery
+//!   refills it from the free list, else compacts a block into its superblock's
+//!   current U-block to free one. A merge cut half way leaves some pages copied: each
+//!   copy carries its page's PMD and PT as the merge's work area held them, pointing to
+//!   copies made before it and to originals not yet copied, which are still on flash
+//!   (the victim is erased only after its last copy), so the chain from the newest
+//!   page of each logical block is whole either way. A cut inside recovery leaves the
+//!   newest whole half untouched (recovery writes its full snapshot to the other one).
 
 use super::cache::NONE;
 use super::{spare_pmd, spare_pt, SuperblockFtl, OWN_FREE, OWN_RESERVED};
