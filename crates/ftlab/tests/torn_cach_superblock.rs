@@ -219,6 +219,50 @@ fn superblock_merge_cut_keeps_its_victim_and_reserve() {
     passes(&c, "swarm seed 1 run 2635");
 }
 
+/// The same cut merge leaves the superblock owning its reserved block beside the
+/// victim, N + M + 1 blocks: recovery runs MergeSome until it is back at its limit
+/// (swarm seed 12, run 1742: "superblock 0 owns 9 blocks").
+#[test]
+fn superblock_merge_cut_leaves_no_superblock_over_its_limit() {
+    let c = replay(&[
+        "buffer=\"lru\"",
+        "buffer_options.size=262144",
+        "capacity=\"4MiB\"",
+        "channels=4",
+        "deep_every=50",
+        "dies=1",
+        "ftl=\"superblock\"",
+        "ftl_options.pe_limit=8",
+        "ftl_options.wear_leveling=\"static\"",
+        "ftl_options.wl_threshold=1",
+        "mix.gap_max_us=5000",
+        "mix.hot_pct=50",
+        "mix.hot_space_pct=7",
+        "mix.max_pages=2",
+        "mix.partial_pct=30",
+        "mix.read_pct=13",
+        "mix.requests=17816",
+        "mix.seq_pct=10",
+        "mix.trim_pct=8",
+        "mix.write_pct=75",
+        "nand=\"micron-2k\"",
+        "nand_params.pages_per_block=32",
+        "op=10.0",
+        "power_loss=[\"torn:2\"]",
+        "seed=\"18251050597568645139\"",
+        "verify=\"deep\"",
+    ]);
+    // (As in the swarm, a device that wears out at its pe_limit passes.)
+    let out = run(&c, &mut NoObserver).unwrap();
+    if let Some(f) = out.failure {
+        assert!(
+            f.to_string().contains("worn out"),
+            "swarm seed 12 run 1742: {f}"
+        );
+    }
+    assert!(out.report.power_loss.events >= 1);
+}
+
 /// Every operation of a stretch of requests in turn, with a second cut inside the
 /// recovery, for both schemes on the tiny profile (which reaches merges, GC and
 /// erases within a few dozen operations).

@@ -766,7 +766,25 @@ impl SuperblockFtl {
     /// free) finishes such a merge: a block whose valid pages fit its superblock's
     /// current U-block is compacted into it (SimpleCopyAndCompact, no reserved block
     /// needed), which frees it.
+    ///
+    /// Such a merge also leaves its superblock owning the reserved block beside the
+    /// victim, one more than N + M: it runs MergeSome until it is back at its limit.
     fn restore_reserve(&mut self, flash: &mut Flash) {
+        self.refill_reserve(flash);
+        for sb in 0..self.superblocks {
+            for _ in 0..self.cfg.row {
+                if self.sb_len[sb as usize] <= self.cfg.max_blocks {
+                    break;
+                }
+                self.merge_some(flash, sb);
+                self.refill_reserve(flash);
+            }
+        }
+        self.refill_reserve(flash);
+    }
+
+    /// [`SuperblockFtl::restore_reserve`]'s refill.
+    fn refill_reserve(&mut self, flash: &mut Flash) {
         while (self.reserved.len() as u32) < self.cfg.reserve {
             if let Some(f) = self.free.pop_if_any() {
                 self.owner[f.idx()] = OWN_RESERVED;
