@@ -77,8 +77,10 @@
 //!   block's BMR pages then live only in the "dedicated cache block" in RAM, so a power
 //!   loss there loses them: [`Ftl::volatile_pages`] reports them and the engine counts
 //!   them as lost (`power_loss.lost_pages`). `true` starts that erase only when the
-//!   program after it fits the same gap, which closes the window; out of place there is
-//!   no window (the old block stays mapped until the new one is programmed).
+//!   program after it fits the same gap, which closes the window between requests,
+//!   and stages the pages in the PMR first, which closes it inside the erase and the
+//!   program too (see Torn operations below); out of place there is no window (the old
+//!   block stays mapped until the new one is programmed).
 //! - Wear levelling (issue 23 item 3; "Adding a wear leveler into CACH-FTL is also
 //!   beyond the scope of this paper", §4.2.3): `wear_leveling = "off"` (default: free
 //!   PMR blocks and out-of-place BMR spares first-in first-out) or `"dynamic"` (the
@@ -148,6 +150,33 @@
 //!   model test, issue 25).
 //! - Cost: one spare read per programmed page, plus the merges above when a retired
 //!   block makes them necessary (out of place only).
+//! - Torn operations (issue 25 item 3: a power cut inside a program, an erase, a copy,
+//!   mid-request or mid-recovery): a torn page reads as uncorrectable and carries no
+//!   tag, so the scan skips it (it read one as lpn4294967280 before). A torn erase
+//!   leaves a block full of such pages: in the PMR it is a sealed block without valid
+//!   pages, the next PMR-GC victim; in place it is its logical block's block, empty,
+//!   erased again by its next update; out of place it is retired (erased before use).
+//!   Out of place, a block holding a torn page is never adopted: only an image program
+//!   (an update's or recovery's merge) or an erase is ever cut in a block outside the
+//!   PMR, and an image is mapped only once whole, so everything in it is also
+//!   elsewhere but for new pages of the request the cut struck, which may be lost (the
+//!   oracle accepts their version before that request). A PMR-GC cut half way leaves
+//!   copies of the same version as their sources; the first readable one wins. The
+//!   recovery merge programs an erased block when one is left and erases its sources
+//!   only later, so a second cut inside that recovery loses nothing (the torn target is
+//!   discarded next time); with no erased block it erases the first source first, as
+//!   before. In place, a cut between a BMR update's erase and the end of its program
+//!   (the paper's window, now reachable inside any request: host BMR writes and
+//!   synchronous BMR-GC too) loses the block's live pages not yet programmed again,
+//!   which [`Ftl::volatile_pages`] reports at every point of that window (not a page
+//!   whose version the PMR still holds, which recovery finds: a BMR update leaves its
+//!   PMR sources on flash, and a buffer's padding hands a page the version it has).
+//!   `power_safe_bmr_gc = true` closes the window inside requests too: before erasing
+//!   a BMR block in place, the update programs its live pages to the PMR (`Cause::Merge`,
+//!   counted as `ftl.extra.bmr_staged_pages`; recovery prefers the BMR copy on a tie,
+//!   so they are garbage once the block is programmed), making room first by
+//!   synchronous GC when the last staging took the PMR into its reserve; only a PMR
+//!   without room for them (a state a cut PMR-GC can leave) falls back to the window.
 //!
 //! Report keys (`ftl.extra`): `pmr_groups` / `pmr_pages_written` and `bmr_groups` /
 //! `bmr_pages_written` (host groups by region); `bmr_updates` (block rewrites, host and
@@ -178,6 +207,7 @@ use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::options::{bad, geometry_error, JsonSchema, SchemeError};
 use ftlab_core::stats::{Pow2Histogram, POW2_BUCKETS};
+use ftlab_core::u32map::U32Map;
 use ftlab_core::wear::{self, FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, PageWrite, Pbn, Ppn};
 use pmr::Pmr;
@@ -216,8 +246,10 @@ pub struct CachOptions {
     /// block erased later).
     pub bmr_update: BmrUpdate,
     /// In idle time, start an in-place BMR-GC's erase only together with its program, so
-    /// no block's data lives only in RAM between requests; false: the five interruption
-    /// points of cach-ftl.txt §4.3.3.
+    /// no block's data lives only in RAM between requests, and stage an in-place
+    /// block's live pages in the PMR before its erase, so a power cut inside the erase
+    /// or the program loses none; false: the five interruption points of cach-ftl.txt
+    /// §4.3.3.
     pub power_safe_bmr_gc: bool,
     /// Wear levelling (ftlab_core::wear): off (free PMR blocks and BMR spares
     /// first-in first-out), dynamic (a new block is the least-erased free one) or
@@ -283,6 +315,10 @@ struct Image {
     /// The page was read from the block's BMR copy (gone from flash once the block is
     /// erased in place).
     from_bmr: Vec<bool>,
+    /// The block's BMR copy held a live page at this offset when the update
+    /// invalidated it (phase 2): the page in `tag` (moved or new) must reach flash
+    /// again before the block's data is durable (in place).
+    bmr_live: Vec<bool>,
 }
 
 impl Image {
@@ -291,12 +327,14 @@ impl Image {
             tag: vec![PageTag::default(); ppb as usize],
             kind: vec![NO_PAGE; ppb as usize],
             from_bmr: vec![false; ppb as usize],
+            bmr_live: vec![false; ppb as usize],
         }
     }
 
     fn clear(&mut self) {
         self.kind.fill(NO_PAGE);
         self.from_bmr.fill(false);
+        self.bmr_live.fill(false);
     }
 
     fn set(&mut self, off: u32, tag: PageTag, kind: u8) {
@@ -307,6 +345,16 @@ impl Image {
     fn get(&self, off: u32) -> Option<PageTag> {
         (self.kind[off as usize] != NO_PAGE).then(|| self.tag[off as usize])
     }
+}
+
+/// An in-place BMR block erased and not yet wholly programmed again.
+#[derive(Clone, Debug)]
+struct Window {
+    lbn: Lbn,
+    /// The offsets (ascending) and LPNs of the pages only the RAM image holds...
+    pages: Vec<(u32, Lpn)>,
+    /// ...of which those at this offset or beyond are not on flash yet.
+    from: u32,
 }
 
 /// A GC run left pending between idle gaps. `phase` is the next phase to run.
@@ -341,6 +389,7 @@ struct Extra {
     pmr_erases: u64,
     bmr_erases: u64,
     filler_programs: u64,
+    staged_pages: u64,
     groups: Pow2Histogram,
 }
 
@@ -376,6 +425,24 @@ pub struct CachFtl {
     fg_img: Image,
     held: Vec<(PageTag, Ppn)>,
     copies: Vec<Ppn>,
+    /// In place, the BMR blocks between their erase and the end of their program (the
+    /// window of cach-ftl.txt Algorithm 2, lines 41-42; a pending BMR-GC job's and a
+    /// foreground update's may be open together), with the pages whose only copy is
+    /// the RAM image ([`Ftl::volatile_pages`]). Kept outside the images, which are
+    /// taken out of `self` while a phase runs, so that a power cut inside the erase or
+    /// a program still finds them.
+    windows: Vec<Window>,
+    /// `power_safe_bmr_gc`, in place: the PMR copies of the block's live pages staged
+    /// before its erase, invalidated once the block is programmed.
+    staged: Vec<Ppn>,
+    /// In place: PMR pages no longer mapped that may still hold the version of their
+    /// LPN the BMR holds (a BMR update took the page over from the PMR, or was handed
+    /// the same version again, say by a buffer's padding), LPN -> PPN, entries dropped
+    /// when their PMR block is erased (so at most one per PMR page). Simulator
+    /// bookkeeping for [`Ftl::volatile_pages`], not map (not in `mapping_bytes`): a
+    /// page whose version survives there is not lost with the RAM image, and the
+    /// engine must not be told it is (recovery finds it).
+    dups: U32Map,
     stats: FtlStats,
     x: Extra,
 }
@@ -543,6 +610,9 @@ impl CachFtl {
             fg_img: Image::new(ppb),
             held: Vec::with_capacity(ppb as usize),
             copies: Vec::with_capacity(ppb as usize),
+            windows: Vec::with_capacity(2),
+            staged: Vec::with_capacity(ppb as usize),
+            dups: U32Map::with_max_len(if out_of_place { 0 } else { pmr_pages }),
             stats: FtlStats::default(),
             x: Extra::default(),
         })
@@ -713,6 +783,11 @@ impl Ftl for CachFtl {
         self.x.groups.record(g);
         self.settle_job_of(flash, lbn);
         if g > self.threshold {
+            if self.stages() && self.pmr.free_pages(flash) <= self.sync_free_pages {
+                // Room to stage the block's pages (the last update's staged copies may
+                // have taken the PMR into its reserve).
+                self.sync_gc(flash, 0);
+            }
             self.write_bmr(flash, lbn, pages);
         } else {
             self.write_pmr(flash, pages);
@@ -771,15 +846,16 @@ impl Ftl for CachFtl {
     }
 
     fn volatile_pages(&self, out: &mut Vec<Lpn>) {
-        // In place, BMR-GC's erase leaves the block's BMR pages only in the RAM image
-        // until its program phase runs.
-        if let (Some(Job::Bmr { phase: 4, .. }), false) = (self.job, self.out_of_place) {
-            let img = &self.job_img;
-            for off in 0..self.ppb as usize {
-                if img.kind[off] != NO_PAGE && img.from_bmr[off] {
-                    out.push(img.tag[off].lpn);
-                }
-            }
+        // In place, a BMR update's erase leaves the block's live pages only in the RAM
+        // image until its program reaches them: between requests (BMR-GC left before
+        // its program phase) or inside one (a power cut inside the erase or a
+        // program). With `power_safe_bmr_gc` they were staged in the PMR first.
+        for w in &self.windows {
+            out.extend(
+                (w.pages.iter())
+                    .filter(|&&(off, _)| off >= w.from)
+                    .map(|&(_, lpn)| lpn),
+            );
         }
     }
 
@@ -804,6 +880,10 @@ impl Ftl for CachFtl {
             ("filler_programs", x.filler_programs),
         ] {
             s.extra.counter(k, "events", v as f64);
+        }
+        if self.power_safe_bmr_gc && !self.out_of_place {
+            s.extra
+                .counter("bmr_staged_pages", "pages", x.staged_pages as f64);
         }
         if self.spare.retirement().pe_limit() > 0 {
             let worn = self.pmr.free.retirement().retired().len()
@@ -958,7 +1038,9 @@ impl CachFtl {
             for off in 0..flash.write_ptr(b) {
                 let ppn = self.geo.ppn(b, off);
                 match flash.peek_tag(ppn) {
-                    Some(t) if t.version == 0 || t.lpn.0 == l as u32 * self.ppb + off => {}
+                    // (A torn page, in place: the block is erased before its next use.)
+                    Some(t) if t.version == 0 || t.is_uncorrectable() => {}
+                    Some(t) if t.lpn.0 == l as u32 * self.ppb + off => {}
                     other => return Err(format!("BMR {ppn:?} of lbn{l} holds {other:?}")),
                 }
             }

@@ -1022,10 +1022,13 @@ impl SuperblockFtl {
             None => {
                 self.cache.set_pmd_entry(lbn, i, NONE);
                 let Some(ci) = self.cache.pmd(s).iter().position(|&p| p != NONE) else {
-                    // The logical block holds no page any more.
+                    // The logical block holds no page any more: logged before the
+                    // drop, which may erase the block of its last page (the PGD's
+                    // target; a power cut inside that erase must not leave the log
+                    // pointing there).
                     self.pgd[lbn as usize] = NONE;
-                    self.drop_page(flash, Ppn(old));
                     self.note_now(flash, Event::LbnEmpty { lbn });
+                    self.drop_page(flash, Ppn(old));
                     return;
                 };
                 let cs = self.lookup(flash, lbn, ci as u32);

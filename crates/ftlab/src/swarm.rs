@@ -47,7 +47,9 @@ pub fn case_seed(seed: u64, i: u64) -> u64 {
 
 /// The FTLs whose recovery is checked against power losses inside flash operations
 /// (`torn:K`): their runs draw torn points half the time they draw power losses.
-pub const TORN_RECOVERY: &[&str] = &["page", "dac", "dftl", "tpm", "block", "bast", "fast"];
+pub const TORN_RECOVERY: &[&str] = &[
+    "page", "dac", "dftl", "tpm", "block", "bast", "fast", "cach",
+];
 
 /// Draws the configuration of one run from its seed. `max_requests` caps its length.
 pub fn draw(case_seed: u64, max_requests: u64) -> Config {

@@ -2,7 +2,7 @@
 //! phases of PMR-GC (Function 5) and of a BMR update / BMR-GC (Functions 2 and 6), run
 //! all at once in the foreground or one atomic phase at a time in idle gaps (§4.3.3).
 
-use super::{CachFtl, Image, Job, FILLER, MOVED, NEW, NO_COPY, NO_PAGE};
+use super::{CachFtl, Image, Job, Window, FILLER, MOVED, NEW, NO_COPY, NO_PAGE};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::IdleBudget;
 use ftlab_core::{Lbn, Lpn, Pbn, Ppn};
@@ -38,7 +38,12 @@ impl CachFtl {
                 } else {
                     !flash.is_erased(self.bmr[lbn.idx()])
                 };
-                (0, 0, u64::from(erase))
+                let staged = if erase && self.stages() {
+                    img.bmr_live.iter().filter(|&&l| l).count() as u64
+                } else {
+                    0
+                };
+                (0, staged, u64::from(erase))
             }
             _ => {
                 let last = img.kind.iter().rposition(|&k| k != NO_PAGE);
@@ -86,7 +91,16 @@ impl CachFtl {
             }
             2 => {
                 for l in self.lpns(lbn) {
-                    self.unmap(flash, Lpn(l));
+                    let lpn = Lpn(l);
+                    let live = self.in_bmr(lpn);
+                    img.bmr_live[(l - first) as usize] = live;
+                    if live {
+                        self.unmap(flash, lpn);
+                    } else if self.pmr.count(lbn) > 0 {
+                        if let Some(p) = self.pmr.remove(flash, lpn) {
+                            self.remember_dup(lpn, p);
+                        }
+                    }
                 }
             }
             3 => {
@@ -95,6 +109,7 @@ impl CachFtl {
                 } else {
                     let b = self.bmr[lbn.idx()];
                     if !flash.is_erased(b) {
+                        self.guard_erase(flash, lbn, img);
                         flash.erase(b, Cause::Merge);
                         self.record_erase(flash, b);
                         // In place a logical block's block is fixed: at the P/E limit
@@ -116,14 +131,105 @@ impl CachFtl {
         }
     }
 
+    /// Whether an in-place BMR update stages the block's live pages in the PMR before
+    /// erasing it (`power_safe_bmr_gc`).
+    pub(super) fn stages(&self) -> bool {
+        self.power_safe_bmr_gc && !self.out_of_place
+    }
+
+    /// In place, before the erase of a BMR block whose live pages `img` holds: with
+    /// `power_safe_bmr_gc`, programs them to the PMR first (same versions: recovery
+    /// prefers the BMR copy on a tie, so they are garbage once the block is
+    /// programmed, and the only copy while it is not), if the PMR has the room;
+    /// otherwise records them as held only in RAM until programmed
+    /// ([`Ftl::volatile_pages`](ftlab_core::ftl::Ftl::volatile_pages)).
+    fn guard_erase(&mut self, flash: &mut Flash, lbn: Lbn, img: &Image) {
+        self.windows.retain(|w| w.lbn != lbn);
+        self.staged.clear();
+        let live = (0..self.ppb).filter(|&off| img.bmr_live[off as usize]);
+        let n = live.clone().count() as u32;
+        if self.stages() && n <= self.pmr.free_pages(flash) {
+            for off in live {
+                let ppn = self.pmr.program(flash, img.tag[off as usize], Cause::Merge);
+                self.staged.push(ppn);
+            }
+            self.x.staged_pages += n as u64;
+        } else {
+            let mut pages = Vec::new();
+            for off in live {
+                let tag = img.tag[off as usize];
+                // Not lost if the PMR still holds this very version.
+                let kept =
+                    (self.dups.get(tag.lpn.0)).is_some_and(|p| flash.peek_tag(Ppn(p)) == Some(tag));
+                if !kept {
+                    pages.push((off, tag.lpn));
+                }
+            }
+            if !pages.is_empty() {
+                self.windows.push(Window {
+                    lbn,
+                    pages,
+                    from: 0,
+                });
+            }
+        }
+    }
+
+    /// In place: PMR page `ppn`, no longer mapped, may hold the version of `lpn` the
+    /// BMR holds (`dups`).
+    pub(super) fn remember_dup(&mut self, lpn: Lpn, ppn: Ppn) {
+        let d = &mut self.dups;
+        if !self.out_of_place && (d.len() < d.max_len() || d.contains(lpn.0)) {
+            d.insert(lpn.0, ppn.0);
+        }
+    }
+
+    /// PMR block `pbn` is about to be erased: its pages leave `dups`.
+    fn forget_dups(&mut self, flash: &Flash, pbn: Pbn) {
+        if self.dups.is_empty() {
+            return;
+        }
+        for off in 0..flash.write_ptr(pbn) {
+            let p = self.geo.ppn(pbn, off);
+            if let Some(t) = flash.peek_tag(p) {
+                if self.dups.get(t.lpn.0) == Some(p.0) {
+                    self.dups.remove(t.lpn.0);
+                }
+            }
+        }
+    }
+
+    /// After an in-place block's image is on flash: nothing is held only in RAM any
+    /// more, and the staged PMR copies are garbage.
+    fn image_durable(&mut self, flash: &mut Flash, lbn: Lbn) {
+        if !self.windows.is_empty() {
+            self.windows.retain(|w| w.lbn != lbn);
+        }
+        for i in 0..self.staged.len() {
+            let p = self.staged[i];
+            self.pmr.invalidate(flash, p);
+            if let Some(t) = flash.peek_tag(p) {
+                self.remember_dup(t.lpn, p);
+            }
+        }
+        self.staged.clear();
+    }
+
     /// Phase 4: programs the image into `b` from offset 0 to its last page (fillers in
     /// the holes) and points the logical block at `b`.
     fn program_image(&mut self, flash: &mut Flash, lbn: Lbn, b: Pbn, img: &Image) {
         let Some(last) = img.kind.iter().rposition(|&k| k != NO_PAGE) else {
+            self.image_durable(flash, lbn);
             return self.retire_or_keep(flash, lbn, b);
         };
         let mut moved = 0;
         for off in 0..=last as u32 {
+            // A power cut inside this program leaves offsets from here on unwritten.
+            if !self.windows.is_empty() {
+                if let Some(w) = self.windows.iter_mut().find(|w| w.lbn == lbn) {
+                    w.from = off;
+                }
+            }
             let ppn = self.geo.ppn(b, off);
             match img.kind[off as usize] {
                 NO_PAGE => {
@@ -144,6 +250,7 @@ impl CachFtl {
                 }
             }
         }
+        self.image_durable(flash, lbn);
         self.retire_or_keep(flash, lbn, b);
         self.x.bmr_updates += 1;
         self.stats.merge_pages_copied += moved;
@@ -280,6 +387,7 @@ impl CachFtl {
                         self.pmr.invalidate(flash, copy);
                     }
                 }
+                self.forget_dups(flash, victim);
                 flash.erase(victim, Cause::Gc);
                 self.record_erase(flash, victim);
                 self.pmr.release(flash, victim);

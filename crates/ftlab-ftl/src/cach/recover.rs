@@ -23,6 +23,9 @@ struct Scan {
     bmr_newest: Vec<bool>,
     /// Per block outside the PMR: the logical block its data pages belong to.
     block_lbn: Vec<u32>,
+    /// Per block, out of place: it holds a torn page, so it is the target of an image
+    /// program a power cut interrupted (or of a torn erase) and is never adopted.
+    torn: Vec<bool>,
 }
 
 impl CachFtl {
@@ -39,10 +42,26 @@ impl CachFtl {
             .collect()
     }
 
-    /// The data tag (not a filler) of a programmed page, without a flash operation: the
-    /// scan of [`CachFtl::scan`] already read and counted every spare area.
+    /// The data tag (not a filler, not a torn page) of a programmed page, without a
+    /// flash operation: the scan of [`CachFtl::scan`] already read and counted every
+    /// spare area.
     fn data_tag(flash: &Flash, ppn: Ppn) -> Option<PageTag> {
-        flash.peek_tag(ppn).filter(|t| t.version > 0)
+        flash
+            .peek_tag(ppn)
+            .filter(|t| t.version > 0 && !t.is_uncorrectable())
+    }
+
+    /// Out of place: whether block `pbn` outside the PMR holds a torn page. Only an
+    /// image program (a BMR update's, or recovery's merge) or an erase is ever cut in
+    /// such a block, and the block is mapped only once its image is whole, so one
+    /// that holds a torn page holds nothing that is not also elsewhere, but for new
+    /// pages of the request the cut struck, which the host never saw completed.
+    fn discarded(&self, flash: &Flash, pbn: Pbn) -> bool {
+        self.out_of_place
+            && self.outside_pmr(pbn)
+            && (0..flash.write_ptr(pbn)).any(|off| {
+                (flash.peek_tag(self.geo.ppn(pbn, off))).is_some_and(|t| t.is_uncorrectable())
+            })
     }
 
     /// Reads the spare area of every programmed page once (`Cause::Recovery`) and
@@ -51,13 +70,17 @@ impl CachFtl {
         let geo = self.geo.clone();
         let mut newest = vec![0u32; geo.logical_pages as usize];
         let mut block_lbn = vec![NO_LBN; geo.blocks as usize];
+        let mut torn = vec![false; geo.blocks as usize];
         for pbn in (0..geo.blocks).map(Pbn) {
             let outside = self.outside_pmr(pbn);
+            torn[pbn.idx()] = self.discarded(flash, pbn);
             for off in 0..flash.write_ptr(pbn) {
                 let ppn = geo.ppn(pbn, off);
                 let tag = flash.read_spare(ppn, Cause::Recovery);
-                if tag.version == 0 {
-                    continue; // a filler: never mapped
+                if tag.version == 0 || tag.is_uncorrectable() || torn[pbn.idx()] {
+                    // A filler (never mapped), a torn page (unreadable: a program or
+                    // an erase the power cut), or a page of a discarded block.
+                    continue;
                 }
                 let Some(v) = newest.get_mut(tag.lpn.idx()) else {
                     return Err(failed(format!(
@@ -88,6 +111,9 @@ impl CachFtl {
         }
         let mut bmr_newest = vec![false; newest.len()];
         for pbn in self.outside_pmr_blocks() {
+            if torn[pbn.idx()] {
+                continue;
+            }
             for off in 0..flash.write_ptr(pbn) {
                 if let Some(t) = Self::data_tag(flash, geo.ppn(pbn, off)) {
                     if t.version == newest[t.lpn.idx()] {
@@ -100,6 +126,7 @@ impl CachFtl {
             newest,
             bmr_newest,
             block_lbn,
+            torn,
         })
     }
 
@@ -183,43 +210,65 @@ impl CachFtl {
                     self.spare.push(pbn, flash.erase_count(pbn))
                 }
                 _ if flash.is_erased(pbn) => erased.push_back(pbn),
-                NO_LBN => self.retired.push_back(pbn), // only fillers
+                // Only fillers, or a torn page (a cut image program or erase): erased
+                // before it is used again.
+                _ if scan.torn[pbn.idx()] => self.retired.push_back(pbn),
+                NO_LBN => self.retired.push_back(pbn),
                 l => cands[l as usize].push(pbn),
             }
         }
-        let mut homeless = Vec::new();
+        let (mut homeless, mut merges) = (Vec::new(), Vec::new());
         for (l, blocks) in cands.iter().enumerate() {
             let lbn = Lbn(l as u32);
             if blocks.is_empty() {
                 homeless.push(lbn);
                 continue;
             }
-            let chosen = match blocks
+            match blocks
                 .iter()
                 .find(|&&b| self.holds_all(flash, b, lbn, scan))
             {
-                Some(&b) => b,
-                None => self.merge_newest(flash, lbn, blocks, scan, &mut erased)?,
-            };
-            self.bmr[l] = chosen;
-            self.adopt(flash, chosen, scan);
-            // (A block the merge erased to the P/E limit has retired.)
-            self.retired.extend(
-                blocks
-                    .iter()
-                    .copied()
-                    .filter(|&b| b != chosen && !flash.is_erased(b)),
-            );
+                Some(&b) => self.settle_lbn(flash, lbn, b, blocks, scan),
+                None => merges.push(lbn),
+            }
         }
         for lbn in homeless {
             self.bmr[lbn.idx()] = erased
                 .pop_front()
                 .ok_or_else(|| failed(format!("no erased block left for the empty {lbn:?}")))?;
         }
+        // After the empty logical blocks took theirs: a merge takes an erased block if
+        // one is left.
+        for lbn in merges {
+            let blocks = &cands[lbn.idx()];
+            let chosen = self.merge_newest(flash, lbn, blocks, scan, &mut erased)?;
+            self.settle_lbn(flash, lbn, chosen, blocks, scan);
+        }
         for b in erased {
             self.spare.push(b, flash.erase_count(b));
         }
         Ok(())
+    }
+
+    /// Maps `lbn` to `chosen`, adopts its newest pages and retires the logical block's
+    /// other `blocks`.
+    fn settle_lbn(
+        &mut self,
+        flash: &mut Flash,
+        lbn: Lbn,
+        chosen: Pbn,
+        blocks: &[Pbn],
+        scan: &Scan,
+    ) {
+        self.bmr[lbn.idx()] = chosen;
+        self.adopt(flash, chosen, scan);
+        // (A block the merge erased to the P/E limit has retired.)
+        self.retired.extend(
+            blocks
+                .iter()
+                .copied()
+                .filter(|&b| b != chosen && !flash.is_erased(b)),
+        );
     }
 
     /// Whether `pbn` holds, at their offsets, the newest BMR copy of every page of `lbn`
@@ -240,9 +289,12 @@ impl CachFtl {
         })
     }
 
-    /// Reads the newest BMR copies of `lbn`'s pages from its `blocks` into RAM, erases
-    /// the first block and programs them into it (all under `Cause::Recovery`; holes get
-    /// fillers). Returns that block.
+    /// Reads the newest BMR copies of `lbn`'s pages from its `blocks` into RAM and
+    /// programs them into an erased block, or, when none is left, into the first of
+    /// `blocks`, erased (all under `Cause::Recovery`; holes get fillers). Returns that
+    /// block. An erased target keeps every copy on flash until the merged image is
+    /// whole, so a power cut inside this recovery loses nothing (the torn target is
+    /// discarded by the next one); erasing one of `blocks` first is the fallback.
     fn merge_newest(
         &mut self,
         flash: &mut Flash,
@@ -270,19 +322,21 @@ impl CachFtl {
                 .expect("a newest BMR copy lies in a block of its logical block");
             img.set(off, flash.read(src, Cause::Recovery), MOVED);
         }
-        // The first block that this erase leaves below the P/E limit (one that reaches
-        // it retires), else an erased block.
-        let mut target = None;
-        for &b in blocks {
-            flash.erase(b, Cause::Recovery);
-            let erases = flash.erase_count(b);
-            if !self.spare.retirement().reached(erases) {
-                target = Some(b);
-                break;
+        // An erased block; else the first block that this erase leaves below the P/E
+        // limit (one that reaches it retires).
+        let mut target = erased.pop_front();
+        if target.is_none() {
+            for &b in blocks {
+                flash.erase(b, Cause::Recovery);
+                let erases = flash.erase_count(b);
+                if !self.spare.retirement().reached(erases) {
+                    target = Some(b);
+                    break;
+                }
+                self.spare.push(b, erases); // retires it
             }
-            self.spare.push(b, erases); // retires it
         }
-        let target = match target.or_else(|| erased.pop_front()) {
+        let target = match target {
             Some(b) => b,
             None => {
                 self.fg_img = img;
@@ -328,6 +382,10 @@ impl CachFtl {
                     continue;
                 };
                 let l = t.lpn.idx();
+                if scan.bmr_newest[l] && t.version == scan.newest[l] {
+                    // The BMR's version survives here too.
+                    self.remember_dup(t.lpn, ppn);
+                }
                 if !scan.bmr_newest[l]
                     && t.version == scan.newest[l]
                     && self.pmr.map.get(t.lpn.0).is_none()

@@ -174,8 +174,6 @@ impl SuperblockFtl {
     pub(super) fn simple_copy_and_compact(&mut self, flash: &mut Flash, sb: u32, src: Pbn) -> bool {
         let valid = flash.valid_count(src);
         self.sample_u(flash, src);
-        self.detach(sb, src);
-        self.note(Event::Detach { sb, pbn: src.0 });
         let mut fits = true;
         for off in 0..flash.write_ptr(src) {
             let p = self.geo.ppn(src, off);
@@ -207,6 +205,13 @@ impl SuperblockFtl {
             let dst = self.geo.ppn(f, flash.write_ptr(f));
             self.copy_ws(flash, p, dst);
         }
+        // Detached (and logged) only now, with every valid page copied: a snapshot
+        // written while the copies run (a reserved block's allocation, a full snapshot)
+        // must still list `src` with its superblock, since a power cut there leaves its
+        // uncopied pages live in it. (The copies never go to `src`: it is full or not
+        // the superblock's frontier.)
+        self.detach(sb, src);
+        self.note(Event::Detach { sb, pbn: src.0 });
         flash.erase(src, Cause::Merge);
         self.wl_erased(flash, src);
         // (A block at the P/E limit retires; the log sees it released to the free pool.)

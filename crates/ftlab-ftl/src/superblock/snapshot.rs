@@ -46,10 +46,38 @@
 //! - Recovery ends with a full snapshot into the other half: what the scan and the probes
 //!   rebuilt is in no snapshot yet, and a second power loss would otherwise replay the old
 //!   snapshot with newer partial snapshots on top and miss the scanned pages.
-//! - A power loss is simulated between host requests; the flash operations of one request
-//!   are atomic in the simulator. Recovery reads are counted under [`Cause::Recovery`].
-//!   With `snapshots = off` there is no way to find the newest PMD of a logical block (no
-//!   global write order on flash), and recovery reports itself unsupported.
+//! - Recovery reads are counted under [`Cause::Recovery`]. With `snapshots = off` there
+//!   is no way to find the newest PMD of a logical block (no global write order on
+//!   flash), and recovery reports itself unsupported.
+//! - Torn operations (issue 25 item 3: a power cut inside a program, an erase or a
+//!   copy, anywhere in a request or in a recovery). A torn page reads as uncorrectable,
+//!   with no spare words and no data. §4.4 rebuilds from "the last" snapshot and scans
+//!   "those pages in U-blocks written after the last partial snapshot"; it does not say
+//!   what a snapshot cut half way is, so: a half whose first page is torn or unwritten,
+//!   or whose full snapshot is short or holds a torn page, is not a snapshot (its
+//!   erase or its full snapshot was cut, and the other half holds the last whole one:
+//!   a full snapshot goes to the half not in use); a torn partial snapshot is skipped,
+//!   its events lost as if still pending in RAM, which the scan and the probes cover
+//!   as they cover any loss between two partial snapshots. The scan skips torn pages
+//!   (it used one's tag as an LPN). Three orderings make every cut leave the log
+//!   consistent with flash: a merge detaches its victim, and logs the detach, only
+//!   once all its valid pages are copied (a partial or full snapshot written while
+//!   the copies run must still list the victim, which holds live pages until then); a
+//!   trim that empties a logical block logs it before dropping the last page, whose
+//!   block the drop may erase (the PGD would point into it); blocks are logged as
+//!   allocated before they are programmed, as before. After the live pages are
+//!   marked, recovery erases (under [`Cause::Recovery`]) what only a cut leaves: a
+//!   block whose erase was torn (every page unreadable, none free), listed by its
+//!   superblock or by none, and a full listed block without a live page; such a block
+//!   is garbage, never free and never data. A merge cut after taking its reserved
+//!   block and before releasing its victim leaves the merge reserve short: recovery
+//!   refills it from the free list, else compacts a block into its superblock's
+//!   current U-block to free one. A merge cut half way leaves some pages copied: each
+//!   copy carries its page's PMD and PT as the merge's work area held them, pointing to
+//!   copies made before it and to originals not yet copied, which are still on flash
+//!   (the victim is erased only after its last copy), so the chain from the newest
+//!   page of each logical block is whole either way. A cut inside recovery leaves the
+//!   newest whole half untouched (recovery writes its full snapshot to the other one).
 
 use super::cache::NONE;
 use super::{spare_pmd, spare_pt, SuperblockFtl, OWN_FREE, OWN_RESERVED};
@@ -427,6 +455,7 @@ impl SuperblockFtl {
             return Err(RecoverError::Unsupported);
         };
         let mut rep = RecoveryReport::default();
+        let mut orphans = Vec::new();
         let mut newest: Option<(u32, usize)> = None;
         for h in 0..2 {
             let pages: u32 = log.halves[h]
@@ -436,18 +465,28 @@ impl SuperblockFtl {
                 .sum();
             log.halves[h].pages = pages;
             log.halves[h].seq = 0;
-            if pages == 0 {
+            let first = log.page(&self.geo, h, 0);
+            if flash.peek_tag(first).is_none() {
+                // Never written, or its first block erased by a full snapshot the
+                // power cut (a later block of the half torn or not yet erased).
                 continue;
             }
             rep.spare_reads += 1;
-            let t = flash.read_spare(log.page(&self.geo, h, 0), Cause::Recovery);
+            let t = flash.read_spare(first, Cause::Recovery);
+            if t.is_uncorrectable() {
+                // A full snapshot's first page or the half's erase, torn: the other
+                // half holds the newest whole snapshot.
+                continue;
+            }
             if t.lpn.0 != SNAP_LPN {
                 return Err(RecoverError::Failed(format!(
                     "snapshot half {h} starts with {t:?}"
                 )));
             }
             log.halves[h].seq = t.version;
-            if pages >= log.full_pages && newest.is_none_or(|(s, _)| t.version > s) {
+            if self.full_snapshot_whole(flash, &log, h, t)
+                && newest.is_none_or(|(s, _)| t.version > s)
+            {
                 newest = Some((t.version, h));
             }
         }
@@ -457,13 +496,15 @@ impl SuperblockFtl {
             log.next_seq = seq.max(log.halves[1 - h].seq) + 1;
             self.snap = Some(log);
             self.scan_frontiers(flash, &mut rep);
-            self.reclaim_lost_blocks(flash, &mut rep)?;
+            self.reclaim_lost_blocks(flash, &mut rep, &mut orphans)?;
         } else {
             self.snap = Some(log);
         }
         self.rekey_free(flash);
         self.retire_worn_pooled(flash);
         self.mark_live(flash)?;
+        self.reclaim_garbage(flash, &orphans)?;
+        self.restore_reserve(flash);
         // What the scan and the probes rebuilt is in no snapshot yet: checkpoint it, or a
         // second power loss would replay the old snapshot under newer partial ones.
         if newest.is_some() {
@@ -474,6 +515,17 @@ impl SuperblockFtl {
         }
         self.recovery = Some(rep);
         Ok(())
+    }
+
+    /// Whether half `h` holds a whole full snapshot stamped `tag`: every page of it
+    /// programmed, with that stamp (no torn page) and its data. No flash operation: the
+    /// replay reads the pages (a power cut inside a full snapshot's programs leaves it
+    /// short or with a torn page; the previous half is then the newest whole one).
+    fn full_snapshot_whole(&self, flash: &Flash, log: &SnapLog, h: usize, tag: PageTag) -> bool {
+        (0..log.full_pages).all(|k| {
+            let ppn = log.page(&self.geo, h, k);
+            flash.peek_tag(ppn) == Some(tag) && flash.payload(ppn).is_some()
+        })
     }
 
     /// Restores the full snapshot of half `h` and replays its partial snapshots.
@@ -499,6 +551,14 @@ impl SuperblockFtl {
         log.buf = buf;
         for k in log.full_pages..log.halves[h].pages {
             let ppn = log.page(&self.geo, h, k);
+            match flash.peek_tag(ppn) {
+                None => break,
+                // A partial snapshot the power cut inside its program: its events are
+                // lost as if they had still been pending in RAM (which the scan and
+                // the probes below cover); the page stays until the half is erased.
+                Some(t) if t.is_uncorrectable() => continue,
+                Some(_) => {}
+            }
             flash.read(ppn, Cause::Recovery);
             rep.snapshot_pages_read += 1;
             rep.partial_snapshots += 1;
@@ -611,6 +671,11 @@ impl SuperblockFtl {
                 let tag = flash.read_spare(ppn, Cause::Recovery);
                 rep.spare_reads += 1;
                 rep.scanned_pages += 1;
+                if tag.is_uncorrectable() || tag.lpn.0 >= self.geo.logical_pages {
+                    // A program (or the block's erase) the power cut: no data, no map
+                    // (or a filler page of an in-place merge).
+                    continue;
+                }
                 self.pgd[(tag.lpn.0 / self.geo.pages_per_block) as usize] = ppn.0;
             }
         }
@@ -622,6 +687,7 @@ impl SuperblockFtl {
         &mut self,
         flash: &Flash,
         rep: &mut RecoveryReport,
+        orphans: &mut Vec<Pbn>,
     ) -> Result<(), RecoverError> {
         for sb in 0..self.superblocks {
             let mut k = 0;
@@ -648,15 +714,113 @@ impl SuperblockFtl {
                 continue;
             }
             if !flash.is_erased(Pbn(b)) {
-                return Err(RecoverError::Failed(format!(
-                    "pbn{b} belongs to nothing but holds data"
-                )));
+                // Detached and not erased (a torn erase): garbage once the live pages
+                // are known (`reclaim_garbage`).
+                orphans.push(Pbn(b));
+                continue;
             }
             self.release(flash, Pbn(b));
             rep.lost_releases += 1;
         }
         self.rebuild_u_lists();
         Ok(())
+    }
+
+    /// After the live pages are marked: erases (under [`Cause::Recovery`]) and releases
+    /// the blocks that hold data but no live page, which only a power cut inside a
+    /// flash operation leaves: a block whose erase was torn (every page unreadable,
+    /// none free), listed by its superblock or by none (`orphans`), and a full block
+    /// whose last program was torn after its other pages went stale. They are garbage,
+    /// never free (they must be erased first) and never data. A block a superblock
+    /// still writes (its current U-block with free pages) stays.
+    fn reclaim_garbage(&mut self, flash: &mut Flash, orphans: &[Pbn]) -> Result<(), RecoverError> {
+        for &b in orphans {
+            if flash.valid_count(b) > 0 {
+                return Err(RecoverError::Failed(format!(
+                    "{b:?} belongs to nothing but holds live data"
+                )));
+            }
+            self.erase_garbage(flash, b);
+        }
+        for sb in 0..self.superblocks {
+            let mut k = 0;
+            while k < self.sb_len[sb as usize] as usize {
+                let b = Pbn(self.blocks_of(sb)[k]);
+                let writing = self.frontier[sb as usize] == b.0 && !flash.is_full(b);
+                if flash.valid_count(b) > 0 || writing {
+                    k += 1;
+                    continue;
+                }
+                self.detach(sb, b);
+                self.note(Event::Detach { sb, pbn: b.0 });
+                self.erase_garbage(flash, b);
+            }
+        }
+        self.rebuild_u_lists();
+        Ok(())
+    }
+
+    /// A merge the power cut between its taking a reserved block (logged) and its
+    /// releasing the victim (not) leaves the reserve short, the victim still holding
+    /// live pages. Refills it from the free list, else (MergeAll runs when no block is
+    /// free) finishes such a merge: a block whose valid pages fit its superblock's
+    /// current U-block is compacted into it (SimpleCopyAndCompact, no reserved block
+    /// needed), which frees it.
+    ///
+    /// Such a merge also leaves its superblock owning the reserved block beside the
+    /// victim, one more than N + M: it runs MergeSome until it is back at its limit.
+    fn restore_reserve(&mut self, flash: &mut Flash) {
+        self.refill_reserve(flash);
+        for sb in 0..self.superblocks {
+            for _ in 0..self.cfg.row {
+                if self.sb_len[sb as usize] <= self.cfg.max_blocks {
+                    break;
+                }
+                self.merge_some(flash, sb);
+                self.refill_reserve(flash);
+            }
+        }
+        self.refill_reserve(flash);
+    }
+
+    /// [`SuperblockFtl::restore_reserve`]'s refill.
+    fn refill_reserve(&mut self, flash: &mut Flash) {
+        while (self.reserved.len() as u32) < self.cfg.reserve {
+            if let Some(f) = self.free.pop_if_any() {
+                self.owner[f.idx()] = OWN_RESERVED;
+                self.reserved.push(f);
+                continue;
+            }
+            let victim = (0..self.superblocks).find_map(|sb| {
+                let f = self.frontier[sb as usize];
+                if f == NONE || self.cfg.ip {
+                    return None;
+                }
+                let room = self.geo.pages_per_block - flash.write_ptr(Pbn(f));
+                (self.blocks_of(sb).iter())
+                    .filter(|&&b| b != f && flash.valid_count(Pbn(b)) <= room)
+                    .min_by_key(|&&b| flash.valid_count(Pbn(b)))
+                    .map(|&b| (sb, Pbn(b)))
+            });
+            let Some((sb, b)) = victim else {
+                return;
+            };
+            self.load_ws(flash, sb);
+            self.simple_copy_and_compact(flash, sb, b);
+            self.store_ws(flash, sb);
+            self.maybe_promote(sb);
+        }
+    }
+
+    /// Erases garbage block `b` (no valid page, owned by nothing) and releases it.
+    fn erase_garbage(&mut self, flash: &mut Flash, b: Pbn) {
+        flash.erase(b, Cause::Recovery);
+        self.wl_erased(flash, b);
+        let to_reserved = !self.retire_if_worn(flash, b) && self.release(flash, b);
+        self.note(Event::Release {
+            pbn: b.0,
+            to_reserved,
+        });
     }
 
     /// Re-marks every page the recovered map reaches (PGD -> PMD -> PT -> page) and the
