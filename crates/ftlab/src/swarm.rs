@@ -11,7 +11,7 @@
 
 use crate::config::{Config, TimingModel, VerifyLevel};
 use crate::error::RunError;
-use crate::registry::{BUFFERS, FTLS};
+use crate::registry::{Recovery, BUFFERS, FTLS};
 use crate::sim::{run, NoObserver};
 use ftlab_core::nand::{NandPreset, PRESETS};
 use ftlab_core::rng::SplitMix64;
@@ -48,7 +48,15 @@ pub fn case_seed(seed: u64, i: u64) -> u64 {
 /// The FTLs whose recovery is checked against power losses inside flash operations
 /// (`torn:K`): their runs draw torn points half the time they draw power losses.
 pub const TORN_RECOVERY: &[&str] = &[
-    "page", "dac", "dftl", "tpm", "block", "bast", "fast", "cach",
+    "page",
+    "dac",
+    "dftl",
+    "tpm",
+    "block",
+    "bast",
+    "fast",
+    "cach",
+    "superblock",
 ];
 
 /// Draws the configuration of one run from its seed. `max_requests` caps its length.
@@ -150,6 +158,16 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
         let torn = d.below(2) == 1 && TORN_RECOVERY.contains(&cfg.ftl.as_str());
         let kind = if torn { "torn" } else { "random" };
         cfg.power_loss = vec![format!("{kind}:{}", d.range(1, 4))];
+        // A scheme that recovers only with an option gets it (superblock's snapshots),
+        // rather than a refusal counted as skipped.
+        if let Some(Recovery::WithOption { option, value }) = FTLS
+            .iter()
+            .find(|f| f.id == cfg.ftl)
+            .map(|f| f.caps.recovery)
+        {
+            cfg.ftl_options
+                .insert(option.into(), ftlab_core::options::value_of_text(value));
+        }
     }
     let write_pct = d.range(30, 80);
     let read_pct = d.range(5, (100 - write_pct).min(40));

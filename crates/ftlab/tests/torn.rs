@@ -5,7 +5,7 @@
 //! its last durable version or, for the pages of the request the loss struck, as a
 //! version that request handed to the FTL.
 
-use ftlab::registry::BUFFERS;
+use ftlab::registry::{Recovery, BUFFERS, FTLS};
 use ftlab::sim::run;
 use ftlab::swarm::TORN_RECOVERY;
 use ftlab::testkit::{config, MixConfig, PROFILES};
@@ -20,6 +20,19 @@ fn torn_cfg(ftl: &str, buffer: &str, profile: usize, seed: u64) -> ftlab::config
         ..MixConfig::default()
     });
     cfg.power_loss = vec!["torn:40".into()];
+    // A scheme that recovers only with an option (superblock's snapshots) gets it, and
+    // the over-provisioning that option needs.
+    if let Some(Recovery::WithOption { option, value }) =
+        FTLS.iter().find(|f| f.id == ftl).map(|f| f.caps.recovery)
+    {
+        cfg.ftl_options
+            .insert(option.into(), ftlab_core::options::value_of_text(value));
+        let mut least = cfg.clone();
+        least.op = 0.0;
+        if let Ok(op) = ftlab::sim::least_op(&least) {
+            cfg.op = cfg.op.max(op);
+        }
+    }
     cfg
 }
 
