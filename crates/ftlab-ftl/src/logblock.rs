@@ -1353,8 +1353,7 @@ pub(crate) mod tests {
             g.check(&f).unwrap_or_else(|e| panic!("cut {k}: {e}"));
             check(&mut g, &mut f, k, &lost);
         }
-        let n = k - 1;
-        n
+        k - 1
     }
 
     /// A page after a cut: `lpn` reads as one of `ok` (versions; 0: no data).
