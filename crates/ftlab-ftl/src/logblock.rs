@@ -339,23 +339,21 @@ impl Scan {
     /// The programmed blocks whose pages all sit at their own offsets, grouped by
     /// logical block: `(lbn, blocks in block-number order)`, ascending by `lbn`.
     pub(crate) fn in_place_by_lbn(&self) -> Vec<(Lbn, Vec<Pbn>)> {
-        let mut pairs: Vec<(u32, Pbn)> = (self.shapes.iter().enumerate())
-            .filter(|(_, s)| s.lbn != NONE && s.lbn != MIXED && s.in_place)
-            .map(|(b, s)| (s.lbn, Pbn(b as u32)))
-            .collect();
-        pairs.sort_unstable();
-        pairs
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|g| (Lbn(g[0].0), g.iter().map(|p| p.1).collect()))
-            .collect()
+        self.by_lbn(|s| s.in_place)
     }
 
     /// The programmed blocks holding pages of one logical block only (in place or
     /// not), grouped by logical block: `(lbn, blocks in block-number order)`,
     /// ascending by `lbn`.
     pub(crate) fn single_lbn_blocks(&self) -> Vec<(Lbn, Vec<Pbn>)> {
+        self.by_lbn(|_| true)
+    }
+
+    /// The blocks of one logical block each whose shape passes `keep`, grouped by
+    /// logical block, ascending.
+    fn by_lbn(&self, keep: impl Fn(&Shape) -> bool) -> Vec<(Lbn, Vec<Pbn>)> {
         let mut pairs: Vec<(u32, Pbn)> = (self.shapes.iter().enumerate())
-            .filter(|(_, s)| s.lbn != NONE && s.lbn != MIXED)
+            .filter(|(_, s)| s.lbn != NONE && s.lbn != MIXED && keep(s))
             .map(|(b, s)| (s.lbn, Pbn(b as u32)))
             .collect();
         pairs.sort_unstable();

@@ -89,6 +89,27 @@ pub fn config(ftl: &str, buffer: &str, p: &Profile, seed: u64) -> Config {
     c
 }
 
+/// [`config`] driven by `requests` requests of the mix (up to the profile's largest
+/// request), with power losses at `points` (`--power-loss-at` forms): the power-loss
+/// and torn-operation tests' run.
+pub fn with_power_losses(
+    ftl: &str,
+    buffer: &str,
+    p: &Profile,
+    seed: u64,
+    requests: u64,
+    points: &[&str],
+) -> Config {
+    let mut c = config(ftl, buffer, p, seed);
+    c.mix = Some(MixConfig {
+        requests,
+        max_pages: p.max_pages,
+        ..MixConfig::default()
+    });
+    c.power_loss = points.iter().map(|s| s.to_string()).collect();
+    c
+}
+
 /// Builds the engine of a conformance run.
 pub fn engine(cfg: &Config) -> Result<Engine, RunError> {
     Ok(prepare(cfg)?.engine)

@@ -8,18 +8,11 @@
 use ftlab::registry::{Recovery, BUFFERS, FTLS};
 use ftlab::sim::run;
 use ftlab::swarm::TORN_RECOVERY;
-use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab::testkit::{with_power_losses, PROFILES};
 use ftlab::NoObserver;
 
 fn torn_cfg(ftl: &str, buffer: &str, profile: usize, seed: u64) -> ftlab::config::Config {
-    let p = &PROFILES[profile];
-    let mut cfg = config(ftl, buffer, p, seed);
-    cfg.mix = Some(MixConfig {
-        requests: 4000,
-        max_pages: p.max_pages,
-        ..MixConfig::default()
-    });
-    cfg.power_loss = vec!["torn:40".into()];
+    let mut cfg = with_power_losses(ftl, buffer, &PROFILES[profile], seed, 4000, &["torn:40"]);
     // A scheme that recovers only with an option (superblock's snapshots) gets it, and
     // the over-provisioning that option needs.
     if let Some(Recovery::WithOption { option, value }) =

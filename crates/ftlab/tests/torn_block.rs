@@ -5,19 +5,12 @@
 
 use ftlab::config::parse_str;
 use ftlab::sim::{run, RunOutput};
-use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab::testkit::{with_power_losses, PROFILES};
 use ftlab::NoObserver;
 
 /// The tiny profile (8 logical blocks of 4 pages), 4,000 requests, 40 torn points.
 fn tiny_torn(ftl: &str, seed: u64) -> RunOutput {
-    let p = &PROFILES[0];
-    let mut cfg = config(ftl, "none", p, seed);
-    cfg.mix = Some(MixConfig {
-        requests: 4000,
-        max_pages: p.max_pages,
-        ..MixConfig::default()
-    });
-    cfg.power_loss = vec!["torn:40".into()];
+    let cfg = with_power_losses(ftl, "none", &PROFILES[0], seed, 4000, &["torn:40"]);
     run(&cfg, &mut NoObserver).unwrap()
 }
 

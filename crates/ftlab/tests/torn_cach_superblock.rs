@@ -4,19 +4,12 @@
 
 use ftlab::config::{load, Config};
 use ftlab::sim::{run, RunOutput};
-use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab::testkit::{with_power_losses, PROFILES};
 use ftlab::NoObserver;
 
 /// A run on testkit profile `profile` with `torn` power losses and `opts`.
 fn cfg(ftl: &str, opts: &[(&str, &str)], profile: usize, seed: u64, torn: &str) -> Config {
-    let p = &PROFILES[profile];
-    let mut c = config(ftl, "none", p, seed);
-    c.mix = Some(MixConfig {
-        requests: 4000,
-        max_pages: p.max_pages,
-        ..MixConfig::default()
-    });
-    c.power_loss = vec![torn.into()];
+    let mut c = with_power_losses(ftl, "none", &PROFILES[profile], seed, 4000, &[torn]);
     for (k, v) in opts {
         c.ftl_options
             .insert(k.to_string(), ftlab_core::options::value_of_text(v));

@@ -6,20 +6,14 @@
 
 use ftlab::config::Config;
 use ftlab::sim::{run, smallest_op};
-use ftlab::testkit::{config, MixConfig, PROFILES};
+use ftlab::testkit::{with_power_losses, PROFILES};
 use ftlab::NoObserver;
 
 /// `ftl` on profile `profile` (tiny: 0, small: 1) with seed `seed`, 4,000 requests,
 /// at the least over-provisioning it accepts, losing power at `points`.
 fn cfg(ftl: &str, profile: usize, seed: u64, points: &[&str]) -> Config {
     let p = &PROFILES[profile];
-    let mut c = config(ftl, "none", p, seed);
-    c.mix = Some(MixConfig {
-        requests: 4000,
-        max_pages: p.max_pages,
-        ..MixConfig::default()
-    });
-    c.power_loss = points.iter().map(|s| s.to_string()).collect();
+    let mut c = with_power_losses(ftl, "none", p, seed, 4000, points);
     if ftl != "dac" {
         // Translation pages of 4 (tiny) or 64 (small) entries and a cache of 4 of them
         // (TPM) or as many entries (DFTL): the map lives mostly on flash, so cuts
