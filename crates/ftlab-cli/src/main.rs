@@ -599,6 +599,11 @@ struct RunArgs {
     #[arg(long, short)]
     #[serde(skip)]
     quiet: bool,
+    /// Read the trace (or generate the workload) on the simulation's own thread instead
+    /// of a reader thread that runs ahead of it; the report is the same either way
+    #[arg(long)]
+    #[serde(skip)]
+    no_read_ahead: bool,
     /// Record a timeline of the measured phase: an interval every N requests (10k) or
     /// every span of simulated time (1s, 500ms); in the JSON report and --timeline-out
     #[arg(long, value_name = "EVERY", allow_negative_numbers = true)]
@@ -734,6 +739,7 @@ fn run_cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
         visual::check_output("--html", p, &["html", "htm"])?;
     }
     visual::ensure_timeline(&mut cfg, args.timeline_out.is_some() || args.html.is_some());
+    ftlab::readahead::set_enabled(!args.no_read_ahead);
     let total = sim::total_requests(&cfg);
     let start = Instant::now();
     let mut observer = visual::Bar::new(total, args.quiet);

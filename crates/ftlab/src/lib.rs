@@ -39,6 +39,7 @@ pub mod fuzzing;
 pub mod memory;
 pub mod notices;
 pub mod powerloss;
+pub mod readahead;
 pub mod registry;
 pub mod sim;
 pub mod source;

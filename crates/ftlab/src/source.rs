@@ -108,7 +108,14 @@ pub fn open_source(cfg: &Config, geo: &Geometry) -> Result<RecordStream, RunErro
     open_in(cfg, geo, &cfg.format)
 }
 
+/// One pass of the configured workload, read ahead on its own thread
+/// ([`crate::readahead`]) unless read-ahead is off.
 fn open_in(cfg: &Config, geo: &Geometry, format: &str) -> Result<RecordStream, RunError> {
+    let (cfg, geo, format) = (cfg.clone(), geo.clone(), format.to_string());
+    crate::readahead::open(move || open_here(&cfg, &geo, &format))
+}
+
+fn open_here(cfg: &Config, geo: &Geometry, format: &str) -> Result<RecordStream, RunError> {
     match &cfg.trace {
         Some(path) => Ok(open_records(Path::new(path), format, &read_options(cfg))?),
         None if cfg.mix.is_some() => {

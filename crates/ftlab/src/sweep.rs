@@ -651,7 +651,13 @@ pub fn run_on_pool<T: Sync, R: Send>(
             why: e.to_string(),
         })?;
     let done = AtomicUsize::new(0);
-    Ok(pool.install(|| {
+    // A run per core already keeps every core busy: their reader threads would only
+    // take turns with them (crate::readahead; reports are the same either way).
+    let read_ahead = crate::readahead::enabled();
+    if threads > 1 {
+        crate::readahead::set_enabled(false);
+    }
+    let results = pool.install(|| {
         items
             .par_iter()
             .with_max_len(1)
@@ -661,7 +667,9 @@ pub fn run_on_pool<T: Sync, R: Send>(
                 r
             })
             .collect()
-    }))
+    });
+    crate::readahead::set_enabled(read_ahead);
+    Ok(results)
 }
 
 fn point_outcome(p: &Point, dir: Option<&Path>, force: bool) -> Outcome {
