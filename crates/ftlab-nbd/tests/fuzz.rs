@@ -99,12 +99,18 @@ proptest! {
 }
 
 /// The kept corpus of the cargo-fuzz target `nbd` (`fuzz/corpus/nbd/`: seeds, and any
-/// input a fuzzer once crashed on), replayed through the same entry point.
+/// input a fuzzer once crashed on) and the minimised corpus of the long rounds
+/// (`fuzz/min/nbd/`, kept by `fuzz/soak.sh`), replayed through the same entry point.
 #[test]
 fn nbd_corpus_does_not_panic() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/nbd");
+    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let dir = fuzz.join("corpus/nbd");
     let (mut n, mut served) = (0, 0);
-    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+    let kept = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let min = std::fs::read_dir(fuzz.join("min/nbd"))
+        .into_iter()
+        .flatten();
+    for e in kept.chain(min) {
         served += ftlab_nbd::fuzzing::session(&std::fs::read(e.unwrap().path()).unwrap()) as u32;
         n += 1;
     }

@@ -5,15 +5,19 @@
 use std::path::Path;
 
 fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target);
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let dir = fuzz.join("corpus").join(target);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .collect();
-    files.sort();
     assert!(!files.is_empty(), "{}: empty corpus", dir.display());
+    // The minimised corpus fuzz/soak.sh keeps (inputs that added coverage in the long
+    // rounds, named by their SHA-1 as libFuzzer names them), when a round has made one.
+    if let Ok(min) = std::fs::read_dir(fuzz.join("min").join(target)) {
+        files.extend(min.map(|e| e.unwrap().path()));
+    }
+    files.sort();
     files
         .into_iter()
         .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
