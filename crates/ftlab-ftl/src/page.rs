@@ -92,12 +92,31 @@
 //!   together (multi-plane programs). Free blocks
 //!   are kept per die (first-in first-out in each); when a die has none left, its open
 //!   block comes from the die with the most free blocks (the lowest such die), so
-//!   allocation never fails while any block is free. GC is global: the victim policy
-//!   picks among every sealed block, and its copies go through the same allocation.
+//!   allocation never fails while any block is free. GC is global by default
+//!   (`gc_scope = "global"`): the victim policy picks among every sealed block, and
+//!   its copies go through the same allocation.
 //!   Under serial timing (one die) all three are the same. With one open block per die,
 //!   the copies of one victim can fill every open block once, so GC keeps `dies` more
 //!   blocks free (it runs while fewer than gc_threshold + dies are free) and the device
 //!   needs at least logical blocks + gc_threshold + 2 x dies blocks.
+//! - GC per die (issue 22 item 3; not in the papers; MQSim collects per plane the same
+//!   way): `gc_scope = "per_die"`, with a multi-die `die_alloc`. Each die (plane)
+//!   collects its own blocks: when a die takes a free block for host writes and is
+//!   left with fewer than gc_threshold free blocks, its own victim policy picks among
+//!   the sealed blocks on that die, and the copies go to that die's open block, so a
+//!   collection keeps the data on its die and leaves the other dies' queues to the
+//!   host. Open choices, made here: the trigger is the die's own pool (a die that
+//!   borrowed blocks from another, when its pool ran dry, collects its own blocks
+//!   still); a die whose sealed blocks are all fully valid stops collecting and the
+//!   global rule below catches up; the global rule stays as a floor (GC while fewer
+//!   than gc_threshold + dies blocks are free in all, the victim chosen among every
+//!   sealed block), with its copies also kept on the victim's die; each die's
+//!   policy keeps its own state (its own seal order for fifo and cost_benefit, its own
+//!   draws for random and d_choices, seeded from the run's seed and the die). A
+//!   victim's copies then fill at most its die's open block once, so the device needs
+//!   at least logical blocks + dies x (gc_threshold + 2) blocks (the die's reserve, a
+//!   block for the copies, its open block). Costs: a second victim index per die
+//!   (its blocks only), kept beside the global one; nothing under `global`.
 //! - Endurance (issue 23 item 4, in part; not in the papers): `pe_limit` (default 0:
 //!   blocks never retire). A block erased `pe_limit` times retires: it is not returned
 //!   to the free pool and never written again (`ftl.extra.retired_blocks`). The scheme
@@ -154,6 +173,10 @@ pub struct PageOptions {
     /// Where GC copies are written: shared (the host's open block, the papers') or
     /// separate (an open block of their own, per die: hot/cold separation by origin).
     pub gc_frontier: GcFrontier,
+    /// Where GC looks for victims: global (every sealed block, copies dealt by
+    /// die_alloc; the default) or per_die (each die collects its own blocks when its
+    /// own free pool runs low and copies stay on the die; needs a multi-die die_alloc).
+    pub gc_scope: GcScope,
     /// Wear levelling (ftlab_core::wear): off (free blocks first-in first-out), dynamic
     /// (a new block is the least-erased free one) or static (dynamic, and when max - min
     /// erase count exceeds wl_threshold the data of the least-erased sealed block moves).
@@ -183,6 +206,17 @@ pub enum DieAlloc {
     LeastBusy,
 }
 
+/// Where the `page` FTL's GC looks for victims (`gc_scope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GcScope {
+    /// Every sealed block; copies go through the allocation (the papers' one chip).
+    #[default]
+    Global,
+    /// Each die collects its own blocks and keeps the copies (module docs).
+    PerDie,
+}
+
 impl Default for PageOptions {
     fn default() -> Self {
         PageOptions {
@@ -192,6 +226,7 @@ impl Default for PageOptions {
             gc_window: victim::DEFAULT_WINDOW,
             die_alloc: DieAlloc::Single,
             gc_frontier: GcFrontier::Shared,
+            gc_scope: GcScope::Global,
             wear_leveling: WearLeveling::Off,
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
@@ -264,6 +299,14 @@ pub struct PageFtl {
     /// The die of the next round-robin write.
     turn: usize,
     index: Victims,
+    /// Under `gc_scope = "per_die"`: each die's sealed blocks (block `b` as local
+    /// block `b / dies` of die `b % dies`), beside `index`, which keeps every sealed
+    /// block; empty under `global`.
+    die_index: Vec<Victims>,
+    /// GC on a die while fewer than this many of its blocks are free (`per_die`).
+    die_threshold: u32,
+    /// The run's seed (the per-die policies' draws are seeded from it and the die).
+    gc_seed: u64,
     /// Static wear levelling, if on.
     wl: Option<StaticWl>,
     /// Blocks retired at `pe_limit` (erased, never used again), against the fewest
@@ -296,10 +339,32 @@ impl PageFtl {
         // Static levelling's own open block per die, opened on demand.
         let statik = opts.wear_leveling == WearLeveling::Static;
         let wl_open = if statik { streams } else { 0 };
-        let needed = geo.logical_blocks() + gc_threshold + open + wl_open;
+        let per_die = opts.gc_scope == GcScope::PerDie;
+        if per_die && opts.die_alloc == DieAlloc::Single {
+            return Err(SchemeError::BadValue {
+                scheme: ID.into(),
+                key: "gc_scope".into(),
+                value: "per_die".into(),
+                why: "GC per die needs one open block per die: set die_alloc to \
+                      round_robin, static or least_busy"
+                    .into(),
+            });
+        }
+        // Per die: its reserve, a block for a victim's copies (module docs).
+        let reserve = if per_die {
+            streams * (opts.gc_threshold.max(1) + 1)
+        } else {
+            gc_threshold
+        };
+        let needed = geo.logical_blocks() + reserve + open + wl_open;
         if geo.blocks < needed {
             let mut what = if streams == 1 {
                 "logical blocks + gc_threshold + 1".to_string()
+            } else if per_die {
+                format!(
+                    "logical blocks + {streams} x (gc_threshold + 1) (each die's GC reserve \
+                     under gc_scope = \"per_die\") + {streams} open blocks, one per die or plane"
+                )
             } else {
                 format!(
                     "logical blocks + gc_threshold + {streams} (GC reserve, one block per \
@@ -373,6 +438,23 @@ impl PageFtl {
             alloc: opts.die_alloc,
             turn: 0,
             index: Victims::new(geo.blocks, geo.pages_per_block, opts.victim_policy()),
+            die_index: if per_die {
+                (0..streams)
+                    .map(|d| {
+                        let mut ix = Victims::new(
+                            geo.blocks.div_ceil(streams),
+                            geo.pages_per_block,
+                            opts.victim_policy(),
+                        );
+                        ix.seed(Self::die_seed(0, d as usize));
+                        ix
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            die_threshold: opts.gc_threshold.max(1),
+            gc_seed: 0,
             wl: (opts.wear_leveling == WearLeveling::Static).then(|| StaticWl {
                 sealed: WearHeap::new(geo.blocks, 1),
                 max_erase: 0,
@@ -390,7 +472,37 @@ impl PageFtl {
     /// Seeds the generator of the random victim policies (from the run's seed).
     pub fn with_gc_seed(mut self, seed: u64) -> Self {
         self.index.seed(seed);
+        for (d, ix) in self.die_index.iter_mut().enumerate() {
+            ix.seed(Self::die_seed(seed, d));
+        }
+        self.gc_seed = seed;
         self
+    }
+
+    /// The seed of die `d`'s victim policy under `gc_scope = "per_die"`.
+    fn die_seed(seed: u64, d: usize) -> u64 {
+        seed ^ (d as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// Rebuilds the per-die victim indexes from the global one (after a recovery
+    /// sorted the blocks), in block order.
+    fn rebuild_die_index(&mut self, flash: &Flash) {
+        let dies = self.die_index.len() as u32;
+        let pol = self.index.policy();
+        for (d, ix) in self.die_index.iter_mut().enumerate() {
+            *ix = Victims::new(
+                self.geo.blocks.div_ceil(dies),
+                self.geo.pages_per_block,
+                pol,
+            );
+            ix.seed(Self::die_seed(self.gc_seed, d));
+        }
+        for b in (0..self.geo.blocks).map(Pbn) {
+            if self.index.contains(b) {
+                let (d, local) = self.on_die(b);
+                self.die_index[d].insert(local, flash.valid_count(b));
+            }
+        }
     }
 
     /// The stream (die) the next write of `lpn` goes to.
@@ -456,6 +568,10 @@ impl PageFtl {
     #[inline]
     fn seal(&mut self, flash: &Flash, b: Pbn) {
         self.index.insert(b, flash.valid_count(b));
+        if !self.die_index.is_empty() {
+            let (d, local) = self.on_die(b);
+            self.die_index[d].insert(local, flash.valid_count(b));
+        }
         if let Some(wl) = &mut self.wl {
             wl.sealed.push(b, flash.erase_count(b));
         }
@@ -492,6 +608,9 @@ impl PageFtl {
                 self.streams.blocks[HOST as usize] += 1;
             }
             if !in_gc {
+                if !self.die_index.is_empty() {
+                    self.collect_die(flash, s);
+                }
                 self.collect(flash);
             }
         }
@@ -526,6 +645,38 @@ impl PageFtl {
         }
     }
 
+    /// Block `b`'s die (plane) and its number in that die's victim index.
+    #[inline]
+    fn on_die(&self, b: Pbn) -> (usize, Pbn) {
+        let dies = self.free.len() as u32;
+        ((b.0 % dies) as usize, Pbn(b.0 / dies))
+    }
+
+    /// GC per die (`gc_scope = "per_die"`): die `d` collects its own sealed blocks
+    /// while fewer than `die_threshold` of its blocks are free, the copies kept on the
+    /// die; it stops when its sealed blocks are all fully valid (the global floor in
+    /// [`PageFtl::collect`] catches up).
+    fn collect_die(&mut self, flash: &mut Flash, d: usize) {
+        let dies = self.free.len() as u32;
+        while self.free[d].len() < self.die_threshold as usize && !self.die_index[d].stuck() {
+            let (local, valid) = self.die_index[d]
+                .pop()
+                .expect("not stuck: a block is sealed");
+            let victim = Pbn(local.0 * dies + d as u32);
+            self.index.remove(victim);
+            // A policy other than greedy may pick a fully valid block: the round frees
+            // as much as it takes, as under the global scope.
+            if let Some(&o) = self.origin.get(victim.idx()) {
+                if o != RECOVERED {
+                    self.streams.victims[o as usize] += 1;
+                    self.streams.victim_valid[o as usize] += valid as u64;
+                }
+            }
+            self.reclaim(flash, victim);
+            self.stats.gc_invocations += 1;
+        }
+    }
+
     /// GC rounds while free blocks are fewer than the threshold.
     fn gc_rounds(&mut self, flash: &mut Flash) {
         while self.free_count < self.gc_threshold {
@@ -533,6 +684,10 @@ impl PageFtl {
                 .index
                 .pop()
                 .expect("page FTL: no sealed block to collect");
+            if !self.die_index.is_empty() {
+                let (d, local) = self.on_die(victim);
+                self.die_index[d].remove(local);
+            }
             assert!(
                 valid < self.geo.pages_per_block || !self.index.stuck(),
                 "page FTL: GC victim {victim:?} and every sealed block are fully valid; \
@@ -556,6 +711,17 @@ impl PageFtl {
         }
         // One loop per allocation, so `single` (the papers', the hot case) pays
         // nothing for the others.
+        if !self.die_index.is_empty() {
+            let die = self.on_die(victim).0;
+            self.copy_valid(flash, victim, move |_, _, _| die);
+        } else {
+            self.copy_moves(flash, victim);
+        }
+        self.erase_and_free(flash, victim);
+    }
+
+    /// The copies of `victim` under the global scope: where the allocation deals them.
+    fn copy_moves(&mut self, flash: &mut Flash, victim: Pbn) {
         match self.alloc {
             DieAlloc::Single if self.gc_active.is_empty() => self.move_valid(flash, victim),
             DieAlloc::Single => self.copy_valid(flash, victim, |_, _, _| 0),
@@ -566,6 +732,10 @@ impl PageFtl {
                 })
             }
         }
+    }
+
+    /// Erases a collected block and frees it (or retires it at the P/E limit).
+    fn erase_and_free(&mut self, flash: &mut Flash, victim: Pbn) {
         flash.erase(victim, Cause::Gc);
         let erases = flash.erase_count(victim);
         if let Some(wl) = &mut self.wl {
@@ -598,6 +768,10 @@ impl PageFtl {
             return false;
         }
         self.index.remove(cold);
+        if !self.die_index.is_empty() {
+            let (d, local) = self.on_die(cold);
+            self.die_index[d].remove(local);
+        }
         let valid = flash.valid_count(cold) as u64;
         // The cold data parks on worn flash: the levelling frontier of the cold
         // block's die, opened on that die's most-worn free block (module docs).
@@ -736,7 +910,12 @@ impl PageFtl {
         if old != UNMAPPED {
             let old = Ppn(old);
             flash.invalidate(old);
-            self.index.decrement(self.geo.block_of(old));
+            let b = self.geo.block_of(old);
+            self.index.decrement(b);
+            if !self.die_index.is_empty() {
+                let (d, local) = self.on_die(b);
+                self.die_index[d].decrement(local);
+            }
             self.l2p[lpn.idx()] = UNMAPPED;
         }
     }
@@ -842,6 +1021,9 @@ impl Ftl for PageFtl {
                 self.origin[b.idx()] = GC;
             }
         }
+        if !self.die_index.is_empty() {
+            self.rebuild_die_index(flash);
+        }
         self.turn = 0;
         self.collect(flash);
         Ok(())
@@ -849,6 +1031,18 @@ impl Ftl for PageFtl {
 
     fn check(&self, flash: &Flash) -> Result<(), String> {
         scan::check_l2p(flash, &self.l2p)?;
+        if !self.die_index.is_empty() {
+            for b in (0..self.geo.blocks).map(Pbn) {
+                let (d, local) = self.on_die(b);
+                if self.index.contains(b) != self.die_index[d].contains(local) {
+                    return Err(format!(
+                        "{b:?}: sealed in the global victim index {} but in die {d}'s {}",
+                        self.index.contains(b),
+                        self.die_index[d].contains(local)
+                    ));
+                }
+            }
+        }
         let free = self.free_blocks();
         if free.len() != self.free_count as usize {
             return Err(format!(
@@ -1106,6 +1300,110 @@ mod tests {
         g.recover(&mut flash).unwrap();
         g.check(&flash).unwrap();
         assert_eq!(tags(&g, &flash), before);
+    }
+
+    /// GC per die on `geo()` with 50% over-provisioning (64 logical blocks + 4 dies x
+    /// (gc_threshold 3 + 1) + 4 open blocks = 84 blocks needed).
+    fn per_die(alloc: DieAlloc, policy: GcPolicy) -> (PageFtl, Flash) {
+        let mut g = geo_builder();
+        g.op_percent = 50.0;
+        let g = g.build().unwrap();
+        let opts = PageOptions {
+            die_alloc: alloc,
+            gc_scope: GcScope::PerDie,
+            gc_policy: policy,
+            ..PageOptions::default()
+        };
+        (
+            PageFtl::new(&g, &opts).unwrap().with_gc_seed(11),
+            Flash::new(&g),
+        )
+    }
+
+    /// Valid pages on each of the 4 dies.
+    fn valid_per_die(f: &PageFtl, flash: &Flash) -> [u32; 4] {
+        let mut v = [0; 4];
+        for b in 0..f.geo.blocks {
+            v[(b % 4) as usize] += flash.valid_count(Pbn(b));
+        }
+        v
+    }
+
+    #[test]
+    fn gc_per_die_collects_a_die_and_keeps_its_copies_there() {
+        for alloc in [DieAlloc::RoundRobin, DieAlloc::Static, DieAlloc::LeastBusy] {
+            let (mut f, mut flash) = per_die(alloc, GcPolicy::Greedy);
+            churn(&mut f, &mut flash, 3);
+            assert!(
+                f.stats.gc_pages_copied > 0,
+                "{alloc:?}: GC must have copied"
+            );
+            // One more collection on die 2, forced: its free pool grows, and no valid
+            // page leaves the die or arrives on another.
+            let before = valid_per_die(&f, &flash);
+            let free_before = f.free[2].len();
+            let copied = f.stats.gc_pages_copied;
+            f.die_threshold = free_before as u32 + 2;
+            f.collect_die(&mut flash, 2);
+            f.die_threshold = 3;
+            assert!(f.free[2].len() > free_before, "{alloc:?}: die 2 collected");
+            assert!(f.stats.gc_pages_copied > copied, "{alloc:?}: with copies");
+            assert_eq!(valid_per_die(&f, &flash), before, "{alloc:?}");
+            f.check(&flash).unwrap();
+        }
+        // Static striping with GC per die: every LPN stays on its die, as globally.
+        let (mut f, mut flash) = per_die(DieAlloc::Static, GcPolicy::Greedy);
+        churn(&mut f, &mut flash, 4);
+        for l in 0..geo().logical_pages {
+            assert_eq!(die_of(&f, l), l % 4, "LPN {l}");
+        }
+    }
+
+    #[test]
+    fn gc_per_die_runs_every_victim_policy_and_recovers() {
+        for policy in [
+            GcPolicy::Greedy,
+            GcPolicy::CostBenefit,
+            GcPolicy::DChoices,
+            GcPolicy::Fifo,
+            GcPolicy::Random,
+            GcPolicy::WindowedGreedy,
+        ] {
+            let (mut f, mut flash) = per_die(DieAlloc::RoundRobin, policy);
+            churn(&mut f, &mut flash, 5);
+            assert!(f.stats.gc_invocations > 0, "{policy:?}");
+            let tags = |f: &PageFtl, flash: &Flash| -> Vec<Option<PageTag>> {
+                f.l2p.iter().map(|&p| flash.peek_tag(Ppn(p))).collect()
+            };
+            let before = tags(&f, &flash);
+            let (mut g, _) = per_die(DieAlloc::RoundRobin, policy);
+            flash.power_cycle();
+            g.recover(&mut flash).unwrap();
+            g.check(&flash).unwrap();
+            assert_eq!(tags(&g, &flash), before, "{policy:?}");
+            // It runs on after the recovery, its per-die indexes rebuilt.
+            churn(&mut g, &mut flash, 6);
+        }
+    }
+
+    #[test]
+    fn gc_per_die_is_refused_without_dies_and_needs_its_reserve() {
+        let opts = PageOptions {
+            gc_scope: GcScope::PerDie,
+            ..PageOptions::default()
+        };
+        let e = PageFtl::new(&geo(), &opts).err().unwrap().to_string();
+        assert!(e.contains("gc_scope") && e.contains("die_alloc"), "{e}");
+        // 64 logical blocks + 4 x (3 + 1) + 4 open = 84; geo() has 80.
+        let opts = PageOptions {
+            die_alloc: DieAlloc::RoundRobin,
+            ..opts
+        };
+        let e = PageFtl::new(&geo(), &opts).err().unwrap().to_string();
+        assert!(
+            e.contains("needs at least 84") && e.contains("per_die"),
+            "{e}"
+        );
     }
 
     fn separate(alloc: DieAlloc) -> (PageFtl, Flash) {

@@ -9,7 +9,8 @@
 //! is covered with no new test code. A scheme that declares `gc_policy` also runs each
 //! of its other victim policies (`-- gc_policy=fifo` runs those of FIFO), and so for
 //! the other non-default values of the options in `VARIED` (issue 23:
-//! `-- gc_frontier=separate`, `-- wear_leveling=static`), and a scheme that declares
+//! `-- gc_frontier=separate`, `-- wear_leveling=static`; issue 22: `-- gc_scope=per_die`,
+//! with round-robin allocation on 2 x 2 dies), and a scheme that declares
 //! `pe_limit` runs with a small one (`-- pe_limit=`): blocks retire, and a device that
 //! wears out ends its case there (with blocks retired or the device worn out, never
 //! another panic); every scheme also runs with 5% initial bad blocks
@@ -26,7 +27,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// Scheme options whose every non-default value gets its own cases (read off each
 /// scheme's options schema; a scheme that does not declare one is not affected).
-const VARIED: [&str; 3] = ["gc_policy", "gc_frontier", "wear_leveling"];
+const VARIED: [&str; 4] = ["gc_policy", "gc_frontier", "wear_leveling", "gc_scope"];
 
 /// Schemes whose `die_alloc` takes a multi-die value (`tpm` declares the option but
 /// accepts only `single`, a refusal its unit tests check), and those values.
@@ -64,7 +65,12 @@ fn case(
             cfg.bad_blocks = true;
             cfg.nand_params.bad_block_percent = Some(v.parse::<f64>()?);
         }
-        if k == "die_alloc" {
+        if k == "gc_scope" {
+            // GC per die needs dies and one open block on each.
+            cfg.ftl_options
+                .insert("die_alloc".into(), "round_robin".into());
+        }
+        if k == "die_alloc" || k == "gc_scope" {
             // Parallel timing on 2 channels x 2 dies: four die streams.
             cfg.timing = ftlab::config::TimingModel::Parallel;
             cfg.channels = Some(2);
