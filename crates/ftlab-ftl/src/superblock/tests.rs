@@ -866,7 +866,10 @@ fn a_filled_device_with_3_percent_extra_blocks_runs_sb_p_in_a_pool_only() {
 
 #[test]
 fn map_page_encoding_round_trips_and_tells_all_ones_apart() {
-    // N + M = 8 blocks of 4 pages: PTEs of 3 + 2 bits; all ones is block 7, page 3.
+    // N + M = 8 blocks of 4 pages: PTEs of 3 + 2 bits, so all ones (unmapped) is also
+    // block index 7, page 3. Superblock 0 is written until it owns 8 blocks, the last
+    // page of the 8th holding lpn 1's live copy; a write to superblock 1 evicts its map
+    // page (one cached page, one superblock per page), and reads decode it from flash.
     let g = geo(4, 16, 100.0, 64);
     let mut d = Driver::new(
         &g,
@@ -874,18 +877,22 @@ fn map_page_encoding_round_trips_and_tells_all_ones_apart() {
             ("mapping", "map_page"),
             ("max_u_blocks", "4"),
             ("map_cache_entries", "1"),
+            ("superblocks_per_map_page", "1"),
         ],
     );
-    // Superblock 0 (16 pages) rewritten until it owns 8 blocks, last page of the 8th
-    // block included, then evicted by a write to superblock 1 and read back from flash.
-    for round in 0..2u32 {
-        let lpns: Vec<u32> = (0..16).collect();
-        d.write(&lpns);
-        if round == 0 {
-            d.write(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
-        }
-    }
+    d.write(&(0..16).collect::<Vec<u32>>());
+    d.write(&[0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 0, 4, 8, 1]);
+    let blocks = d.ftl.superblock_blocks(0);
+    assert_eq!(blocks.len(), 8, "{:?}", d.contents(0));
+    let last = g.ppn(blocks[7], 3);
+    assert_eq!(d.flash.peek_tag(last).unwrap().lpn.0, 1);
+    assert!(d.flash.is_valid(last));
     d.write(&[16]);
+    assert!(
+        d.ftl.stats().translation_writes >= 1,
+        "superblock 0's map page written"
+    );
+    // Unmapped entries (lpn 16's neighbours in superblock 1) encode as all ones too.
     d.verify();
 }
 
