@@ -67,8 +67,11 @@
 //!   survives a power loss with the flash (recovery: see the `snapshot` module, §4.4).
 //! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
 //!   and `snapshot` modules and [`SuperblockOptions`].
-//! - `mapping = map_page` (SB-P, §4.2.3): see the `mappage` module. SB-S parts whose spare
-//!   area cannot hold the Table III layout are refused, naming that option.
+//! - `mapping = map_page` (SB-P, §4.2.3; `map_page_home`, `superblocks_per_map_page`,
+//!   `map_pool_blocks`) and `mapping = ram` (the map held in RAM of §5.6, for
+//!   superblocks beyond the spare layout's 8 blocks): see the `mappage` module, which
+//!   lists the choices each leaves open. SB-S parts whose spare area cannot hold the
+//!   Table III layout are refused, naming that option.
 //! - `mapping_bytes` counts the PGD (4 bytes per entry; the paper packs 3) and the cache
 //!   entries (key + PMD + PT, 4 bytes per entry field). Per-block valid counts, the block
 //!   lists and the free lists are controller state saved in the snapshot (§4.4), not map.
@@ -126,7 +129,9 @@ mod snapshot;
 mod tests;
 
 pub use layout::{AddressSplit, Ecc, SpareLayout, Split};
-pub use options::{EccOption, Mapping, OnOff, Placement, Snapshots, SuperblockOptions};
+pub use options::{
+    EccOption, MapPageHome, Mapping, OnOff, Placement, Snapshots, SuperblockOptions,
+};
 pub use snapshot::RecoveryReport;
 use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
 
@@ -140,6 +145,7 @@ use ftlab_core::nand::Latencies;
 use ftlab_core::options::{bad, geometry_error, SchemeError};
 use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling, WearLeveling};
 use ftlab_core::{Lpn, PageTag, PageWrite, Pbn, Ppn};
+use mappage::Home;
 use std::collections::VecDeque;
 
 /// Scheme id in the registry and in errors.
@@ -150,6 +156,8 @@ const OWN_FREE: u32 = u32::MAX;
 const OWN_RESERVED: u32 = u32::MAX - 1;
 /// Owner code of a block retired at the P/E limit (`OWN_SNAPSHOT` is `u32::MAX - 2`).
 const OWN_RETIRED: u32 = u32::MAX - 3;
+/// Owner code of the blocks of the map-page pool (`map_page_home = pool`).
+const OWN_MAP_POOL: u32 = u32::MAX - 5;
 
 /// Resolved configuration.
 #[derive(Clone, Copy, Debug)]
@@ -217,6 +225,9 @@ pub struct SuperblockFtl {
     lru: Lru,
     // SB-P: the map-page cache, the PGD of map pages (one per superblock) and buffers.
     mappages: Option<mappage::MapPageCache>,
+    /// SB-P: the pool map pages are written to (`map_page_home = pool`).
+    pool: Option<mappage::MapPool>,
+    /// SB-P: where each map page is (one entry per map page).
     map_pgd: Vec<u32>,
     mpbuf: Vec<u32>,
     mpwords: Vec<u32>,
@@ -265,8 +276,37 @@ impl SuperblockFtl {
         let t = opts.pt_bits.clamp(1, 12);
         let ecc = opts.ecc.resolve(geo.page_size);
         let split = AddressSplit::new(n, geo.pages_per_block, t);
-        let map_pages = opts.mapping == Mapping::MapPage;
-        let (layout, limit) = Self::block_limit(geo, &split, ecc, map_pages)?;
+        let home = match opts.mapping {
+            Mapping::Spare => None,
+            Mapping::MapPage => Some(match opts.map_page_home {
+                MapPageHome::Pool => Home::Pool,
+                MapPageHome::UBlock => Home::UBlock,
+            }),
+            Mapping::Ram => Some(Home::Ram),
+        };
+        let map_pages = home.is_some();
+        if opts.mapping != Mapping::MapPage && opts.map_page_home != MapPageHome::Pool {
+            return Err(bad(
+                ID,
+                "map_page_home",
+                opts.map_page_home,
+                format!(
+                    "applies to mapping = map_page only (mapping is {})",
+                    opts.mapping
+                ),
+            ));
+        }
+        if home != Some(Home::Pool) {
+            if let AutoOr::Value(b) = opts.map_pool_blocks {
+                return Err(bad(
+                    ID,
+                    "map_pool_blocks",
+                    b,
+                    "applies to mapping = map_page with map_page_home = pool only",
+                ));
+            }
+        }
+        let (layout, limit) = Self::block_limit(geo, &split, ecc, home)?;
         let m = match opts.max_u_blocks {
             AutoOr::Auto if map_pages => n.min(limit.saturating_sub(n)),
             AutoOr::Auto => limit.saturating_sub(n),
@@ -291,21 +331,84 @@ impl SuperblockFtl {
         }
         let entries = opts.map_cache_entries.clamp(1, 1 << 20) as usize;
         let lbns = geo.logical_blocks();
+        let superblocks = lbns.div_ceil(n);
         let ip = opts.placement == Placement::Ip;
         if ip && map_pages {
             return Err(bad(
                 ID,
                 "placement",
                 opts.placement,
-                "in-place D-blocks are not implemented with mapping = map_page",
+                format!(
+                    "in-place D-blocks are not implemented with mapping = {}",
+                    opts.mapping
+                ),
             ));
         }
+        // Map pages: the part of one superblock, and how many share a page (k).
+        let ptes = n * (split.pmd_len() * split.pt_len()) as u32;
+        let fmt = mappage::Format::new(n + m, ptes, geo.pages_per_block, geo.blocks);
+        let fit = fmt.per_page(geo.page_size);
+        let k = match (home, opts.superblocks_per_map_page) {
+            (Some(Home::Pool), AutoOr::Auto) => fit.min(superblocks).max(1),
+            (Some(Home::Pool), AutoOr::Value(k)) if k <= fit => k.min(superblocks),
+            (_, AutoOr::Auto) | (Some(Home::UBlock), AutoOr::Value(1)) => 1,
+            (Some(Home::Pool), AutoOr::Value(k)) => {
+                return Err(bad(
+                    ID,
+                    "superblocks_per_map_page",
+                    k,
+                    format!(
+                        "a {}-byte map page holds the maps of at most {fit} superblocks of \
+                         N = {n}, M = {m}",
+                        geo.page_size
+                    ),
+                ))
+            }
+            (_, AutoOr::Value(k)) => {
+                return Err(bad(
+                    ID,
+                    "superblocks_per_map_page",
+                    k,
+                    "applies to mapping = map_page with map_page_home = pool only \
+                     (u_block keeps one superblock per map page)",
+                ))
+            }
+        };
+        let map_page_count = superblocks.div_ceil(k);
+        let pool_blocks = match home {
+            Some(Home::Pool) => {
+                let (auto, least) = mappage::pool_blocks(map_page_count, geo.pages_per_block);
+                match opts.map_pool_blocks {
+                    AutoOr::Auto => auto,
+                    AutoOr::Value(b) if b >= least => b,
+                    AutoOr::Value(b) => {
+                        return Err(bad(
+                            ID,
+                            "map_pool_blocks",
+                            b,
+                            format!(
+                                "{map_page_count} map pages need at least {least} pool blocks \
+                                 (the blocks they fill + 2)"
+                            ),
+                        ))
+                    }
+                }
+            }
+            _ => 0,
+        };
         let reserve = if ip { n } else { 1 };
         let full_pages = snapshot::full_snapshot_pages(geo, lbns.div_ceil(n), n + m + reserve);
         let area = 2 * snapshot::half_blocks(geo, full_pages);
-        // With map pages, a superblock whose data fills its N blocks needs one more block
-        // for its map page.
-        let base = lbns + reserve + 1 + if map_pages { lbns.div_ceil(n) } else { 0 };
+        // With map pages in U-blocks, a superblock whose data fills its N blocks needs one
+        // more block for its map page; in a pool, the pool's blocks.
+        let base = lbns
+            + reserve
+            + 1
+            + match home {
+                Some(Home::UBlock) => superblocks,
+                Some(Home::Pool) => pool_blocks,
+                _ => 0,
+            };
         let snapshots = match opts.snapshots {
             Snapshots::Auto => !map_pages && geo.blocks > base + area,
             Snapshots::On => true,
@@ -316,7 +419,10 @@ impl SuperblockFtl {
                 ID,
                 "snapshots",
                 opts.snapshots,
-                "snapshots and recovery are not implemented with mapping = map_page",
+                format!(
+                    "snapshots and recovery are not implemented with mapping = {}",
+                    opts.mapping
+                ),
             ));
         }
         let needed = base + if snapshots { area } else { 0 };
@@ -328,8 +434,10 @@ impl SuperblockFtl {
                      reserved for merges + 1 free{}) but the geometry has {}; raise --op{}",
                     if snapshots {
                         format!(" + {area} for snapshots")
-                    } else if map_pages {
+                    } else if home == Some(Home::UBlock) {
                         " + 1 per superblock for its map page".to_string()
+                    } else if home == Some(Home::Pool) {
+                        format!(" + {pool_blocks} for the map-page pool")
                     } else {
                         String::new()
                     },
@@ -374,12 +482,28 @@ impl SuperblockFtl {
             f.free.iter().for_each(|b| worn.push(b, 0));
             f.free = worn;
         }
+        if pool_blocks > 0 {
+            let blocks: Vec<Pbn> = (0..pool_blocks)
+                .map(|_| f.free.pop_if_any().expect("geometry checked"))
+                .collect();
+            for b in &blocks {
+                f.owner[b.idx()] = OWN_MAP_POOL;
+            }
+            f.pool = Some(mappage::MapPool::new(blocks));
+        }
         f.retirement = Retirement::new(ID, geo.blocks, opts.pe_limit, needed);
-        if map_pages {
-            let len = n as usize * split.pmd_len() * split.pt_len();
-            f.mappages = Some(mappage::MapPageCache::new(entries, f.superblocks, len));
-            f.map_pgd = vec![NONE; f.superblocks as usize];
-            f.mpbuf = Vec::with_capacity(len);
+        if let Some(home) = home {
+            let per_sb = ptes as usize;
+            f.mappages = Some(mappage::MapPageCache::new(
+                home,
+                entries,
+                map_page_count,
+                k,
+                per_sb,
+                fmt,
+            ));
+            f.map_pgd = vec![NONE; map_page_count as usize];
+            f.mpbuf = Vec::with_capacity(k as usize * per_sb);
             f.mpwords = Vec::with_capacity(geo.page_size as usize / 4);
         } else {
             f.mirror = mirror::Mirror::new(f.pgd.len(), split.pmd_len(), split.pt_len());
@@ -392,27 +516,16 @@ impl SuperblockFtl {
         geo: &Geometry,
         split: &AddressSplit,
         ecc: Ecc,
-        map_pages: bool,
+        home: Option<Home>,
     ) -> Result<(Option<SpareLayout>, u32), SchemeError> {
-        if map_pages {
+        if home == Some(Home::Ram) {
+            return Ok((None, mappage::RAM_LIMIT));
+        }
+        if home.is_some() {
             let ptes = split.n * (split.pmd_len() * split.pt_len()) as u32;
-            let limit = mappage::map_page_limit(geo.page_size, ptes, geo.pages_per_block)
-                .map_err(|why| bad(ID, "superblock_size", split.n, why))?;
-            // The simulator packs a PTE in 16 bits and PBMT entries in 32.
-            let words = 1 + limit.min(geo.blocks) + ptes.div_ceil(2);
-            if words * 4 > geo.page_size {
-                return Err(bad(
-                    ID,
-                    "superblock_size",
-                    split.n,
-                    format!(
-                        "with map pages the simulator needs {} bytes per map page (16-bit \
-                         PTEs), more than a {}-byte page; lower superblock_size",
-                        words * 4,
-                        geo.page_size
-                    ),
-                ));
-            }
+            let limit =
+                mappage::map_page_limit(geo.page_size, ptes, geo.pages_per_block, geo.blocks)
+                    .map_err(|why| bad(ID, "superblock_size", split.n, why))?;
             return Ok((None, limit));
         }
         let layout = SpareLayout::compute(geo.spare_bytes, geo.page_size, split, ecc, geo.blocks)
@@ -484,6 +597,7 @@ impl SuperblockFtl {
             frontier_wp: vec![0; superblocks as usize],
             recovery: None,
             mappages: None,
+            pool: None,
             map_pgd: Vec::new(),
             mpbuf: Vec::new(),
             mpwords: Vec::new(),
@@ -953,7 +1067,7 @@ impl SuperblockFtl {
     #[inline]
     fn map_index(&self, sp: Split) -> usize {
         let per_lbn = self.split.pmd_len() * self.split.pt_len();
-        sp.pgd_index as usize * per_lbn + (sp.lpn_offset(self.split.t))
+        self.region(sp.superblock) + sp.pgd_index as usize * per_lbn + sp.lpn_offset(self.split.t)
     }
 
     /// One host page write with map pages (SB-P).
@@ -1222,6 +1336,7 @@ impl SuperblockFtl {
         if self.reserved.len() as u32 != self.cfg.reserve {
             return Err(format!("{} reserved blocks", self.reserved.len()));
         }
+        self.check_pool(flash, &mut seen)?;
         if let Some(log) = &self.snap {
             for b in log.blocks() {
                 if self.owner[b.idx()] != OWN_SNAPSHOT || seen[b.idx()] {
@@ -1380,8 +1495,27 @@ impl Ftl for SuperblockFtl {
             s.extra
                 .gauge("pbmt_entries", "entries", l.pbmt_entries as f64);
         }
-        s.extra
-            .gauge("map_pages", "flag", self.mappages.is_some() as u8 as f64);
+        s.extra.gauge(
+            "map_pages",
+            "flag",
+            matches!(self.home(), Some(Home::Pool | Home::UBlock)) as u8 as f64,
+        );
+        if let Some(c) = &self.mappages {
+            if c.home == Home::Ram {
+                s.extra.gauge("map_in_ram", "flag", 1.0);
+            } else {
+                s.extra
+                    .gauge("superblocks_per_map_page", "superblocks", c.k as f64);
+            }
+        }
+        if let Some(pool) = &self.pool {
+            s.extra
+                .gauge("map_pool_blocks", "blocks", pool.blocks.len() as f64);
+            s.extra
+                .counter("map_pool_gc_copies", "pages", pool.gc_copies as f64);
+            s.extra
+                .counter("map_pool_gc_erases", "erases", pool.gc_erases as f64);
+        }
         s.extra
             .gauge("snapshots", "flag", self.snap.is_some() as u8 as f64);
         if let Some(log) = &self.snap {
@@ -1401,6 +1535,10 @@ impl Ftl for SuperblockFtl {
     fn reset_stats(&mut self) {
         self.stats = FtlStats::default();
         self.counters = Counters::default();
+        if let Some(pool) = &mut self.pool {
+            pool.gc_copies = 0;
+            pool.gc_erases = 0;
+        }
         if let Some(wl) = &mut self.wl {
             wl.reset_stats();
         }
@@ -1413,6 +1551,9 @@ impl Ftl for SuperblockFtl {
 
     fn mapping_bytes(&self) -> u64 {
         match &self.mappages {
+            Some(c) if c.home == Home::Ram => {
+                self.geo.logical_pages as u64 * 4 + self.map_pgd.len() as u64 * 4
+            }
             Some(c) => {
                 self.map_pgd.len() as u64 * 4 + (c.entries() * self.geo.page_size as usize) as u64
             }

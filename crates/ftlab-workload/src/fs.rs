@@ -60,10 +60,22 @@
 //! | `mov` | FAT32 | 681 MB | Table IV: "Movie files whose average size is 681MB" |
 //! | `pmp` | FAT32 | one third each of the three | Table IV: "A number of picture files, MP3 files, and movie files"; the mix is our assumption |
 //! | `pc` | NTFS | 70% 1-64 KiB, 25% 64 KiB-2 MiB, 5% 2-16 MiB (uniform in each) | our assumption: Table IV's PC trace is 5 days of a real desktop, with no file statistics |
+//! | `install` | NTFS | 55% 1-64 KiB, 35% 64 KiB-2 MiB, 10% 2-32 MiB | our assumption: Table IV's Install trace is "collected during the installation of general applications in SYSmark 2007 preview" (§5.1: "such as Microsoft Office, Adobe Photoshop, WinZip"): program files, libraries and resources written once, more middle-sized files than `pc` |
+//! | `sysmark` | NTFS | 65% 1-64 KiB, 28% 64 KiB-2 MiB, 6% 2-32 MiB, 1% 32-256 MiB | our assumption: Table IV's SYSmark trace runs "e-learning, office productivity, video creation, and 3D modeling with real applications": documents and project files, a few large media files; §5.4: "there are not many sequential requests in these traces" (PCMark and SYSmark), so the large files are rare |
+//!
+//! All three NTFS profiles follow §5.1 ("the others are for general computer systems
+//! running on NTFS file system") and §5.3 ("these traces contain a large number of
+//! small random accesses", of PC, PCMark, Install and SYSmark); Table IV gives their
+//! volumes (32,768 MB for PC; 40,960 MB for Install and SYSmark) and sectors written,
+//! which the experiment files match with the device size and the request count.
 //!
 //! `p_overwrite` defaults to 0 for the multimedia profiles (files are written once, as
-//! a camera or player does) and 0.5 for `pc` (our assumption: documents, mail boxes and
-//! application data rewritten in place). `files` replaces the profile's sizes.
+//! a camera or player does), 0.5 for `pc` (our assumption: documents, mail boxes and
+//! application data rewritten in place), 0.1 for `install` (our assumption: an
+//! installer writes new files; the registry hives, logs and shared configuration are
+//! what it rewrites) and 0.6 for `sysmark` (our assumption: the scenarios open, edit and
+//! save the same documents and projects over and over). `files` replaces the profile's
+//! sizes.
 //!
 //! The generator writes only (the paper's merge costs count writes; Table IV counts
 //! sectors written). Every draw comes from one ChaCha8 stream seeded by the run seed.
@@ -102,6 +114,10 @@ pub enum Profile {
     Pmp,
     /// Desktop (NTFS), small files rewritten in place (our assumption).
     Pc,
+    /// Application installs (NTFS, Table IV's Install; sizes our assumption).
+    Install,
+    /// Office, media and 3D scenarios (NTFS, Table IV's SYSmark; sizes our assumption).
+    Sysmark,
 }
 
 /// Which files a create deletes to make room.
@@ -129,7 +145,8 @@ pub struct FileKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FsConfig {
-    /// File sizes and default file system: pic, mp3, mov, pmp (FAT32) or pc (NTFS).
+    /// File sizes and default file system: pic, mp3, mov, pmp (FAT32) or pc, install,
+    /// sysmark (NTFS).
     pub profile: Profile,
     /// fat32 or ntfs; default: the profile's.
     pub kind: Option<FsKind>,
@@ -183,7 +200,7 @@ impl FsConfig {
     /// The file system after the profile's default.
     pub fn kind(&self) -> FsKind {
         self.kind.unwrap_or(match self.profile {
-            Profile::Pc => FsKind::Ntfs,
+            Profile::Pc | Profile::Install | Profile::Sysmark => FsKind::Ntfs,
             _ => FsKind::Fat32,
         })
     }
@@ -192,6 +209,8 @@ impl FsConfig {
     pub fn p_overwrite(&self) -> f64 {
         self.p_overwrite.unwrap_or(match self.profile {
             Profile::Pc => 0.5,
+            Profile::Install => 0.1,
+            Profile::Sysmark => 0.6,
             _ => 0.0,
         })
     }
@@ -218,6 +237,17 @@ impl FsConfig {
                 range(0.70, 1.0, 64.0),
                 range(0.25, 64.0, 2048.0),
                 range(0.05, 2048.0, 16384.0),
+            ],
+            Profile::Install => vec![
+                range(0.55, 1.0, 64.0),
+                range(0.35, 64.0, 2048.0),
+                range(0.10, 2048.0, 32768.0),
+            ],
+            Profile::Sysmark => vec![
+                range(0.65, 1.0, 64.0),
+                range(0.28, 64.0, 2048.0),
+                range(0.06, 2048.0, 32768.0),
+                range(0.01, 32768.0, 262144.0),
             ],
         }
     }
@@ -1123,6 +1153,44 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(pmp.file_kinds().len(), 3);
+        // The NTFS profiles (§5.1: PC, PCMark, Install and SYSmark run on NTFS).
+        for (p, overwrite, kinds) in [
+            (Profile::Pc, 0.5, 3),
+            (Profile::Install, 0.1, 3),
+            (Profile::Sysmark, 0.6, 4),
+        ] {
+            let f = FsConfig {
+                profile: p,
+                ..Default::default()
+            };
+            assert_eq!(f.kind(), FsKind::Ntfs);
+            assert_eq!(f.p_overwrite(), overwrite);
+            let k = f.file_kinds();
+            assert_eq!(k.len(), kinds);
+            assert!((k.iter().map(|k| k.weight).sum::<f64>() - 1.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn install_and_sysmark_write_ntfs_metadata_and_many_small_requests() {
+        for p in [Profile::Install, Profile::Sysmark] {
+            let fs = FsConfig {
+                profile: p,
+                ..Default::default()
+            };
+            let (reqs, lay, counts) = run(&cfg(fs, 10_000), 1024 * MIB, 3);
+            assert_eq!(lay.kind, FsKind::Ntfs);
+            assert!(counts.created > 100, "{p:?}: {counts:?}");
+            let mft = reqs
+                .iter()
+                .filter(|r| r.offset >= lay.mft_start && r.offset < lay.mft_start + lay.mft_bytes)
+                .count();
+            assert!(mft as u64 >= 2 * counts.created, "{p:?}: {mft} {counts:?}");
+            // Metadata and small files: a quarter of the requests or more are 4 KiB or
+            // less (§5.3: "a large number of small random accesses").
+            let small = reqs.iter().filter(|r| r.len <= 4096).count();
+            assert!(small * 4 >= reqs.len(), "{p:?}: {small} of {}", reqs.len());
+        }
     }
 
     #[test]

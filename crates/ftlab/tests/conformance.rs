@@ -14,7 +14,8 @@
 //! `pe_limit` runs with a small one (`-- pe_limit=`): blocks retire, and a device that
 //! wears out ends its case there (with blocks retired or the device worn out, never
 //! another panic); every scheme also runs with 5% initial bad blocks
-//! (`-- bad_blocks=`). The schemes with die-aware allocation (`DIE_ALLOC`, issue 22
+//! (`-- bad_blocks=`). Option combinations in `COMBOS` run as their own cases too
+//! (`-- map_page_home=u_block`). The schemes with die-aware allocation (`DIE_ALLOC`, issue 22
 //! item 3) run each multi-die `die_alloc` under parallel timing on 2 x 2 dies
 //! (`-- die_alloc=`).
 
@@ -27,7 +28,28 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// Scheme options whose every non-default value gets its own cases (read off each
 /// scheme's options schema; a scheme that does not declare one is not affected).
-const VARIED: [&str; 4] = ["gc_policy", "gc_frontier", "wear_leveling", "gc_scope"];
+const VARIED: [&str; 5] = [
+    "gc_policy",
+    "gc_frontier",
+    "wear_leveling",
+    "gc_scope",
+    "mapping",
+];
+
+/// Option combinations a single varied option cannot reach (an option that applies only
+/// with another one's non-default value), per scheme: each runs as its own cases.
+/// A scheme, the case label and the options it sets.
+type Combo = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+const COMBOS: [Combo; 1] = [(
+    "superblock",
+    "map_page_home=u_block",
+    &[("mapping", "map_page"), ("map_page_home", "u_block")],
+)];
 
 /// Schemes whose `die_alloc` takes a multi-die value (`tpm` declares the option but
 /// accepts only `single`, a refusal its unit tests check), and those values.
@@ -44,9 +66,18 @@ fn case(
     p: usize,
     seed: u64,
     option: Option<(&'static str, &'static str)>,
+    combo: &'static [(&'static str, &'static str)],
 ) -> Result<(), Failed> {
     let p = &PROFILES[p];
     let mut cfg = config(ftl, buf, p, seed);
+    for &(k, v) in combo {
+        cfg.ftl_options.insert(k.into(), v.into());
+    }
+    if !combo.is_empty() {
+        if let Ok(op) = ftlab::sim::least_op(&cfg) {
+            cfg.op = cfg.op.max(op);
+        }
+    }
     if let Some((k, v)) = option {
         if k != "bad_blocks" {
             cfg.ftl_options.insert(k.into(), v.into());
@@ -130,7 +161,7 @@ fn main() {
                 for seed in [1u64, 2] {
                     let (f, b) = (ftl.id, buf.id);
                     let name = format!("{f}/{b}/{}/seed{seed}", p.name);
-                    trials.push(Trial::test(name, move || case(f, b, pi, seed, None)));
+                    trials.push(Trial::test(name, move || case(f, b, pi, seed, None, &[])));
                 }
             }
         }
@@ -155,8 +186,19 @@ fn main() {
                         let f = ftl.id;
                         let name = format!("{f}/{b}/{}/seed1/{key}={value}", p.name);
                         let opt = Some((key, value));
-                        trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+                        trials.push(Trial::test(name, move || case(f, b, pi, 1, opt, &[])));
                     }
+                }
+            }
+        }
+        // Option combinations (`COMBOS`), without a buffer and with `bplru`.
+        for &(scheme, label, pairs) in COMBOS.iter().filter(|c| c.0 == ftl.id) {
+            for b in ["none", "bplru"] {
+                for (pi, p) in PROFILES.iter().enumerate() {
+                    let name = format!("{scheme}/{b}/{}/seed1/{label}", p.name);
+                    trials.push(Trial::test(name, move || {
+                        case(scheme, b, pi, 1, None, pairs)
+                    }));
                 }
             }
         }
@@ -166,7 +208,7 @@ fn main() {
                 let f = ftl.id;
                 let name = format!("{f}/{b}/{}/seed1/bad_blocks=5", p.name);
                 let opt = Some(("bad_blocks", "5"));
-                trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+                trials.push(Trial::test(name, move || case(f, b, pi, 1, opt, &[])));
             }
         }
         // Die-aware allocation (issue 22 item 3): every multi-die value, with and
@@ -178,7 +220,7 @@ fn main() {
                         let f = ftl.id;
                         let name = format!("{f}/{b}/{}/seed1/die_alloc={value}", p.name);
                         let opt = Some(("die_alloc", value));
-                        trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+                        trials.push(Trial::test(name, move || case(f, b, pi, 1, opt, &[])));
                     }
                 }
             }
@@ -190,7 +232,7 @@ fn main() {
                     let f = ftl.id;
                     let name = format!("{f}/{b}/{}/seed1/pe_limit={PE_LIMIT}", p.name);
                     let opt = Some(("pe_limit", PE_LIMIT_STR));
-                    trials.push(Trial::test(name, move || case(f, b, pi, 1, opt)));
+                    trials.push(Trial::test(name, move || case(f, b, pi, 1, opt, &[])));
                 }
             }
         }

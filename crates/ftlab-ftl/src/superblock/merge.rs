@@ -180,7 +180,7 @@ impl SuperblockFtl {
             if !flash.is_valid(p) {
                 continue;
             }
-            if self.mappages.is_some() && self.map_pgd[sb as usize] == p.0 {
+            if self.home() == Some(super::Home::UBlock) && self.map_pgd[sb as usize] == p.0 {
                 // The superblock's map page: rewritten after the merge, not copied.
                 flash.invalidate(p);
                 self.map_pgd[sb as usize] = NONE;

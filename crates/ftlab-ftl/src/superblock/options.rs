@@ -21,9 +21,21 @@ pub struct SuperblockOptions {
     /// N with map pages).
     #[schemars(range(min = 1))]
     pub max_u_blocks: AutoOr<u32>,
-    /// Page-level map in spare areas (spare: SB-S, §4.2.2) or in map pages (map_page:
-    /// SB-P, §4.2.3).
+    /// Page-level map in spare areas (spare: SB-S, §4.2.2), in map pages (map_page:
+    /// SB-P, §4.2.3) or held in RAM (ram: §5.6's simulation device for superblocks of
+    /// more than 8 blocks; no map traffic, no block limit but N + M).
     pub mapping: Mapping,
+    /// With map pages: where they are written, a pool carved out of the extra blocks
+    /// (pool, §5.8) or the superblock's own U-block (u_block).
+    pub map_page_home: MapPageHome,
+    /// With map pages: superblocks whose maps share a map page, k (auto: as many as the
+    /// page holds, §4.2.3's k = 6 for N = M = 4 on 4 KiB pages; u_block: 1).
+    #[schemars(range(min = 1))]
+    pub superblocks_per_map_page: AutoOr<u32>,
+    /// With map_page_home = pool: blocks of the map-page pool (auto: twice the blocks
+    /// the live map pages fill, plus one).
+    #[schemars(range(min = 2))]
+    pub map_pool_blocks: AutoOr<u32>,
     /// D-blocks out-of-place (oop) or in-place (ip): the SB-n-OOP / SB-n-IP variants of
     /// Table VI.
     pub placement: Placement,
@@ -64,6 +76,9 @@ impl Default for SuperblockOptions {
             superblock_size: 4,
             max_u_blocks: AutoOr::Auto,
             mapping: Mapping::Spare,
+            map_page_home: MapPageHome::Pool,
+            superblocks_per_map_page: AutoOr::Auto,
+            map_pool_blocks: AutoOr::Auto,
             placement: Placement::Oop,
             hot_cold: OnOff::On,
             map_cache_entries: 16,
@@ -87,6 +102,37 @@ pub enum Mapping {
     Spare,
     /// In map pages (SB-P, §4.2.3).
     MapPage,
+    /// In RAM, never written (§5.6).
+    Ram,
+}
+
+impl fmt::Display for Mapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mapping::Spare => "spare",
+            Mapping::MapPage => "map_page",
+            Mapping::Ram => "ram",
+        })
+    }
+}
+
+/// Where map pages are written (option `map_page_home`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MapPageHome {
+    /// A pool of blocks carved out of the extra blocks (§5.8).
+    Pool,
+    /// The superblock's own current U-block.
+    UBlock,
+}
+
+impl fmt::Display for MapPageHome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MapPageHome::Pool => "pool",
+            MapPageHome::UBlock => "u_block",
+        })
+    }
 }
 
 /// Where D-blocks are written (option `placement`).

@@ -720,9 +720,14 @@ fn regression_a_second_power_loss_soon_after_a_recovery() {
 
 #[test]
 fn map_pages_are_cached_read_and_written_back() {
-    // SB-P (§4.2.3): 2 superblocks of 4 logical blocks, a one-entry map-page cache.
+    // SB-P (§4.2.3): 2 superblocks of 4 logical blocks, a one-entry map-page cache,
+    // map pages in the superblocks' own U-blocks.
     let g = geo(8, 8, 60.0, 64);
-    let pairs = &[("mapping", "map_page"), ("map_cache_entries", "1")];
+    let pairs = &[
+        ("mapping", "map_page"),
+        ("map_page_home", "u_block"),
+        ("map_cache_entries", "1"),
+    ];
     let mut d = Driver::new(&g, pairs);
     let s = |d: &Driver| {
         let st = d.ftl.stats();
@@ -758,36 +763,137 @@ fn map_pages_are_cached_read_and_written_back() {
 
 #[test]
 fn map_pages_random_mix_keeps_every_page() {
-    for (op, pairs) in [
-        (60.0, &[("mapping", "map_page")][..]),
-        (
-            60.0,
-            &[("mapping", "map_page"), ("map_cache_entries", "1")][..],
-        ),
-        (
-            120.0,
-            &[("mapping", "map_page"), ("superblock_size", "1")][..],
-        ),
-        (
-            60.0,
-            &[
-                ("mapping", "map_page"),
-                ("hot_cold", "off"),
-                ("map_cache_entries", "2"),
-            ][..],
-        ),
-    ] {
-        let g = geo(8, 12, op, 64);
-        let mut d = Driver::new(&g, pairs);
-        random_mix(&mut d, 17, 6000, 83);
-        d.verify();
-        let st = d.ftl.stats();
-        assert!(st.merges_full + st.merges_partial > 20, "{st:?}");
-        let cached = d.ftl.mappages.as_ref().unwrap().entries() as u32;
-        if cached < d.ftl.superblocks || st.extra["merges_all"] > 0.0 {
-            assert!(st.translation_writes > 0, "{pairs:?}: {st:?}");
+    for home in ["u_block", "pool"] {
+        for (op, pairs) in [
+            (60.0, &[("mapping", "map_page")][..]),
+            (
+                60.0,
+                &[("mapping", "map_page"), ("map_cache_entries", "1")][..],
+            ),
+            (
+                120.0,
+                &[("mapping", "map_page"), ("superblock_size", "1")][..],
+            ),
+            (
+                60.0,
+                &[
+                    ("mapping", "map_page"),
+                    ("hot_cold", "off"),
+                    ("map_cache_entries", "2"),
+                ][..],
+            ),
+        ] {
+            let mut pairs = pairs.to_vec();
+            pairs.push(("map_page_home", home));
+            let g = geo(8, 12, op, 64);
+            let mut d = Driver::new(&g, &pairs);
+            random_mix(&mut d, 17, 6000, 83);
+            d.verify();
+            let st = d.ftl.stats();
+            assert!(st.merges_full + st.merges_partial > 20, "{st:?}");
+            let c = d.ftl.mappages.as_ref().unwrap();
+            if (c.entries() as u32) < d.ftl.map_pgd.len() as u32 || st.extra["merges_all"] > 0.0 {
+                assert!(st.translation_writes > 0, "{pairs:?}: {st:?}");
+            }
         }
     }
+}
+
+#[test]
+fn map_pages_in_a_pool_share_pages_and_leave_data_blocks_to_data() {
+    // §4.2.3: "a single map page can hold the mapping information for six superblocks
+    // (k = 6)" with N = M = 4 on the MLC part (4 KiB pages, 128 per block).
+    let f = mappage::Format::new(8, 4 * 128, 128, 16_896);
+    assert_eq!(f.per_page(4096), 6);
+    // 24 superblocks of 4 logical blocks of 8 pages; k = 12 fits in a 2 KiB page here,
+    // capped at what the test asks.
+    let g = geo(8, 96, 10.0, 64);
+    let pairs = [
+        ("mapping", "map_page"),
+        ("superblocks_per_map_page", "6"),
+        ("map_cache_entries", "1"),
+        ("map_pool_blocks", "3"),
+    ];
+    let mut d = Driver::new(&g, &pairs);
+    assert_eq!(d.ftl.map_pgd.len(), 4, "24 superblocks, 6 per map page");
+    let pool: Vec<Pbn> = d.ftl.pool.as_ref().unwrap().blocks.clone();
+    assert_eq!(pool.len(), 3);
+    random_mix(&mut d, 5, 20_000, 211);
+    d.verify();
+    let st = d.ftl.stats();
+    assert!(st.translation_writes > 100, "{st:?}");
+    assert!(st.extra["map_pool_gc_erases"] > 0.0, "{:?}", st.extra);
+    assert_eq!(st.extra["superblocks_per_map_page"], 6.0);
+    // No map page in a data block: every valid page outside the pool is data.
+    for b in 0..g.blocks {
+        if pool.contains(&Pbn(b)) {
+            continue;
+        }
+        for o in 0..g.pages_per_block {
+            let p = g.ppn(Pbn(b), o);
+            if d.flash.is_valid(p) {
+                assert_ne!(d.flash.peek_tag(p).unwrap().lpn.0, mappage::MAP_LPN);
+            }
+        }
+    }
+    // Pool traffic is map traffic.
+    let m = Cause::Map as usize;
+    assert_eq!(
+        d.flash.stats().erases[m] as f64,
+        st.extra["map_pool_gc_erases"]
+    );
+}
+
+#[test]
+fn a_filled_device_with_3_percent_extra_blocks_runs_sb_p_in_a_pool_only() {
+    // §5.1: 3.125% extra blocks; §5.8: the map pages' space comes out of them.
+    let g = geo(8, 256, 3.125, 64);
+    assert_eq!(g.blocks - g.logical_blocks(), 8);
+    let e = build(&g, &[("mapping", "map_page"), ("map_page_home", "u_block")])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("1 per superblock for its map page"), "{e}");
+    let pairs = [("mapping", "map_page"), ("map_cache_entries", "4")];
+    let mut d = Driver::new(&g, &pairs);
+    let all: Vec<u32> = (0..g.logical_pages).collect();
+    d.write(&all);
+    random_mix(&mut d, 3, 8000, 0);
+    d.verify();
+    let st = d.ftl.stats();
+    assert!(st.merges_switch + st.merges_partial + st.merges_full > 50);
+}
+
+#[test]
+fn map_page_encoding_round_trips_and_tells_all_ones_apart() {
+    // N + M = 8 blocks of 4 pages: PTEs of 3 + 2 bits, so all ones (unmapped) is also
+    // block index 7, page 3. Superblock 0 is written until it owns 8 blocks, the last
+    // page of the 8th holding lpn 1's live copy; a write to superblock 1 evicts its map
+    // page (one cached page, one superblock per page), and reads decode it from flash.
+    let g = geo(4, 16, 100.0, 64);
+    let mut d = Driver::new(
+        &g,
+        &[
+            ("mapping", "map_page"),
+            ("max_u_blocks", "4"),
+            ("map_cache_entries", "1"),
+            ("superblocks_per_map_page", "1"),
+        ],
+    );
+    d.write(&(0..16).collect::<Vec<u32>>());
+    d.write(&[0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 0, 4, 8, 1]);
+    let blocks = d.ftl.superblock_blocks(0);
+    assert_eq!(blocks.len(), 8, "{:?}", d.contents(0));
+    let last = g.ppn(blocks[7], 3);
+    assert_eq!(d.flash.peek_tag(last).unwrap().lpn.0, 1);
+    assert!(d.flash.is_valid(last));
+    d.write(&[16]);
+    assert!(
+        d.ftl.stats().translation_writes >= 1,
+        "superblock 0's map page written"
+    );
+    // Unmapped entries (lpn 16's neighbours in superblock 1) encode as all ones too.
+    d.verify();
 }
 
 #[test]
@@ -807,10 +913,51 @@ fn map_page_refusals_name_the_option() {
         let e = build(&g, pairs).err().unwrap();
         assert!(e.to_string().contains(key), "{e}");
     }
+    for (pairs, key) in [
+        (&[("map_page_home", "u_block")][..], "map_page_home"),
+        (
+            &[("mapping", "ram"), ("map_page_home", "u_block")][..],
+            "map_page_home",
+        ),
+        (&[("map_pool_blocks", "4")][..], "map_pool_blocks"),
+        (
+            &[
+                ("mapping", "map_page"),
+                ("map_page_home", "u_block"),
+                ("map_pool_blocks", "4"),
+            ][..],
+            "map_pool_blocks",
+        ),
+        (
+            &[("mapping", "map_page"), ("map_pool_blocks", "2")][..],
+            "map_pool_blocks",
+        ),
+        (
+            &[
+                ("mapping", "map_page"),
+                ("map_page_home", "u_block"),
+                ("superblocks_per_map_page", "2"),
+            ][..],
+            "superblocks_per_map_page",
+        ),
+        (
+            &[("mapping", "map_page"), ("superblocks_per_map_page", "500")][..],
+            "superblocks_per_map_page",
+        ),
+        (
+            &[("mapping", "ram"), ("superblocks_per_map_page", "2")][..],
+            "superblocks_per_map_page",
+        ),
+        (&[("mapping", "ram"), ("placement", "ip")][..], "placement"),
+        (&[("mapping", "ram"), ("snapshots", "on")][..], "snapshots"),
+    ] {
+        let e = build(&g, pairs).err().expect("refused").to_string();
+        assert!(e.contains(key), "{pairs:?}: {e}");
+    }
     let e = SuperblockFtl::new(
         &geo(8, 12, 20.0, 64),
         lat(),
-        &opts(&[("mapping", "map_page")]),
+        &opts(&[("mapping", "map_page"), ("map_page_home", "u_block")]),
     )
     .err()
     .unwrap();
@@ -914,4 +1061,46 @@ fn static_levelling_narrows_the_spread_at_a_waf_cost_and_recovers() {
             .to_string();
         assert!(e.contains("wear_leveling") && e.contains(bad.0), "{e}");
     }
+}
+
+#[test]
+fn the_map_in_ram_allows_superblocks_past_the_spare_layouts_limit() {
+    // §5.6: "we held all the page-mapping information in RAM [...] since the current
+    // implementation does not support the superblock size greater than eight".
+    let g = geo(8, 64, 20.0, 64);
+    assert!(build(&g, &[("superblock_size", "16")]).is_err());
+    for pairs in [
+        &[("mapping", "ram"), ("superblock_size", "16")][..],
+        &[
+            ("mapping", "ram"),
+            ("superblock_size", "32"),
+            ("max_u_blocks", "4"),
+        ][..],
+        &[("mapping", "ram"), ("superblock_size", "64")][..],
+    ] {
+        let mut d = Driver::new(&g, pairs);
+        random_mix(&mut d, 9, 8000, 149);
+        d.verify();
+        let st = d.ftl.stats();
+        assert!(st.merges_partial + st.merges_full > 10, "{pairs:?}: {st:?}");
+        assert_eq!(
+            (
+                st.map_hits,
+                st.map_misses,
+                st.translation_reads,
+                st.translation_writes
+            ),
+            (0, 0, 0, 0),
+            "no map traffic with the map in RAM"
+        );
+        let s = d.flash.stats();
+        let m = Cause::Map as usize;
+        assert_eq!(
+            s.page_reads[m] + s.programs[m] + s.erases[m] + s.spare_reads[m],
+            0
+        );
+        assert_eq!(st.extra["map_in_ram"], 1.0);
+    }
+    let f = ftl(&g, &[("mapping", "ram"), ("superblock_size", "16")]);
+    assert_eq!(f.max_blocks_per_superblock(), 32, "auto M = N in RAM");
 }
