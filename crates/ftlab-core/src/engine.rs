@@ -578,8 +578,37 @@ impl Engine {
         self.host.read_requests += 1;
         self.host.bytes_read += req.len;
         let (first, end) = self.pages(req)?;
+        if self.flash.sub_page_reads() {
+            return self.read_parts(req, first, end);
+        }
         for lpn in first..end {
             if !self.read_page(Lpn(lpn))? {
+                self.host.unmapped_reads += 1;
+            }
+        }
+        self.host.pages_read += (end - first) as u64;
+        Ok(())
+    }
+
+    /// [`Engine::read`] under sub-page transfers: each page's read moves only the
+    /// bytes of it the request asks for over the channel (a request's first and last
+    /// pages may be partly covered).
+    #[inline(never)]
+    fn read_parts(&mut self, req: &Request, first: u32, end: u32) -> Result<(), SimError> {
+        let ps = self.geo.page_size as u64;
+        let (lo, hi) = (req.offset, req.offset + req.len);
+        for lpn in first..end {
+            let page = lpn as u64 * ps;
+            let part = (hi.min(page + ps) - lo.max(page)) as u32;
+            let partial = part < ps as u32;
+            if partial {
+                self.flash.host_read_bytes(part);
+            }
+            let found = self.read_page(Lpn(lpn));
+            if partial {
+                self.flash.host_read_bytes(ps as u32);
+            }
+            if !found? {
                 self.host.unmapped_reads += 1;
             }
         }

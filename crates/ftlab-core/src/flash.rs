@@ -1088,6 +1088,31 @@ impl Flash {
         }
     }
 
+    /// Whether the installed clock moves only the requested part of a page for a host
+    /// read ([`DieClock::sub_page_transfers`]); false without a clock.
+    #[inline]
+    pub fn sub_page_reads(&self) -> bool {
+        self.has_clock && self.clock.sub_page_transfers()
+    }
+
+    /// In the open timed batch, the next host page read moves `bytes` of its page over
+    /// the channel ([`DieClock::set_host_read_bytes`]); call again with the page size
+    /// after it. A shortened read goes through the path that knows each operation's
+    /// cause. Does nothing without a clock.
+    pub fn host_read_bytes(&mut self, bytes: u32) {
+        if self.has_clock {
+            let record = if self.clock.set_host_read_bytes(bytes)
+                || self.clock.exponential()
+                || self.clock.needs_cause()
+            {
+                Record::ClockCaused
+            } else {
+                Record::Clock
+            };
+            self.set_record(record);
+        }
+    }
+
     /// Closes the timed batch: when its operations completed and how long the first
     /// waited (`start` and no wait if it had none, or without a clock).
     #[inline]

@@ -290,6 +290,19 @@ pub struct Config {
     /// queued on its die that have not begun, which begin that much later
     /// (docs/timing.md). Off: GC operations queue like host ones.
     pub preempt_gc: bool,
+    /// Sub-page transfers (parallel timing): a host read of part of a page (a 4 KiB
+    /// read of an 8 KiB page) moves only the bytes it asks for over the channel, as
+    /// MQSim times a transfer by its sectors (docs/timing.md). Off: every read moves its
+    /// whole page. Programs, GC and map reads always move whole pages; serial timing
+    /// takes the papers' whole-operation latencies either way.
+    pub sub_page_transfers: bool,
+    /// Backfilling of channel slots (parallel timing): a transfer takes the first idle
+    /// gap of its channel from when it can start, even before transfers reserved
+    /// earlier, as a controller arbitrating its channel among dies as their data gets
+    /// ready does (docs/timing.md). Off: a channel's transfers keep the order they were
+    /// reserved in (pessimistic under channel contention). Not with `suspend` or
+    /// `preempt_gc`.
+    pub channel_backfill: bool,
     /// Checking: every read against the last write (`on`), none, or `deep`.
     pub verify: VerifyLevel,
     /// Requests between deep checks under `verify = "deep"`.
@@ -418,6 +431,8 @@ impl Default for Config {
             suspend_program_us: 100.0,
             suspend_erase_us: 700.0,
             preempt_gc: false,
+            sub_page_transfers: true,
+            channel_backfill: false,
             verify: VerifyLevel::On,
             deep_every: 1000,
             rmw: false,

@@ -498,6 +498,20 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
              die, and only the parallel model has per-die queues: add --timing parallel",
         ));
     }
+    if cfg.channel_backfill && cfg.timing != TimingModel::Parallel {
+        return Err(setting(
+            "channel_backfill",
+            "backfilling places transfers in the idle gaps of a channel, and only the \
+             parallel model has channels: add --timing parallel",
+        ));
+    }
+    if cfg.channel_backfill && (cfg.suspend || cfg.preempt_gc) {
+        return Err(setting(
+            "channel_backfill",
+            "backfilling is not built together with suspend or preemptible GC, which \
+             move queued reservations: turn one of them off",
+        ));
+    }
     for (key, us) in [
         ("suspend_program_us", cfg.suspend_program_us),
         ("suspend_erase_us", cfg.suspend_erase_us),
@@ -633,6 +647,16 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
                 Nanos(xfer.round() as u64),
             )
             .with_planes(geo.planes_per_die);
+            let model = if cfg.channel_backfill {
+                model.with_channel_backfill()
+            } else {
+                model
+            };
+            let model = if cfg.sub_page_transfers {
+                model.with_sub_page_transfers(geo.page_size)
+            } else {
+                model
+            };
             let model = match bad_blocks(cfg)? {
                 Some(map) => model.with_block_map(&map.good),
                 None => model,

@@ -3,7 +3,8 @@
 //! 333 MB/s channels), closed-loop replay (issue 22, item 4). The preset's 2 planes per
 //! die run programs, reads and erases together (multi-plane operations; `multiplane.rs`
 //! checks the reads and erases); a check that needs one plane per die says so
-//! (`mqsim_planes`). The model moves whole pages, so a 4 KiB read moves 8 KiB.
+//! (`mqsim_planes`). A host read of part of a page moves only that part over the
+//! channel (`sub_page_transfers`, on by default); the other checks read whole pages.
 
 use ftlab::config::{Config, Precondition, TimingModel, VerifyLevel};
 use ftlab::{NoObserver, Simulation, Workload};
@@ -127,6 +128,68 @@ fn mqsim_random_reads_stay_under_the_channel_bound() {
         x256 <= chan_bound && x256 > 0.5 * chan_bound,
         "{x256} vs {chan_bound}"
     );
+}
+
+/// Random 4 KiB reads (half an `mqsim-8k` page) at queue depth `qd`, one plane per
+/// die, with sub-page transfers and channel backfilling on or off.
+fn mqsim_4k_reads(qd: u32, sub_page: bool, backfill: bool) -> f64 {
+    let mut c = Config {
+        planes: Some(1),
+        nand: "mqsim-8k".into(),
+        timing: TimingModel::Parallel,
+        capacity: "4GiB".parse().unwrap(),
+        op: 15.0,
+        queue_depth: Some(qd),
+        verify: VerifyLevel::Off,
+        precondition: Precondition::Fill,
+        sub_page_transfers: sub_page,
+        channel_backfill: backfill,
+        ..Config::default()
+    };
+    c.synthetic.count = 40_000;
+    c.synthetic.read_ratio = 1.0;
+    c.synthetic.request_bytes = 4096;
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut NoObserver)
+        .unwrap();
+    assert!(out.failure.is_none());
+    serde_json::to_value(&out.report).unwrap()["host"]["iops"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Issue 22 item 4's figure: saturated random 4 KiB reads on MQSim's SSD are
+/// channel-bound at about 650 k IOPS, min(D / t_read, C / t_transfer(4 KiB)): a 4 KiB
+/// read moves 4 KiB, not the 8 KiB page (sub-page transfers, the default), and with
+/// channel backfilling the channels stay busy.
+#[test]
+fn mqsim_random_4k_reads_move_half_a_page_and_approach_650k() {
+    let half = XFER_NS / 2.0;
+    let chan_bound = CHANNELS / (half / 1e9);
+    let die_bound = DIES / ((T_READ_NS + half) / 1e9);
+    let whole_bound = CHANNELS / (XFER_NS / 1e9);
+    assert!((chan_bound / 650e3 - 1.0).abs() < 0.01, "{chan_bound}");
+    assert!(chan_bound < die_bound);
+    // QD 1: one sense and half a transfer.
+    let x1 = mqsim_4k_reads(1, true, false);
+    assert!((x1 * (T_READ_NS + half) / 1e9 - 1.0).abs() < 0.01, "{x1}");
+    // Saturated, backfilling: within 10% of the 4 KiB channel bound, twice what whole
+    // pages allow.
+    let x = mqsim_4k_reads(256, true, true);
+    assert!(
+        x > 0.9 * chan_bound && x <= chan_bound,
+        "{x} vs {chan_bound}"
+    );
+    let whole = mqsim_4k_reads(256, false, true);
+    assert!(
+        whole > 0.9 * whole_bound && whole <= whole_bound,
+        "{whole} vs {whole_bound}"
+    );
+    // Without backfilling (the default) transfers keep their reservation order and the
+    // channels idle while later dies' data waits: well under the bound.
+    let in_order = mqsim_4k_reads(256, true, false);
+    assert!(in_order < 0.5 * chan_bound, "{in_order} vs {chan_bound}");
 }
 
 /// The report of a GC-heavy mix of random reads and writes under parallel timing (page
@@ -290,4 +353,31 @@ fn least_busy_beats_round_robin_without_gc() {
         p99(&lb),
         p99(&rr)
     );
+}
+
+#[test]
+fn channel_backfill_needs_parallel_timing_and_neither_suspend_nor_preemption() {
+    let c = Config {
+        channel_backfill: true,
+        ..Config::default()
+    };
+    let err = Simulation::new(c).err().expect("refused").to_string();
+    assert!(
+        err.contains("channel_backfill") && err.contains("--timing parallel"),
+        "{err}"
+    );
+    for (suspend, preempt_gc) in [(true, false), (false, true)] {
+        let c = Config {
+            channel_backfill: true,
+            timing: TimingModel::Parallel,
+            suspend,
+            preempt_gc,
+            ..Config::default()
+        };
+        let err = Simulation::new(c).err().expect("refused").to_string();
+        assert!(
+            err.contains("channel_backfill") && err.contains("suspend or preemptible GC"),
+            "{err}"
+        );
+    }
 }
