@@ -17,6 +17,7 @@
 # `fuzz/soak.sh --totals` sums the ledger per target.
 #
 #   CPU_SECONDS=1800 fuzz/soak.sh set nbd       # half an hour of CPU each, two lanes
+#   DEADLINE=$(date -d '+2 hours' +%s) fuzz/soak.sh   # an hour each, but stop in 2 hours
 #   fuzz/soak.sh --totals
 #
 # A crash leaves its input under fuzz/artifacts/<target>/ and a ledger line with
@@ -34,6 +35,9 @@ if [ "${1:-}" = "--totals" ]; then
 fi
 
 budget=${CPU_SECONDS:-3600}
+# DEADLINE (seconds since the epoch): stop every fuzzer then, budget or not, and
+# still record the CPU it used (a round that must end with a session counts what it did).
+deadline=${DEADLINE:-9999999999}
 jobs=${JOBS:-2}
 nice_level=${NICE:-19}
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -56,6 +60,7 @@ cpu_of() { # user + system seconds of a live process, from /proc/PID/stat fields
 
 soak_one() {
   local t=$1 log="$logs/$1.log" start cpu=0 rc=0 pid
+  if [ "$(date +%s)" -ge "$deadline" ]; then return 0; fi
   mkdir -p "corpus/$t" "min/$t" "artifacts/$t"
   start=$(date +%s)
   nice -n "$nice_level" "$bin_dir/$t" "corpus/$t" -max_len=65536 -print_final_stats=1 \
@@ -64,7 +69,7 @@ soak_one() {
   while kill -0 "$pid" 2>/dev/null; do
     sleep 5
     cpu=$(cpu_of "$pid")
-    if [ "$cpu" -ge "$budget" ]; then
+    if [ "$cpu" -ge "$budget" ] || [ "$(date +%s)" -ge "$deadline" ]; then
       kill -INT "$pid" 2>/dev/null || true
       break
     fi

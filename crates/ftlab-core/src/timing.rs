@@ -347,6 +347,9 @@ pub struct DieClock {
     /// channel, the idle gaps left before its last reservation, oldest first; `None`:
     /// off (a transfer never starts before the channel's last reservation ends).
     gaps: Option<Box<[Gaps]>>,
+    /// `planes` or `gaps` is set: operations take the out-of-line path (one test per
+    /// operation, as with planes alone before).
+    slow: bool,
 }
 
 /// A channel's idle gaps before its last reservation, `(from, to)` in ns, oldest
@@ -641,6 +644,7 @@ impl DieClock {
             part_xfer: xfer.0,
             saved: 0,
             gaps: None,
+            slow: false,
         }
     }
 
@@ -919,14 +923,40 @@ impl DieClock {
         } else {
             self.array[kind as usize]
         };
+        if self.slow {
+            return self.op_slow(d as usize, c as usize, kind, block, array);
+        }
+        self.one_plane::<false>(d as usize, c as usize, kind, array)
+    }
+
+    /// [`DieClock::op`] on a device with several planes per die or with channel
+    /// backfilling, out of line.
+    #[inline(never)]
+    fn op_slow(&mut self, d: usize, c: usize, kind: OpKind, block: Pbn, array: u64) -> (u64, u64) {
         if self.planes.is_some() {
-            let (begin, array_begin, _) =
-                self.on_planes(d as usize, c as usize, kind, block, array);
+            let (begin, array_begin, _) = self.on_planes(d, c, kind, block, array);
             return (begin, array_begin);
         }
-        let die = &mut self.die_free[d as usize];
-        let chan = &mut self.chan_free[c as usize];
-        let gaps = self.gaps.as_deref_mut().map(|g| &mut g[c as usize]);
+        self.one_plane::<true>(d, c, kind, array)
+    }
+
+    /// [`DieClock::op`] on a die with one plane; `GAPS`: with channel backfilling (a
+    /// constant, so the plain path carries no test for it).
+    #[inline(always)]
+    fn one_plane<const GAPS: bool>(
+        &mut self,
+        d: usize,
+        c: usize,
+        kind: OpKind,
+        array: u64,
+    ) -> (u64, u64) {
+        let die = &mut self.die_free[d];
+        let chan = &mut self.chan_free[c];
+        let gaps = if GAPS {
+            self.gaps.as_deref_mut().map(|g| &mut g[c])
+        } else {
+            None
+        };
         let start = self.start;
         let ready = start.max(*die);
         let (begin, end) = match kind {
@@ -959,7 +989,7 @@ impl DieClock {
     /// batch's first operation if any is).
     #[inline(always)]
     pub fn copy(&mut self, src: Pbn, dst: Pbn) {
-        if self.planes.is_some() || self.gaps.is_some() {
+        if self.slow {
             return self.copy_on_planes(src, dst);
         }
         let start = self.start;
@@ -1258,8 +1288,10 @@ impl ParallelTiming {
         let c = &mut self.clock;
         if per_die <= 1 {
             c.planes = None;
+            c.slow = c.gaps.is_some();
             return self;
         }
+        c.slow = true;
         let dies = c.die_free.len() as u32;
         c.planes = Some(Box::new(Planes {
             per_die,
@@ -1299,6 +1331,7 @@ impl ParallelTiming {
     pub fn with_channel_backfill(mut self) -> Self {
         let channels = self.clock.chan_free.len();
         self.clock.gaps = Some(vec![VecDeque::new(); channels].into_boxed_slice());
+        self.clock.slow = true;
         self
     }
 
