@@ -16,15 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 each=${SECONDS_EACH:-60}
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
-fi
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  mapfile -t targets < <(cargo fuzz list)
-fi
-export RUSTC_BOOTSTRAP=1
-cargo ${TOOLCHAIN:-} fuzz build --release --sanitizer none
+source ./common.sh "$@"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 run_one() {

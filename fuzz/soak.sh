@@ -40,15 +40,7 @@ budget=${CPU_SECONDS:-3600}
 deadline=${DEADLINE:-9999999999}
 jobs=${JOBS:-2}
 nice_level=${NICE:-19}
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
-fi
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  mapfile -t targets < <(cargo fuzz list)
-fi
-export RUSTC_BOOTSTRAP=1
-cargo ${TOOLCHAIN:-} fuzz build --release --sanitizer none
+source ./common.sh "$@"
 bin_dir=target/$(rustc -vV | sed -n 's/^host: //p')/release
 [ -f "$ledger" ] || printf 'date\ttarget\tcpu_s\twall_s\texecutions\tmin_corpus\tcrashes\n' >"$ledger"
 logs=$(mktemp -d)

@@ -666,15 +666,21 @@ impl PageFtl {
             self.index.remove(victim);
             // A policy other than greedy may pick a fully valid block: the round frees
             // as much as it takes, as under the global scope.
-            if let Some(&o) = self.origin.get(victim.idx()) {
-                if o != RECOVERED {
-                    self.streams.victims[o as usize] += 1;
-                    self.streams.victim_valid[o as usize] += valid as u64;
-                }
-            }
-            self.reclaim(flash, victim);
-            self.stats.gc_invocations += 1;
+            self.collect_victim(flash, victim, valid);
         }
+    }
+
+    /// One GC round on `victim` (out of the indexes), which had `valid` valid pages:
+    /// counted by the stream it was written from, reclaimed.
+    fn collect_victim(&mut self, flash: &mut Flash, victim: Pbn, valid: u32) {
+        if let Some(&o) = self.origin.get(victim.idx()) {
+            if o != RECOVERED {
+                self.streams.victims[o as usize] += 1;
+                self.streams.victim_valid[o as usize] += valid as u64;
+            }
+        }
+        self.reclaim(flash, victim);
+        self.stats.gc_invocations += 1;
     }
 
     /// GC rounds while free blocks are fewer than the threshold.
@@ -693,14 +699,7 @@ impl PageFtl {
                 "page FTL: GC victim {victim:?} and every sealed block are fully valid; \
                  no progress possible"
             );
-            if let Some(&o) = self.origin.get(victim.idx()) {
-                if o != RECOVERED {
-                    self.streams.victims[o as usize] += 1;
-                    self.streams.victim_valid[o as usize] += valid as u64;
-                }
-            }
-            self.reclaim(flash, victim);
-            self.stats.gc_invocations += 1;
+            self.collect_victim(flash, victim, valid);
         }
     }
 
@@ -1361,14 +1360,7 @@ mod tests {
 
     #[test]
     fn gc_per_die_runs_every_victim_policy_and_recovers() {
-        for policy in [
-            GcPolicy::Greedy,
-            GcPolicy::CostBenefit,
-            GcPolicy::DChoices,
-            GcPolicy::Fifo,
-            GcPolicy::Random,
-            GcPolicy::WindowedGreedy,
-        ] {
+        for policy in GcPolicy::ALL {
             let (mut f, mut flash) = per_die(DieAlloc::RoundRobin, policy);
             churn(&mut f, &mut flash, 5);
             assert!(f.stats.gc_invocations > 0, "{policy:?}");

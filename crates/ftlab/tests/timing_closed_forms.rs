@@ -27,6 +27,17 @@ fn mqsim_planes(
     sequential: bool,
     planes: Option<u32>,
 ) -> serde_json::Value {
+    let mut c = mqsim_config(qd, read_ratio, planes);
+    c.synthetic.request_bytes = 8192;
+    if sequential {
+        c.synthetic.pattern = ftlab_workload::synthetic::Pattern::Sequential;
+    }
+    run(c)
+}
+
+/// MQSim's SSD at queue depth `qd`, 4 GiB at 15% OP, filled first when it reads, pages
+/// dealt round-robin over the dies, verify off.
+fn mqsim_config(qd: u32, read_ratio: f64, planes: Option<u32>) -> Config {
     let mut c = Config {
         planes,
         nand: "mqsim-8k".into(),
@@ -45,12 +56,12 @@ fn mqsim_planes(
     };
     c.synthetic.count = 20_000;
     c.synthetic.read_ratio = read_ratio;
-    c.synthetic.request_bytes = 8192;
-    if sequential {
-        c.synthetic.pattern = ftlab_workload::synthetic::Pattern::Sequential;
-    }
     c.ftl_options
         .insert("die_alloc".into(), serde_json::json!("round_robin"));
+    c
+}
+
+fn run(c: Config) -> serde_json::Value {
     let out = Simulation::new(c)
         .unwrap()
         .run(Workload::Configured, &mut NoObserver)
@@ -133,30 +144,12 @@ fn mqsim_random_reads_stay_under_the_channel_bound() {
 /// Random 4 KiB reads (half an `mqsim-8k` page) at queue depth `qd`, one plane per
 /// die, with sub-page transfers and channel backfilling on or off.
 fn mqsim_4k_reads(qd: u32, sub_page: bool, backfill: bool) -> f64 {
-    let mut c = Config {
-        planes: Some(1),
-        nand: "mqsim-8k".into(),
-        timing: TimingModel::Parallel,
-        capacity: "4GiB".parse().unwrap(),
-        op: 15.0,
-        queue_depth: Some(qd),
-        verify: VerifyLevel::Off,
-        precondition: Precondition::Fill,
-        sub_page_transfers: sub_page,
-        channel_backfill: backfill,
-        ..Config::default()
-    };
+    let mut c = mqsim_config(qd, 1.0, Some(1));
+    c.sub_page_transfers = sub_page;
+    c.channel_backfill = backfill;
     c.synthetic.count = 40_000;
-    c.synthetic.read_ratio = 1.0;
     c.synthetic.request_bytes = 4096;
-    let out = Simulation::new(c)
-        .unwrap()
-        .run(Workload::Configured, &mut NoObserver)
-        .unwrap();
-    assert!(out.failure.is_none());
-    serde_json::to_value(&out.report).unwrap()["host"]["iops"]
-        .as_f64()
-        .unwrap()
+    run(c)["host"]["iops"].as_f64().unwrap()
 }
 
 /// Issue 22 item 4's figure: saturated random 4 KiB reads on MQSim's SSD are
