@@ -51,7 +51,7 @@ cpu_of() { # user + system seconds of a live process, from /proc/PID/stat fields
 }
 
 soak_one() {
-  local t=$1 log="$logs/$1.log" start cpu=0 rc=0 pid
+  local t=$1 log="$logs/$1.log" start cpu=0 c rc=0 pid
   if [ "$(date +%s)" -ge "$deadline" ]; then return 0; fi
   mkdir -p "corpus/$t" "min/$t" "artifacts/$t"
   start=$(date +%s)
@@ -60,7 +60,9 @@ soak_one() {
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 5
-    cpu=$(cpu_of "$pid")
+    # Keep the last reading: once the fuzzer has exited, /proc has nothing left to read.
+    c=$(cpu_of "$pid")
+    if [ "$c" -ge 0 ]; then cpu=$c; fi
     if [ "$cpu" -ge "$budget" ] || [ "$(date +%s)" -ge "$deadline" ]; then
       kill -INT "$pid" 2>/dev/null || true
       break
