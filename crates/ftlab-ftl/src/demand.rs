@@ -190,6 +190,7 @@
 //!   only.
 
 use crate::auto::AutoOr;
+use crate::dievictims::DieVictims;
 use crate::page::DieAlloc;
 use crate::scan;
 use ftlab_core::flash::{Cause, Flash};
@@ -239,6 +240,12 @@ impl DiePools {
     #[inline]
     pub(crate) fn dies(&self) -> usize {
         self.pools.len()
+    }
+
+    /// Free blocks in die `d`'s own pool (tests of GC per die).
+    #[cfg(test)]
+    pub(crate) fn die_len(&self, d: usize) -> usize {
+        self.pools[d].len()
     }
 
     /// Hands back an erased block, unless it retires ([`FreeBlocks::push`]).
@@ -472,6 +479,9 @@ pub(crate) struct Counters {
     pub evictions: u64,
     pub dirty_evictions: u64,
     pub data_victims: u64,
+    /// Of `data_victims`, those a die picked among its own blocks (`gc_scope =
+    /// "per_die"`).
+    pub die_victims: u64,
     pub trans_victims: u64,
     pub data_pages_copied: u64,
     /// Most translation pages one data-block GC wrote (`tpm` reports it).
@@ -695,6 +705,18 @@ pub(crate) fn gc_threshold_dies(
     Ok(theta)
 }
 
+/// The refusal of `gc_scope = "per_die"` without dies to collect on (`die_alloc =
+/// "single"`, or one die), for `dftl` and `dac`.
+pub(crate) fn per_die_refusal(scheme: &str) -> SchemeError {
+    bad(
+        scheme,
+        "gc_scope",
+        "per_die",
+        "GC per die needs one open data block per die: set die_alloc to round_robin, \
+         static or least_busy (and parallel timing with more than one die)",
+    )
+}
+
 /// The most GC rounds one GC invocation may take before it is declared an endless
 /// loop (a broken invariant, so a panic): one per physical page. Not a progress proof:
 /// a round frees at least one invalid page but a data-block round can write more
@@ -758,10 +780,7 @@ pub(crate) trait Demand {
         let Some(cold) = s.wl.as_ref().and_then(StaticLeveling::candidate) else {
             return false;
         };
-        s.index.remove(cold);
-        if let Some(wl) = &mut s.wl {
-            wl.unsealed(cold);
-        }
+        s.unindex(cold);
         let before = s.c.clone();
         if s.kind[cold.idx()] == Kind::Trans {
             s.collect_trans_block(flash, cold);
@@ -922,6 +941,14 @@ pub(crate) struct Space {
     pub free: DiePools,
     pub kind: Vec<Kind>,
     pub index: Victims,
+    /// Under `gc_scope = "per_die"` (`dftl`): each die's sealed blocks, data and
+    /// translation (block `b`
+    /// as local block `b / dies` of die `b % dies`), beside `index`, which keeps every
+    /// sealed block; empty under `global`.
+    pub die_index: DieVictims,
+    /// Under `per_die`: the die whose host write opened a block and found the pool
+    /// below the threshold, while its collection runs (its own victims first).
+    pub gc_die: Option<usize>,
     /// Static wear levelling, if on.
     pub wl: Option<StaticLeveling>,
     /// This GC invocation takes greedy victims whatever the policy (see
@@ -968,6 +995,8 @@ impl Space {
             free,
             kind: vec![Kind::Free; geo.blocks as usize],
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
+            die_index: DieVictims::new(geo.blocks, geo.pages_per_block, policy, 0),
+            gc_die: None,
             wl: (leveling == WearLeveling::Static)
                 .then(|| StaticLeveling::new(geo.blocks, threshold)),
             greedy_now: false,
@@ -979,6 +1008,56 @@ impl Space {
             gc_scratch: Vec::with_capacity(geo.pages_per_block as usize),
             gc_batch: Vec::with_capacity(geo.pages_per_block as usize),
             scheme,
+        }
+    }
+
+    /// GC per die (`gc_scope = "per_die"`, module docs): each die keeps its sealed data
+    /// blocks in its own victim index, and a collection a die's host write starts
+    /// takes that die's own victims first.
+    pub(crate) fn with_gc_per_die(mut self) -> Space {
+        self.die_index = DieVictims::new(
+            self.geo.blocks,
+            self.geo.pages_per_block,
+            self.index.policy(),
+            self.free.dies() as u32,
+        );
+        self
+    }
+
+    /// Seeds the random victim policies (the global index and each die's).
+    pub(crate) fn seed(&mut self, seed: u64) {
+        self.index.seed(seed);
+        self.die_index.seed(seed);
+    }
+
+    /// Whether GC is per die.
+    #[inline]
+    pub(crate) fn per_die(&self) -> bool {
+        !self.die_index.is_empty()
+    }
+
+    /// Takes a sealed block out of the victim indexes (and static levelling's list).
+    pub(crate) fn unindex(&mut self, b: Pbn) {
+        self.index.remove(b);
+        if self.per_die() {
+            self.die_index.remove(b);
+        }
+        if let Some(wl) = &mut self.wl {
+            wl.unsealed(b);
+        }
+    }
+
+    /// Recovery: the per-die indexes from the global one (every sealed block), in
+    /// block order.
+    fn rebuild_die_index(&mut self, flash: &Flash) {
+        if !self.per_die() {
+            return;
+        }
+        self.die_index.clear();
+        for b in (0..self.geo.blocks).map(Pbn) {
+            if self.index.contains(b) {
+                self.die_index.insert(b, flash.valid_count(b));
+            }
         }
     }
 
@@ -1042,6 +1121,9 @@ impl Space {
     pub(crate) fn seal_if_full(&mut self, flash: &Flash, b: Pbn) -> bool {
         if flash.is_full(b) {
             self.index.insert(b, flash.valid_count(b));
+            if self.per_die() {
+                self.die_index.insert(b, flash.valid_count(b));
+            }
             if let Some(wl) = &mut self.wl {
                 wl.sealed(b, flash.erase_count(b));
             }
@@ -1055,7 +1137,12 @@ impl Space {
     #[inline]
     pub(crate) fn invalidate(&mut self, flash: &mut Flash, ppn: Ppn) {
         flash.invalidate(ppn);
-        self.index.decrement(self.geo.block_of(ppn));
+        let b = self.geo.block_of(ppn);
+        self.index.decrement(b);
+        if self.per_die() {
+            // A no-op unless `b` is sealed.
+            self.die_index.decrement(b);
+        }
     }
 
     /// Erases a victim whose valid pages are gone and returns it to the pool.
@@ -1205,20 +1292,30 @@ impl Space {
             self.scheme
         );
         let victim = if self.free.len() > self.free.dies() {
-            let pick = if self.greedy_now {
-                self.index.min()
-            } else {
-                self.index.choose()
-            };
-            let (b, _) = pick.expect("not stuck: a block is sealed");
-            b
+            match self.gc_die.filter(|&d| !self.die_index.stuck(d)) {
+                // GC per die: the collecting die's own victim (its policy's pick).
+                Some(d) => {
+                    let (b, _) = self
+                        .die_index
+                        .choose(d, self.greedy_now)
+                        .expect("not stuck: a block is sealed");
+                    self.c.die_victims += 1;
+                    b
+                }
+                None => {
+                    let pick = if self.greedy_now {
+                        self.index.min()
+                    } else {
+                        self.index.choose()
+                    };
+                    let (b, _) = pick.expect("not stuck: a block is sealed");
+                    b
+                }
+            }
         } else {
             self.low_pool_victim(flash, copy_blocks, cached)
         };
-        self.index.remove(victim);
-        if let Some(wl) = &mut self.wl {
-            wl.unsealed(victim);
-        }
+        self.unindex(victim);
         victim
     }
 
@@ -1415,6 +1512,7 @@ impl Space {
         for b in free {
             self.free.push(b, flash.erase_count(b));
         }
+        self.rebuild_die_index(flash);
         if let Some(wl) = &mut self.wl {
             // Erase counts are on flash (the controller keeps them with the blocks).
             wl.recover(flash.erase_counts());
@@ -1531,6 +1629,14 @@ impl Space {
                     "{b:?}: sealed {sealed} but full {}",
                     flash.is_full(b)
                 ));
+            }
+            if self.per_die() {
+                let on_die = self.die_index.contains(b);
+                if on_die != sealed {
+                    return Err(format!(
+                        "{k:?} {b:?}: sealed {sealed} but in its die's victim index {on_die}"
+                    ));
+                }
             }
             for off in 0..flash.write_ptr(b) {
                 let p = self.geo.ppn(b, off);
@@ -1908,8 +2014,10 @@ mod tests {
     /// the logical blocks (default `16,64,256`), `FTLAB_STRESS_SLACK`
     /// over-provisioning percent added to the least accepted (default 0),
     /// `FTLAB_STRESS_ALLOC` the `die_alloc` values (default `single`; `tpm` refuses the
-    /// others, so its runs are skipped there) and `FTLAB_STRESS_DIES` the dies of the
-    /// device (default 1; channels x 1).
+    /// others, so its runs are skipped there), `FTLAB_STRESS_SCOPE` the `gc_scope`
+    /// values (default `global`; `per_die` only for `dftl` with a multi-die
+    /// allocation) and `FTLAB_STRESS_DIES` the dies of the device (default 1;
+    /// channels x 1).
     #[test]
     #[ignore]
     fn gc_stress_sweep() {
@@ -1946,6 +2054,7 @@ mod tests {
             .unwrap_or(0.0);
         let thetas = std::env::var("FTLAB_STRESS_THETAS").unwrap_or_else(|_| "auto".into());
         let allocs = list("FTLAB_STRESS_ALLOC", "single");
+        let scopes = list("FTLAB_STRESS_SCOPE", "global");
         let dies: u32 = std::env::var("FTLAB_STRESS_DIES")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -1958,10 +2067,15 @@ mod tests {
         std::panic::set_hook(Box::new(|_| {}));
         let mut runs = 0u32;
         let mut failed = Vec::new();
-        for (theta, alloc) in thetas
-            .split(',')
-            .flat_map(|t| allocs.iter().map(move |a| (t, a.as_str())))
-        {
+        let mut sets = Vec::new();
+        for t in thetas.split(',') {
+            for a in &allocs {
+                for c in &scopes {
+                    sets.push((t, a.as_str(), c.as_str()));
+                }
+            }
+        }
+        for (theta, alloc, scope) in sets {
             for scheme in ["dftl", "tpm"] {
                 for &ppb in &ppbs {
                     for &blocks in &block_counts {
@@ -1976,12 +2090,15 @@ mod tests {
                                     _ => (4 * epp * cmt_pages).to_string(),
                                 };
                                 let epp_s = epp.to_string();
-                                let given = [
+                                let mut given = vec![
                                     ("entries_per_page", epp_s.as_str()),
                                     ("cmt_bytes", cmt.as_str()),
                                     ("gc_threshold", theta),
                                     ("die_alloc", alloc),
                                 ];
+                                if scope != "global" {
+                                    given.push(("gc_scope", scope));
+                                }
                                 // Options refused (a threshold below 3) are skipped, as
                                 // geometries the scheme refuses are.
                                 let Ok(o) = demand_opts(scheme, &given) else {

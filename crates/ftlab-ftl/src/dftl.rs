@@ -80,16 +80,42 @@
 //!   data block (so `2 x dies` open data blocks). The translation block stays one,
 //!   opened from the die with the most free blocks. Free blocks are kept per die, a
 //!   die with none borrowing from the die with the most (so under `static` an LPN is
-//!   on die `l % dies` unless its die's pool ran dry); GC is global. GC keeps `dies`
+//!   on die `l % dies` unless its die's pool ran dry); GC is global by default
+//!   (`gc_scope`, below). GC keeps `dies`
 //!   more blocks free (`ftl.extra.gc_threshold` reports the sum) and the geometry
 //!   rule counts the open data blocks: see `demand.rs`. Recovery reopens the partly
 //!   written data blocks as the dies' current data blocks (a block to a slot of its
 //!   own die first, host slots before GC slots, in block-number order); more partly
 //!   written data blocks than open slots is `RecoverError::Failed`.
+//! - GC per die (issue 22 item 3, not in the papers; `page` and `dac` have it too):
+//!   `gc_scope = "per_die"`, with a multi-die `die_alloc` (refused otherwise, naming
+//!   both). Each die keeps its sealed blocks, data and translation, in its own victim
+//!   index (`dievictims.rs`: its own policy state, seeded from the run's seed
+//!   and the die). A host write whose die opens a block with the pool below the
+//!   threshold starts the collection as before, and its rounds take that die's own
+//!   victims while the pool holds more than `dies` blocks and the die has a block
+//!   with an invalid page, else the global pick (the low-pool rule stays global). A
+//!   data victim's copies stay on its die (its open data block, or its GC block under
+//!   `separate`; a die with no free block borrows one, as host writes do); a
+//!   translation victim's pages go to the one active translation block, wherever it
+//!   is. Open choices, made here: translation blocks are in the dies' indexes (with
+//!   data blocks only, the dies collected data blocks with few invalid pages while
+//!   the translation blocks, where most of DFTL's garbage is, waited for the global
+//!   rule: WA 76 against 7.9 on the run in docs/timing.md); and, unlike `page`'s, the
+//!   trigger stays the global pool, not each die's own. DFTL's GC is lazy (the pool
+//!   sits at the threshold in steady state), so a per-die trigger above it could only
+//!   run where it would leave the global rule less than its reserve; a die that gets
+//!   blocks back only from its own victims keeps its pool filled by its own
+//!   collections. The reserve and the geometry rule are global GC's: a die's data
+//!   round takes one block at most for its copies, as a global round under `single`
+//!   does, so it fits wherever a global round does (the low-pool rule counts the
+//!   victim die's room only). `ftl.extra.gc_die_victims` counts the victims a die
+//!   picked among its own blocks. Checked by the stress sweep with
+//!   `FTLAB_STRESS_SCOPE=per_die` (CHANGELOG).
 
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
-use crate::page::DieAlloc;
+use crate::page::{DieAlloc, GcScope};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -147,6 +173,11 @@ pub struct DftlOptions {
     /// (die = LPN % dies) or least_busy (the die free first under parallel timing).
     /// Dies: channels x dies of parallel timing (1 under serial).
     pub die_alloc: DieAlloc,
+    /// Where GC looks for victims: global (every sealed block, copies dealt by
+    /// die_alloc; the default) or per_die (a collection a die's host write starts takes
+    /// that die's own blocks, data or translation, and data copies stay on it; needs a
+    /// multi-die die_alloc).
+    pub gc_scope: GcScope,
 }
 
 impl Default for DftlOptions {
@@ -163,6 +194,7 @@ impl Default for DftlOptions {
             gc_frontier: GcFrontier::Shared,
             pe_limit: 0,
             die_alloc: DieAlloc::Single,
+            gc_scope: GcScope::Global,
         }
     }
 }
@@ -184,6 +216,8 @@ pub struct Dftl {
     streams: DieStreams,
     /// The stream of the GC copy being made (for [`Demand::after_gc_program`]).
     gc_stream: usize,
+    /// `gc_scope = "per_die"`: GC copies stay on the victim's die.
+    per_die: bool,
     /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
     stream_programs: [u64; 2],
     stream_blocks: [u64; 2],
@@ -199,7 +233,7 @@ pub struct Dftl {
 impl Dftl {
     /// Seeds the generator of the random victim policies (from the run's seed).
     pub fn with_gc_seed(mut self, seed: u64) -> Self {
-        self.s.index.seed(seed);
+        self.s.seed(seed);
         self
     }
 
@@ -220,35 +254,45 @@ impl Dftl {
         let streams = DieStreams::new(geo, opts.die_alloc);
         let n = streams.n as u32;
         let open_data = if separate { 2 * n } else { n };
+        let per_die = opts.gc_scope == GcScope::PerDie;
+        if per_die && n == 1 {
+            return Err(demand::per_die_refusal(ID));
+        }
         // One open data block per die: a victim's copies can fill each once, so GC keeps
-        // one more block per die free (none more under `single`).
+        // one more block per die free (none more under `single`; kept under `per_die`,
+        // whose copies take one block at most, so its rounds fit where global ones do).
         let reserve = if n == 1 { 0 } else { n };
         let theta =
             demand::gc_threshold_dies(geo, ID, opts.gc_threshold, lay.tpages, open_data, reserve)?
                 + reserve;
+        let space = Space::new(
+            geo,
+            lay,
+            theta,
+            VictimPolicy {
+                policy: opts.gc_policy,
+                d: opts.gc_d,
+                window: opts.gc_window,
+            },
+            demand::Wear {
+                leveling: opts.wear_leveling,
+                threshold: opts.wl_threshold,
+                retirement: Retirement::new(
+                    ID,
+                    geo.blocks,
+                    opts.pe_limit,
+                    demand::min_blocks(geo, lay.tpages, open_data, theta),
+                ),
+            },
+            n,
+            ID,
+        );
         Ok(Dftl {
-            s: Space::new(
-                geo,
-                lay,
-                theta,
-                VictimPolicy {
-                    policy: opts.gc_policy,
-                    d: opts.gc_d,
-                    window: opts.gc_window,
-                },
-                demand::Wear {
-                    leveling: opts.wear_leveling,
-                    threshold: opts.wl_threshold,
-                    retirement: Retirement::new(
-                        ID,
-                        geo.blocks,
-                        opts.pe_limit,
-                        demand::min_blocks(geo, lay.tpages, open_data, theta),
-                    ),
-                },
-                n,
-                ID,
-            ),
+            s: if per_die {
+                space.with_gc_per_die()
+            } else {
+                space
+            },
             active: vec![None; n as usize],
             gc_active: if separate {
                 vec![None; n as usize]
@@ -258,6 +302,7 @@ impl Dftl {
             separate,
             streams,
             gc_stream: 0,
+            per_die,
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             lru: Lru::new(slots),
@@ -335,13 +380,18 @@ impl Dftl {
     /// The next page of stream `st`'s current data block (opened from its die's pool).
     /// Outside GC, GC runs first when a new block is needed and the pool is below the
     /// threshold.
+    /// Under `gc_scope = "per_die"` that collection takes die `st`'s own victims first.
     fn data_dest(&mut self, flash: &mut Flash, st: usize, in_gc: bool) -> Ppn {
         loop {
             if let Some(a) = self.active[st] {
                 return self.s.geo.ppn(a, flash.write_ptr(a));
             }
             if !in_gc && self.s.below_threshold() {
+                if self.per_die {
+                    self.s.gc_die = Some(st);
+                }
                 self.collect(flash);
+                self.s.gc_die = None;
                 continue;
             }
             self.active[st] = Some(self.s.open_block_on(st, Kind::Data));
@@ -447,6 +497,15 @@ impl Demand for Dftl {
             .iter()
             .map(|a| a.map_or(0, |a| ppb - flash.write_ptr(a)))
             .collect();
+        if self.per_die {
+            // The copies stay on the victim's die.
+            let n = room.len();
+            return self.s.pick_victim_with(
+                flash,
+                |b, valid| (valid > room[b.idx() % n]) as u32,
+                |l| lpn_slot[l.idx()] != NONE,
+            );
+        }
         let (streams, geo) = (&self.streams, &self.s.geo.clone());
         self.s.pick_victim_with(
             flash,
@@ -456,18 +515,23 @@ impl Demand for Dftl {
     }
 
     /// Pages moved by GC go to the current data block of the stream the allocation
-    /// picks, as host writes do (or to their own under `separate`).
-    fn gc_dest(&mut self, flash: &mut Flash, _: Pbn, src: Ppn) -> Ppn {
-        let lpn = match self.streams.alloc {
-            DieAlloc::Static => {
-                flash
-                    .peek_tag(src)
-                    .unwrap_or_else(|| panic!("dftl: valid page {src:?} has no tag"))
-                    .lpn
-            }
-            _ => Lpn(0),
+    /// picks, as host writes do (or to their own under `separate`); under `gc_scope =
+    /// "per_die"`, to the victim's die.
+    fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn, src: Ppn) -> Ppn {
+        let st = if self.per_die {
+            victim.idx() % self.active.len()
+        } else {
+            let lpn = match self.streams.alloc {
+                DieAlloc::Static => {
+                    flash
+                        .peek_tag(src)
+                        .unwrap_or_else(|| panic!("dftl: valid page {src:?} has no tag"))
+                        .lpn
+                }
+                _ => Lpn(0),
+            };
+            self.pick_stream(flash, lpn, true)
         };
-        let st = self.pick_stream(flash, lpn, true);
         self.gc_stream = st;
         if self.separate {
             return self.gc_data_dest(flash, st);
@@ -664,6 +728,10 @@ impl Ftl for Dftl {
         }
         if self.separate {
             st.extra.streams(self.stream_programs, self.stream_blocks);
+        }
+        if self.per_die {
+            st.extra
+                .counter("gc_die_victims", "blocks", self.s.c.die_victims as f64);
         }
         st
     }
@@ -1176,6 +1244,109 @@ mod tests {
                 overwrite(&mut g, &mut flash, 6);
             }
         }
+    }
+
+    /// [`multi`] with `gc_scope = "per_die"` and the `policy`'s victims.
+    fn per_die(alloc: &str, frontier: &str, policy: &str) -> (Dftl, Flash) {
+        let g = geo4(40.0);
+        let given = [
+            ("die_alloc", alloc),
+            ("gc_frontier", frontier),
+            ("gc_scope", "per_die"),
+            ("gc_policy", policy),
+            ("entries_per_page", "16"),
+            ("cmt_bytes", "64"),
+        ];
+        (dftl(&g, &given).with_gc_seed(11), Flash::new(&g))
+    }
+
+    /// Valid data pages on each of the 4 dies.
+    fn valid_per_die(f: &Dftl, flash: &Flash) -> [u32; 4] {
+        let mut v = [0; 4];
+        for b in (0..f.s.geo.blocks).filter(|&b| f.s.kind[b as usize] == Kind::Data) {
+            v[(b % 4) as usize] += flash.valid_count(Pbn(b));
+        }
+        v
+    }
+
+    #[test]
+    fn gc_per_die_collects_a_die_and_keeps_its_copies_there() {
+        for alloc in ["round_robin", "static", "least_busy"] {
+            for frontier in ["shared", "separate"] {
+                let (mut f, mut flash) = per_die(alloc, frontier, "greedy");
+                overwrite(&mut f, &mut flash, 3);
+                let die_rounds = f.stats().extra.get("gc_die_victims").unwrap();
+                assert!(die_rounds > 0.0, "{alloc} {frontier}: no die collected");
+                // One more collection, forced, started by the die with the most free
+                // blocks among those with a sealed block that is not fully valid (a
+                // die with none free borrows a block for its copies from another): it
+                // takes its own victims (data or translation blocks), the pool grows,
+                // and no valid data page leaves the die or arrives on another (the
+                // translation pages the rounds write or move are not data).
+                let d = (0..4)
+                    .filter(|&d| !f.s.die_index.stuck(d))
+                    .max_by_key(|&d| (f.s.free.die_len(d), 4 - d))
+                    .unwrap();
+                let before = valid_per_die(&f, &flash);
+                let free_before = f.s.free.die_len(d);
+                assert!(free_before > 0, "{alloc} {frontier}");
+                let own = f.s.c.die_victims;
+                let (theta, total) = (f.s.gc_threshold, f.s.free.len());
+                f.s.gc_threshold = total as u32 + 1;
+                f.s.gc_die = Some(d);
+                f.collect(&mut flash);
+                (f.s.gc_threshold, f.s.gc_die) = (theta, None);
+                assert!(f.s.free.len() > total, "{alloc} {frontier}");
+                assert!(f.s.c.die_victims > own, "{alloc} {frontier}");
+                assert_eq!(valid_per_die(&f, &flash), before, "{alloc} {frontier}");
+                f.check(&flash).unwrap();
+            }
+        }
+        // Static striping with GC per die: every LPN stays on its die, as globally.
+        let (mut f, mut flash) = per_die("static", "shared", "greedy");
+        overwrite(&mut f, &mut flash, 4);
+        let n = f.s.geo.logical_pages;
+        let home = (0..n).filter(|&l| die_of(&f, l) == l % 4).count() as u32;
+        assert!(home * 10 >= n * 9, "{home} of {n} on their die");
+    }
+
+    #[test]
+    fn gc_per_die_runs_every_victim_policy_and_recovers() {
+        let policies = [
+            "greedy",
+            "cost_benefit",
+            "d_choices",
+            "fifo",
+            "random",
+            "windowed_greedy",
+        ];
+        assert_eq!(policies.len(), GcPolicy::ALL.len());
+        for name in policies {
+            let (mut f, mut flash) = per_die("round_robin", "shared", name);
+            overwrite(&mut f, &mut flash, 5);
+            assert!(f.stats().gc_invocations > 0, "{name}");
+            let tags = |f: &Dftl, flash: &Flash| -> Vec<Option<PageTag>> {
+                (0..f.s.geo.logical_pages)
+                    .map(|l| flash.peek_tag(Ppn(ppn_of(f, l))))
+                    .collect()
+            };
+            let before = tags(&f, &flash);
+            let mut g = crate::testutil::recover_fresh(
+                &mut flash,
+                per_die("round_robin", "shared", name).0,
+            );
+            g.check(&flash).unwrap();
+            assert_eq!(tags(&g, &flash), before, "{name}");
+            // It runs on after the recovery, its per-die indexes rebuilt.
+            overwrite(&mut g, &mut flash, 6);
+        }
+    }
+
+    #[test]
+    fn gc_per_die_is_refused_without_dies() {
+        let o: DftlOptions = from_pairs(ID, &[("gc_scope", "per_die")]).unwrap();
+        let e = Dftl::new(&geo4(40.0), &o).err().unwrap().to_string();
+        assert!(e.contains("gc_scope") && e.contains("die_alloc"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod cach;
 pub mod dac;
 mod demand;
 pub mod dftl;
+mod dievictims;
 pub mod fast;
 mod logblock;
 pub mod page;

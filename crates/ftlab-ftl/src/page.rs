@@ -134,6 +134,7 @@
 //! - `mapping_bytes` counts the L2P table (4 bytes per logical page); the GC index is
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
+use crate::dievictims::DieVictims;
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
@@ -302,11 +303,9 @@ pub struct PageFtl {
     /// Under `gc_scope = "per_die"`: each die's sealed blocks (block `b` as local
     /// block `b / dies` of die `b % dies`), beside `index`, which keeps every sealed
     /// block; empty under `global`.
-    die_index: Vec<Victims>,
+    die_index: DieVictims,
     /// GC on a die while fewer than this many of its blocks are free (`per_die`).
     die_threshold: u32,
-    /// The run's seed (the per-die policies' draws are seeded from it and the die).
-    gc_seed: u64,
     /// Static wear levelling, if on.
     wl: Option<StaticWl>,
     /// Blocks retired at `pe_limit` (erased, never used again), against the fewest
@@ -438,23 +437,13 @@ impl PageFtl {
             alloc: opts.die_alloc,
             turn: 0,
             index: Victims::new(geo.blocks, geo.pages_per_block, opts.victim_policy()),
-            die_index: if per_die {
-                (0..streams)
-                    .map(|d| {
-                        let mut ix = Victims::new(
-                            geo.blocks.div_ceil(streams),
-                            geo.pages_per_block,
-                            opts.victim_policy(),
-                        );
-                        ix.seed(Self::die_seed(0, d as usize));
-                        ix
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            },
+            die_index: DieVictims::new(
+                geo.blocks,
+                geo.pages_per_block,
+                opts.victim_policy(),
+                if per_die { streams } else { 0 },
+            ),
             die_threshold: opts.gc_threshold.max(1),
-            gc_seed: 0,
             wl: (opts.wear_leveling == WearLeveling::Static).then(|| StaticWl {
                 sealed: WearHeap::new(geo.blocks, 1),
                 max_erase: 0,
@@ -472,35 +461,17 @@ impl PageFtl {
     /// Seeds the generator of the random victim policies (from the run's seed).
     pub fn with_gc_seed(mut self, seed: u64) -> Self {
         self.index.seed(seed);
-        for (d, ix) in self.die_index.iter_mut().enumerate() {
-            ix.seed(Self::die_seed(seed, d));
-        }
-        self.gc_seed = seed;
+        self.die_index.seed(seed);
         self
-    }
-
-    /// The seed of die `d`'s victim policy under `gc_scope = "per_die"`.
-    fn die_seed(seed: u64, d: usize) -> u64 {
-        seed ^ (d as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
     /// Rebuilds the per-die victim indexes from the global one (after a recovery
     /// sorted the blocks), in block order.
     fn rebuild_die_index(&mut self, flash: &Flash) {
-        let dies = self.die_index.len() as u32;
-        let pol = self.index.policy();
-        for (d, ix) in self.die_index.iter_mut().enumerate() {
-            *ix = Victims::new(
-                self.geo.blocks.div_ceil(dies),
-                self.geo.pages_per_block,
-                pol,
-            );
-            ix.seed(Self::die_seed(self.gc_seed, d));
-        }
+        self.die_index.clear();
         for b in (0..self.geo.blocks).map(Pbn) {
             if self.index.contains(b) {
-                let (d, local) = self.on_die(b);
-                self.die_index[d].insert(local, flash.valid_count(b));
+                self.die_index.insert(b, flash.valid_count(b));
             }
         }
     }
@@ -569,8 +540,7 @@ impl PageFtl {
     fn seal(&mut self, flash: &Flash, b: Pbn) {
         self.index.insert(b, flash.valid_count(b));
         if !self.die_index.is_empty() {
-            let (d, local) = self.on_die(b);
-            self.die_index[d].insert(local, flash.valid_count(b));
+            self.die_index.insert(b, flash.valid_count(b));
         }
         if let Some(wl) = &mut self.wl {
             wl.sealed.push(b, flash.erase_count(b));
@@ -645,24 +615,17 @@ impl PageFtl {
         }
     }
 
-    /// Block `b`'s die (plane) and its number in that die's victim index.
-    #[inline]
-    fn on_die(&self, b: Pbn) -> (usize, Pbn) {
-        let dies = self.free.len() as u32;
-        ((b.0 % dies) as usize, Pbn(b.0 / dies))
-    }
-
     /// GC per die (`gc_scope = "per_die"`): die `d` collects its own sealed blocks
     /// while fewer than `die_threshold` of its blocks are free, the copies kept on the
     /// die; it stops when its sealed blocks are all fully valid (the global floor in
     /// [`PageFtl::collect`] catches up).
     fn collect_die(&mut self, flash: &mut Flash, d: usize) {
-        let dies = self.free.len() as u32;
-        while self.free[d].len() < self.die_threshold as usize && !self.die_index[d].stuck() {
-            let (local, valid) = self.die_index[d]
-                .pop()
+        while self.free[d].len() < self.die_threshold as usize && !self.die_index.stuck(d) {
+            let (victim, valid) = self
+                .die_index
+                .choose(d, false)
                 .expect("not stuck: a block is sealed");
-            let victim = Pbn(local.0 * dies + d as u32);
+            self.die_index.remove(victim);
             self.index.remove(victim);
             // A policy other than greedy may pick a fully valid block: the round frees
             // as much as it takes, as under the global scope.
@@ -691,8 +654,7 @@ impl PageFtl {
                 .pop()
                 .expect("page FTL: no sealed block to collect");
             if !self.die_index.is_empty() {
-                let (d, local) = self.on_die(victim);
-                self.die_index[d].remove(local);
+                self.die_index.remove(victim);
             }
             assert!(
                 valid < self.geo.pages_per_block || !self.index.stuck(),
@@ -711,7 +673,7 @@ impl PageFtl {
         // One loop per allocation, so `single` (the papers', the hot case) pays
         // nothing for the others.
         if !self.die_index.is_empty() {
-            let die = self.on_die(victim).0;
+            let die = self.die_index.on_die(victim).0;
             self.copy_valid(flash, victim, move |_, _, _| die);
         } else {
             self.copy_moves(flash, victim);
@@ -768,8 +730,7 @@ impl PageFtl {
         }
         self.index.remove(cold);
         if !self.die_index.is_empty() {
-            let (d, local) = self.on_die(cold);
-            self.die_index[d].remove(local);
+            self.die_index.remove(cold);
         }
         let valid = flash.valid_count(cold) as u64;
         // The cold data parks on worn flash: the levelling frontier of the cold
@@ -912,8 +873,7 @@ impl PageFtl {
             let b = self.geo.block_of(old);
             self.index.decrement(b);
             if !self.die_index.is_empty() {
-                let (d, local) = self.on_die(b);
-                self.die_index[d].decrement(local);
+                self.die_index.decrement(b);
             }
             self.l2p[lpn.idx()] = UNMAPPED;
         }
@@ -1032,12 +992,11 @@ impl Ftl for PageFtl {
         scan::check_l2p(flash, &self.l2p)?;
         if !self.die_index.is_empty() {
             for b in (0..self.geo.blocks).map(Pbn) {
-                let (d, local) = self.on_die(b);
-                if self.index.contains(b) != self.die_index[d].contains(local) {
+                if self.index.contains(b) != self.die_index.contains(b) {
                     return Err(format!(
-                        "{b:?}: sealed in the global victim index {} but in die {d}'s {}",
+                        "{b:?}: sealed in the global victim index {} but in its die's {}",
                         self.index.contains(b),
-                        self.die_index[d].contains(local)
+                        self.die_index.contains(b)
                     ));
                 }
             }

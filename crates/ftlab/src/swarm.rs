@@ -197,8 +197,8 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     if matches!(cfg.ftl.as_str(), "page" | "dftl" | "dac") && cfg.timing == TimingModel::Parallel {
         let alloc = d.pick(&["single", "round_robin", "static", "least_busy"]);
         cfg.ftl_options.insert("die_alloc".into(), alloc.into());
-        // GC per die (issue 22 item 3), where page has dies to collect on.
-        if cfg.ftl == "page" && alloc != "single" && d.below(2) == 0 {
+        // GC per die (issue 22 item 3), where the scheme has dies to collect on.
+        if alloc != "single" && d.below(2) == 0 {
             cfg.ftl_options.insert("gc_scope".into(), "per_die".into());
         }
     }
