@@ -117,6 +117,27 @@
 //!   ends with `Failure::WornOut`. Recovery derives retirement from the erase counts
 //!   on flash; its merge of an out-of-place block (below) skips blocks that erase
 //!   takes to the limit. `ftl.extra.retired_blocks` counts both regions.
+//! - Die-aware allocation (issue 22 item 3, not in the paper, which models one chip):
+//!   `die_alloc = "single"` (default: the PMR's one write frontier), `"round_robin"`,
+//!   `"static"` or `"least_busy"`, with `page`'s semantics, for the PMR, the scheme's
+//!   page-mapped part: one active PMR block per die (dies: channels x dies of parallel
+//!   timing, 1 under serial timing, where all four are `single`), each PMR page (a
+//!   host group's, a PMR-GC copy, a staged page) dealt to a die in turn, by LPN
+//!   (`l % dies`) or to the die free first (read off `Flash::clock`). Free PMR blocks
+//!   are kept per die (a block's die is `pbn % dies`); a die with none borrows from the
+//!   die with the most. The BMR is block mapped (one block per logical block, fixed in
+//!   place) and keeps the paper's placement, as the other block-mapped schemes do.
+//!   The reserve, a choice made here: with one frontier the synchronous check counts
+//!   the active block's free tail; with a frontier per die a group's (or a victim's)
+//!   pages can open a block on every die whose active block is full while the other
+//!   tails stay unused, so the PMR's free pages count the erased blocks less `dies - 1`
+//!   and no tail. Whenever a check passes, the pool then holds a block for every die
+//!   the pages can reach. The PMR needs `2 x dies + 1` blocks beyond its synchronous
+//!   reserve (an active block per die, the `dies - 1` of margin, a block for a group;
+//!   the refusal names `die_alloc`), and `sync_free_blocks` `auto` is `min(3, PMR
+//!   blocks - 2 x dies - 1)`. Recovery reopens the partly written PMR blocks as the
+//!   dies' active blocks (a block to its own die's first, else to the first without
+//!   one, in block order); more than `dies` of them is a `RecoverError::Failed`.
 //!
 //! Power-loss recovery ([`Ftl::recover`], not in the paper):
 //! - Nothing is checkpointed and no role is stored: the PMR is a fixed range of blocks
@@ -137,7 +158,7 @@
 //!   one block (page reads, an erase and programs, all `Cause::Recovery`). Empty logical
 //!   blocks get erased blocks, the rest are spares.
 //! - PMR blocks: erased ones are free (in block order), full ones sealed, the one
-//!   partly written block is active. Pending GC jobs were RAM state and are gone; the
+//!   partly written block is active (one per die under a multi-die `die_alloc`). Pending GC jobs were RAM state and are gone; the
 //!   flash they left (copies not yet switched, pages invalidated only in RAM) is
 //!   consistent, so `check()` holds right after recovery. A PMR-GC victim whose valid
 //!   pages do not fit the free pages is passed over for BMR-GC, which can only happen in
@@ -202,6 +223,8 @@ mod recover;
 mod tests;
 
 use crate::auto::AutoOr;
+use crate::demand::DieStreams;
+use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -263,6 +286,12 @@ pub struct CachOptions {
     /// Erases after which a block retires (never written again); 0: blocks never
     /// retire. The NAND presets' rated cycles are in ftlab_core::nand (pe_cycles).
     pub pe_limit: u32,
+    /// Which die a PMR page is written on: single (one PMR write frontier, the
+    /// paper's), round_robin (one active PMR block per die, pages dealt in turn), static
+    /// (die = LPN % dies) or least_busy (the die free first under parallel timing).
+    /// Dies: channels x dies of parallel timing (1 under serial). The BMR is block
+    /// mapped and keeps its placement.
+    pub die_alloc: DieAlloc,
 }
 
 impl Default for CachOptions {
@@ -279,6 +308,7 @@ impl Default for CachOptions {
             wear_leveling: WearLeveling::Off,
             wl_threshold: wear::DEFAULT_WL_THRESHOLD,
             pe_limit: 0,
+            die_alloc: DieAlloc::Single,
         }
     }
 }
@@ -489,27 +519,42 @@ fn region_sizes(
             n
         }
     };
-    if pmr_blocks < 3 {
+    // Blocks the PMR needs beyond its synchronous reserve (module docs): an active
+    // block and a victim; under a multi-die `die_alloc`, an active block per die, the
+    // dies - 1 blocks its free space is counted short by, and a block for a group.
+    let dies = DieStreams::new(geo, opts.die_alloc).n as u32;
+    let base = if dies == 1 { 2 } else { 2 * dies + 1 };
+    if pmr_blocks < base + 1 {
+        let what = if dies == 1 {
+            "an active block, a victim and a free reserve".to_string()
+        } else {
+            format!(
+                "an active block per die, {} blocks of free-space margin, a block for a \
+                 group and a free reserve, under die_alloc",
+                dies - 1
+            )
+        };
         return Err(geometry_error(
             ID,
             format!(
-                "the PMR needs at least 3 blocks (an active block, a victim and a free \
-                 reserve) but has {pmr_blocks}; raise --op (the device has {spare_blocks} \
-                 blocks beyond the logical ones) or pmr_percent"
+                "the PMR needs at least {} blocks ({what}) but has {pmr_blocks}; raise --op \
+                 (the device has {spare_blocks} blocks beyond the logical ones) or \
+                 pmr_percent",
+                base + 1
             ),
         ));
     }
     let sync_free_blocks = match opts.sync_free_blocks {
-        AutoOr::Auto => 3.min(pmr_blocks - 2),
-        AutoOr::Value(v) if v >= 1 && v <= pmr_blocks - 2 => v,
+        AutoOr::Auto => 3.min(pmr_blocks - base),
+        AutoOr::Value(v) if v >= 1 && v <= pmr_blocks - base => v,
         AutoOr::Value(v) => {
             return Err(bad(
                 ID,
                 "sync_free_blocks",
                 v,
                 format!(
-                    "must be a whole number from 1 to PMR blocks - 2 = {}",
-                    pmr_blocks - 2
+                    "must be a whole number from 1 to PMR blocks - {base} = {}",
+                    pmr_blocks - base
                 ),
             ))
         }
@@ -569,12 +614,15 @@ impl CachFtl {
         } else {
             (None, Vec::new())
         };
-        // The PMR runs on an active block, a victim and the synchronous reserve.
+        // The PMR runs on an active block, a victim and the synchronous reserve (under
+        // a multi-die `die_alloc`, on what `region_sizes` asks).
+        let dies = DieStreams::new(geo, opts.die_alloc).n as u32;
+        let base = if dies == 1 { 2 } else { 2 * dies + 1 };
         let pmr_retirement = Retirement::new(
             "cach (PMR)",
             pmr_blocks,
             opts.pe_limit,
-            (sync_free_blocks + 2).max(3),
+            (sync_free_blocks + base).max(base + 1),
         );
         let mut pmr = Pmr::new(
             geo,
@@ -583,6 +631,7 @@ impl CachFtl {
             min_invalid,
             dynamic,
             pmr_retirement,
+            opts.die_alloc,
         );
         if statik {
             pmr = pmr.with_static_leveling(geo, opts.wl_threshold);
@@ -993,7 +1042,7 @@ impl CachFtl {
             let pbn = Pbn(b);
             let roles = [
                 self.pmr.free.iter().any(|b| b == pbn),
-                self.pmr.active == Some(pbn),
+                self.pmr.is_active(pbn),
                 self.pmr.is_sealed(pbn),
                 victim == Some(pbn),
                 self.pmr.free.retirement().retired().contains(&pbn),

@@ -218,6 +218,19 @@ pub(crate) struct DiePools {
 impl DiePools {
     /// Pools of `dies` dies holding every block of a new device (none erased yet).
     pub(crate) fn new(blocks: u32, dies: u32, dynamic: bool, retirement: Retirement) -> Self {
+        Self::of_range(blocks, 0..blocks, dies, dynamic, retirement)
+    }
+
+    /// Pools of `dies` dies holding the blocks of `range` of a device of `blocks`
+    /// blocks (a region of it: `cach`'s PMR), all erased; a block's die is still
+    /// `pbn % dies`.
+    pub(crate) fn of_range(
+        blocks: u32,
+        range: std::ops::Range<u32>,
+        dies: u32,
+        dynamic: bool,
+        retirement: Retirement,
+    ) -> Self {
         let dies = dies.clamp(1, blocks.max(1));
         let mut p = DiePools {
             pools: (0..dies)
@@ -226,7 +239,7 @@ impl DiePools {
             retirement,
             len: 0,
         };
-        (0..blocks).for_each(|b| p.push(Pbn(b), 0));
+        range.for_each(|b| p.push(Pbn(b), 0));
         p
     }
 

@@ -191,14 +191,17 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     });
     draw_gc_policy(&mut d, &mut cfg);
     draw_wear_options(&mut d, &mut cfg);
-    // Die-aware allocation of page, dftl and dac (issue 22; tpm accepts only
-    // `single`), where there are dies to spread over; drawn only there, so every other
-    // case of a seed is as before.
-    if matches!(cfg.ftl.as_str(), "page" | "dftl" | "dac") && cfg.timing == TimingModel::Parallel {
+    // Die-aware allocation of page, dftl, dac and cach's page-mapped region (issue 22;
+    // tpm accepts only `single`), where there are dies to spread over; drawn only
+    // there, so every other case of a seed is as before.
+    if matches!(cfg.ftl.as_str(), "page" | "dftl" | "dac" | "cach")
+        && cfg.timing == TimingModel::Parallel
+    {
         let alloc = d.pick(&["single", "round_robin", "static", "least_busy"]);
         cfg.ftl_options.insert("die_alloc".into(), alloc.into());
-        // GC per die (issue 22 item 3), where the scheme has dies to collect on.
-        if alloc != "single" && d.below(2) == 0 {
+        // GC per die (issue 22 item 3), where the scheme has dies to collect on (cach's
+        // GC is the paper's two-region one: not drawn).
+        if cfg.ftl != "cach" && alloc != "single" && d.below(2) == 0 {
             cfg.ftl_options.insert("gc_scope".into(), "per_die".into());
         }
     }

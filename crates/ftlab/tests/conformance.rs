@@ -53,7 +53,7 @@ const COMBOS: [Combo; 1] = [(
 
 /// Schemes whose `die_alloc` takes a multi-die value (`tpm` declares the option but
 /// accepts only `single`, a refusal its unit tests check), and those values.
-const DIE_ALLOC: [&str; 3] = ["page", "dftl", "dac"];
+const DIE_ALLOC: [&str; 4] = ["page", "dftl", "dac", "cach"];
 const DIE_ALLOC_VALUES: [&str; 3] = ["round_robin", "static", "least_busy"];
 
 /// The small P/E limit of the retirement cases.

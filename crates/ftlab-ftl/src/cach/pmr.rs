@@ -1,12 +1,15 @@
 //! The page-mapped region (PMR) of CACH-FTL (cach-ftl.txt §4.2.2, §4.3.1): its blocks
-//! (free, one active, sealed), the page table of the logical pages it holds, and, per
-//! logical block, how many of its pages it holds (the groups BMR-GC picks from).
+//! (free, one active, sealed; an active block per die under a multi-die `die_alloc`),
+//! the page table of the logical pages it holds, and, per logical block, how many of
+//! its pages it holds (the groups BMR-GC picks from).
 
+use crate::demand::{DiePools, DieStreams};
+use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::u32map::U32Map;
 use ftlab_core::victim::GreedyIndex;
-use ftlab_core::wear::{FreeBlocks, Retirement, StaticLeveling};
+use ftlab_core::wear::{Retirement, StaticLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 
 /// The PMR. Sealed (full) blocks are indexed by valid count for greedy PMR-GC; the
@@ -16,10 +19,13 @@ pub(super) struct Pmr {
     first: Pbn,
     blocks: u32,
     min_invalid: u32,
-    /// Erased blocks (first-in first-out, or least-erased first), retiring at the P/E
-    /// limit.
-    pub(super) free: FreeBlocks,
-    pub(super) active: Option<Pbn>,
+    /// Erased blocks (first-in first-out, or least-erased first), per die under a
+    /// multi-die `die_alloc`, retiring at the P/E limit.
+    pub(super) free: DiePools,
+    /// The write frontier: one active block per die stream (one under `single`).
+    active: Vec<Option<Pbn>>,
+    /// Which stream (die) each page goes to.
+    streams: DieStreams,
     sealed: GreedyIndex,
     /// LPN -> PPN of every logical page whose live copy is in the PMR.
     pub(super) map: U32Map,
@@ -43,17 +49,25 @@ impl Pmr {
         min_invalid: u32,
         dynamic: bool,
         retirement: Retirement,
+        alloc: DieAlloc,
     ) -> Pmr {
         let ppb = geo.pages_per_block;
-        let mut free = FreeBlocks::new(geo.blocks, 1, dynamic).with_retirement(retirement);
-        (first.0..first.0 + blocks).for_each(|b| free.push(Pbn(b), 0));
+        let streams = DieStreams::new(geo, alloc);
+        let free = DiePools::of_range(
+            geo.blocks,
+            first.0..first.0 + blocks,
+            streams.n as u32,
+            dynamic,
+            retirement,
+        );
         Pmr {
             ppb,
             first,
             blocks,
             min_invalid,
             free,
-            active: None,
+            active: vec![None; streams.n],
+            streams,
             sealed: GreedyIndex::new(geo.blocks, ppb),
             map: U32Map::with_max_len(blocks * ppb),
             count: vec![0; geo.logical_blocks() as usize],
@@ -88,23 +102,50 @@ impl Pmr {
         (self.first.0..self.first.0 + self.blocks).contains(&pbn.0)
     }
 
-    /// Free pages: erased blocks plus the unwritten tail of the active block.
+    /// Free pages: erased blocks plus the unwritten tail of the active block. Under a
+    /// multi-die `die_alloc`, the erased blocks less `dies - 1` only: the pages of a
+    /// group or of a victim's copies are dealt over the dies, so they may open a block
+    /// on every die whose active block is full while the tails of the others stay
+    /// unused, and a count of pages that passes the reserve checks must still leave a
+    /// block for each (module docs).
     pub(super) fn free_pages(&self, flash: &Flash) -> u32 {
-        let tail = self.active.map_or(0, |a| self.ppb - flash.write_ptr(a));
-        self.free.len() as u32 * self.ppb + tail
+        if self.active.len() == 1 {
+            let tail = self.active[0].map_or(0, |a| self.ppb - flash.write_ptr(a));
+            return self.free.len() as u32 * self.ppb + tail;
+        }
+        let margin = self.active.len() - 1;
+        self.free.len().saturating_sub(margin) as u32 * self.ppb
     }
 
-    /// Programs `tag` at the write frontier; seals the active block when it fills.
-    /// Panics if the region has no free page (the GC reserve is broken).
+    /// Active blocks open now (tests of recovery).
+    #[cfg(test)]
+    pub(super) fn open_blocks(&self) -> usize {
+        self.active.iter().flatten().count()
+    }
+
+    /// Whether `pbn` is an active block (a write frontier).
+    pub(super) fn is_active(&self, pbn: Pbn) -> bool {
+        self.active.contains(&Some(pbn))
+    }
+
+    /// Programs `tag` at the write frontier of the die stream the allocation picks;
+    /// seals the active block when it fills. Panics if the region has no free page
+    /// (the GC reserve is broken).
     pub(super) fn program(&mut self, flash: &mut Flash, tag: PageTag, cause: Cause) -> Ppn {
-        let active = match self.active {
+        let s = if self.active.len() == 1 {
+            0
+        } else {
+            let active = &self.active;
+            self.streams.pick(flash, tag.lpn, |s| active[s])
+        };
+        let active = match self.active[s] {
             Some(a) => a,
             None => {
                 let a = self
                     .free
-                    .pop()
+                    .pop_die(s)
                     .expect("CACH-FTL: PMR has no free block (GC reserve broken)");
-                self.active = Some(a);
+                self.active[s] = Some(a);
                 a
             }
         };
@@ -115,7 +156,7 @@ impl Pmr {
             if let Some(wl) = &mut self.wl {
                 wl.sealed(active, flash.erase_count(active));
             }
-            self.active = None;
+            self.active[s] = None;
         }
         ppn
     }
@@ -196,10 +237,14 @@ impl Pmr {
 
     /// Recovery: after the live pages were marked valid and [`Pmr::add`]ed, sorts the
     /// region's blocks by their write pointers: erased ones are free (in block order),
-    /// full ones sealed, and the one partly written block is the active block.
+    /// full ones sealed, and the partly written blocks are the active blocks (one, or
+    /// one per die stream: a block to its own die's stream first, else to the first
+    /// stream without one, in block order).
     pub(super) fn rebuild_blocks(&mut self, flash: &Flash) -> Result<(), String> {
         self.free.clear();
-        self.active = None;
+        self.active.fill(None);
+        self.streams.turn = 0;
+        let mut partly = Vec::new();
         let region = self.first.idx()..self.first.idx() + self.blocks as usize;
         if let Some(wl) = &mut self.wl {
             // The region's erase counts are on flash.
@@ -215,13 +260,27 @@ impl Pmr {
                 if let Some(wl) = &mut self.wl {
                     wl.sealed(pbn, flash.erase_count(pbn));
                 }
-            } else if let Some(a) = self.active {
-                return Err(format!(
-                    "PMR blocks {a:?} and {pbn:?} are both partly written"
-                ));
             } else {
-                self.active = Some(pbn);
+                partly.push(pbn);
             }
+        }
+        let n = self.active.len();
+        if partly.len() > n {
+            return Err(format!(
+                "PMR blocks {partly:?} are partly written; the PMR writes {n} at a time"
+            ));
+        }
+        for pbn in partly {
+            let own = pbn.idx() % n;
+            let s = if self.active[own].is_none() {
+                own
+            } else {
+                self.active
+                    .iter()
+                    .position(Option::is_none)
+                    .expect("no more partly written blocks than streams")
+            };
+            self.active[s] = Some(pbn);
         }
         Ok(())
     }

@@ -990,3 +990,140 @@ fn static_levelling_narrows_the_bmr_spread_out_of_place_at_a_waf_cost() {
     // In place static levelling works on too (the PMR's levelling).
     let (_, _, _) = levelled(&[("wear_leveling", "static"), th]);
 }
+
+// ----- die-aware allocation of the PMR (issue 22 item 3) -----
+
+/// [`geo`] on 4 dies (2 channels x 2).
+fn geo4(ppb: u32, logical: u32, extra: u32) -> Geometry {
+    GeometryBuilder {
+        channels: 2,
+        dies_per_channel: 2,
+        ..GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: ppb,
+            spare_bytes: 64,
+            logical_bytes: (logical * ppb) as u64 * 2048,
+            op_percent: 0.0,
+            channels: 1,
+            dies_per_channel: 1,
+            planes_per_die: 1,
+            min_spare_blocks: extra,
+        }
+    }
+    .build()
+    .unwrap()
+}
+
+/// The dies (`pbn % 4`) of the PMR copies of `lpns`.
+fn pmr_dies(r: &Rig, lpns: &[u32]) -> Vec<u32> {
+    let ppb = r.geo.pages_per_block;
+    lpns.iter()
+        .map(|&l| r.ftl.pmr.map.get(l).expect("in the PMR") / ppb % 4)
+        .collect()
+}
+
+#[test]
+fn die_alloc_deals_pmr_pages_over_the_dies() {
+    // Four one-page groups (PMR writes) of four logical blocks: dealt to dies 0-3 in
+    // turn, or to die LPN % 4; `single` keeps the one frontier (one die).
+    let lpns = [4 * 4 + 1, 5 * 4 + 2, 6 * 4 + 3, 7 * 4];
+    for (alloc, dies) in [
+        ("round_robin", vec![0, 1, 2, 3]),
+        ("static", lpns.iter().map(|l| l % 4).collect()),
+        ("least_busy", vec![0, 1, 2, 3]), // no die clock: in turn
+        ("single", vec![0, 0, 0, 0]),
+    ] {
+        let mut r = Rig::new(geo4(4, 16, 16), &[("die_alloc", alloc)]);
+        for &l in &lpns {
+            r.write(l / 4, &[l % 4]);
+        }
+        assert_eq!(pmr_dies(&r, &lpns), dies, "{alloc}");
+        r.verify();
+    }
+}
+
+#[test]
+fn die_alloc_keeps_every_write_through_gc_idle_time_and_power_losses() {
+    for alloc in ["round_robin", "static", "least_busy"] {
+        for (seed, kv) in [
+            (1u64, vec![]),
+            (2, vec![("async_free_percent", "70")]),
+            (3, vec![("bmr_update", "out_of_place")]),
+            (4, vec![("threshold", "1"), ("power_safe_bmr_gc", "true")]),
+            (5, vec![("async_gc", "false"), ("wear_leveling", "static")]),
+        ] {
+            let mut kv = kv.clone();
+            kv.push(("die_alloc", alloc));
+            let ppb = 4;
+            let mut r = Rig::new(geo4(ppb, 24, 16), &kv);
+            let mut rng = SplitMix64::new(seed);
+            let pages = r.geo.logical_pages as u64;
+            let (mut losses, mut reopened) = (0, 0);
+            for step in 0..6000 {
+                match rng.below(11) {
+                    0..=5 => {
+                        let lbn = rng.below(pages / ppb as u64) as u32;
+                        let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
+                        if !offs.is_empty() {
+                            r.write(lbn, &offs);
+                        }
+                    }
+                    6 => r.trim(rng.below(pages) as u32),
+                    7 => r.idle(rng.below(8000) as f64),
+                    8 => {
+                        let lpn = rng.below(pages) as u32;
+                        let got = r.read(lpn).map(|t| t.version);
+                        assert!(r.acceptable(lpn, got), "{alloc} seed {seed} step {step}");
+                    }
+                    9 if rng.below(40) == 0 => {
+                        // Recovery reopens the partly written PMR blocks, one per die.
+                        r.power_loss();
+                        losses += 1;
+                        reopened = reopened.max(r.ftl.pmr.open_blocks());
+                    }
+                    _ => r.ftl.flush(&mut r.flash),
+                }
+                if step % 50 == 0 {
+                    r.check();
+                }
+            }
+            r.verify();
+            let s = r.ftl.stats();
+            assert!(
+                s.gc_invocations > 20,
+                "{alloc} seed {seed}: {}",
+                s.gc_invocations
+            );
+            assert!(
+                losses >= 5 && reopened >= 2,
+                "{alloc} seed {seed}: {losses} {reopened}"
+            );
+            // The PMR's pages are on every die.
+            let mut on = [0u32; 4];
+            for (_, ppn) in r.ftl.pmr.map.iter() {
+                on[(ppn / ppb % 4) as usize] += 1;
+            }
+            assert!(
+                r.ftl.pmr.map.len() < 8 || on.iter().filter(|&&n| n > 0).count() >= 2,
+                "{alloc} seed {seed}: {on:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn die_alloc_needs_a_pmr_block_per_die_and_its_margin_and_names_it() {
+    // 4 dies: 4 active blocks, 3 of margin, one for a group and one of reserve: 10.
+    let e = build(&geo4(4, 16, 9), &[("die_alloc", "round_robin")])
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("at least 10 blocks") && e.contains("die_alloc"),
+        "{e}"
+    );
+    let c = build(&geo4(4, 16, 10), &[("die_alloc", "round_robin")]).unwrap();
+    assert_eq!(c.sync_free_blocks, 1);
+    // Under serial timing's one die every allocation is `single`'s.
+    build(&geo(4, 16, 3), &[("die_alloc", "round_robin")]).unwrap();
+}
