@@ -669,9 +669,8 @@ impl Engine {
         while lpn < end {
             let block_end = ((lpn / ppb + 1) * ppb).min(end);
             self.group.clear();
-            for l in lpn..block_end {
-                self.group.push(self.oracle.next_write(Lpn(l)));
-            }
+            self.oracle
+                .next_writes(Lpn(lpn), Lpn(block_end), &mut self.group);
             if direct {
                 self.ftl.write(&mut self.flash, &self.group);
                 // Untimed: drop the log as we go so it never grows with the device;

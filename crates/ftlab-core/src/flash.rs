@@ -269,6 +269,31 @@ impl Tags {
         }
     }
 
+    /// [`Tags::set`] of pages `first..` to `tags`, the representation matched once.
+    #[inline]
+    fn set_run(&mut self, first: usize, tags: &[PageTag]) {
+        match self {
+            Tags::Wide(t) => t[first..first + tags.len()].copy_from_slice(tags),
+            Tags::Packed {
+                words,
+                lpn_bits,
+                lpn_end,
+                version_end,
+            } => {
+                let (bits, lpn_end, version_end) = (*lpn_bits, *lpn_end, *version_end);
+                for (w, &tag) in words[first..first + tags.len()].iter_mut().zip(tags) {
+                    assert!(
+                        (tag.lpn.0 as u64) < lpn_end && (tag.version as u64) < version_end,
+                        "packed spare tag: {tag:?} does not fit {bits} LPN bits and {} version \
+                         bits",
+                        32 - bits
+                    );
+                    *w = tag.lpn.0 | tag.version << bits;
+                }
+            }
+        }
+    }
+
     /// Page `i`'s tag, which was programmed, as page `j`'s (a copy: it fits).
     #[inline(always)]
     fn copy(&mut self, i: usize, j: usize) {
@@ -751,6 +776,54 @@ impl Flash {
             self.tally[OpKind::Program as usize] += n;
         }
         off
+    }
+
+    /// Programs `tags` on consecutive pages from `first`, the next page of its block,
+    /// as many [`Flash::program`] calls in order would: the same flash state, counts,
+    /// log entries and times, for a host write's run of pages in one block done once
+    /// per run instead of once per page.
+    ///
+    /// Panics if `first` is not its block's next page or the run passes the block's end.
+    pub fn program_run(&mut self, first: Ppn, tags: &[PageTag], cause: Cause) {
+        let n = tags.len() as u32;
+        if n == 0 {
+            return;
+        }
+        let (pbn, offset) = self.split(first);
+        let wp = self.write_ptr[pbn.idx()];
+        assert!(
+            offset == wp,
+            "NAND refuses: program of {first:?} out of order or not free (block {pbn:?} \
+             expects offset {wp})"
+        );
+        assert!(
+            wp + n <= self.geo.pages_per_block,
+            "NAND refuses: a run of {n} programs from {first:?} passes the end of {pbn:?}"
+        );
+        if !matches!(self.record, Record::Count | Record::Clock) {
+            // The log, a model that needs each operation's cause, or an armed power
+            // cut (which may strike inside the run): page by page.
+            for (i, &tag) in tags.iter().enumerate() {
+                self.program(Ppn(first.0 + i as u32), tag, cause);
+            }
+            return;
+        }
+        self.write_ptr[pbn.idx()] = wp + n;
+        if wp == 0 {
+            self.erased_blocks -= 1;
+        }
+        for p in first.idx()..first.idx() + tags.len() {
+            self.valid[p / 64] |= 1 << (p % 64);
+        }
+        self.tags.set_run(first.idx(), tags);
+        self.valid_count[pbn.idx()] += n;
+        self.stats.programs[cause as usize] += n as u64;
+        self.tally[OpKind::Program as usize] += n as u64;
+        if self.record == Record::Clock {
+            for _ in 0..n {
+                self.clock.op::<false>(OpKind::Program, pbn);
+            }
+        }
     }
 
     /// Programs a page like [`Flash::program`] and stores `words` in its spare area
@@ -1246,6 +1319,39 @@ mod tests {
             lpn: Lpn(lpn),
             version: 1,
         }
+    }
+
+    #[test]
+    fn program_run_programs_in_order_and_refuses_a_bad_run() {
+        // Page by page (the log on) and in one step (counting only).
+        for logging in [true, false] {
+            program_run_case(logging);
+        }
+    }
+
+    fn program_run_case(logging: bool) {
+        let mut f = flash();
+        f.set_logging(logging);
+        let tags = [tag(0), tag(1), tag(2)];
+        f.program_run(Ppn(0), &tags[..2], Cause::Host);
+        f.program_run(Ppn(2), &tags[2..], Cause::Host);
+        f.program_run(Ppn(3), &[], Cause::Host);
+        assert_eq!(f.write_ptr(Pbn(0)), 3);
+        assert_eq!(f.valid_count(Pbn(0)), 3);
+        assert_eq!(f.peek_tag(Ppn(1)), Some(tag(1)));
+        assert_eq!(f.stats().programs[Cause::Host as usize], 3);
+        f.check().unwrap();
+        for (first, n) in [(Ppn(1), 1), (Ppn(5), 1), (Ppn(3), 2)] {
+            let mut g = f.clone();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                g.program_run(first, &tags[..n], Cause::Host)
+            }));
+            assert!(
+                r.is_err(),
+                "{first:?} x {n}: not free, out of order or past the end"
+            );
+        }
+        assert_eq!(f.log_ops().len(), if logging { 3 } else { 0 });
     }
 
     /// `move_valid` does what copying and invalidating page by page does: the same pages,
