@@ -232,6 +232,18 @@ enum Tags {
     },
 }
 
+/// A tag as one packed word: the LPN in the low `lpn_bits`, the version above; panics
+/// if either does not fit (below `lpn_end`, `version_end`).
+#[inline(always)]
+fn pack(tag: PageTag, lpn_bits: u32, lpn_end: u64, version_end: u64) -> u32 {
+    assert!(
+        (tag.lpn.0 as u64) < lpn_end && (tag.version as u64) < version_end,
+        "packed spare tag: {tag:?} does not fit {lpn_bits} LPN bits and {} version bits",
+        32 - lpn_bits
+    );
+    tag.lpn.0 | tag.version << lpn_bits
+}
+
 impl Tags {
     #[inline(always)]
     fn get(&self, i: usize) -> PageTag {
@@ -258,14 +270,7 @@ impl Tags {
                 lpn_bits,
                 lpn_end,
                 version_end,
-            } => {
-                assert!(
-                    (tag.lpn.0 as u64) < *lpn_end && (tag.version as u64) < *version_end,
-                    "packed spare tag: {tag:?} does not fit {lpn_bits} LPN bits and {} version bits",
-                    32 - *lpn_bits
-                );
-                words[i] = tag.lpn.0 | tag.version << *lpn_bits;
-            }
+            } => words[i] = pack(tag, *lpn_bits, *lpn_end, *version_end),
         }
     }
 
@@ -282,13 +287,7 @@ impl Tags {
             } => {
                 let (bits, lpn_end, version_end) = (*lpn_bits, *lpn_end, *version_end);
                 for (w, &tag) in words[first..first + tags.len()].iter_mut().zip(tags) {
-                    assert!(
-                        (tag.lpn.0 as u64) < lpn_end && (tag.version as u64) < version_end,
-                        "packed spare tag: {tag:?} does not fit {bits} LPN bits and {} version \
-                         bits",
-                        32 - bits
-                    );
-                    *w = tag.lpn.0 | tag.version << bits;
+                    *w = pack(tag, bits, lpn_end, version_end);
                 }
             }
         }

@@ -13,6 +13,11 @@ use ftlab_core::Nanos;
 /// 2 KiB pages, `ppb` pages per block, `logical` logical blocks and exactly `extra`
 /// blocks beyond them.
 fn geo(ppb: u32, logical: u32, extra: u32) -> Geometry {
+    geo_builder(ppb, logical, extra).build().unwrap()
+}
+
+/// [`geo`]'s builder (one die).
+fn geo_builder(ppb: u32, logical: u32, extra: u32) -> GeometryBuilder {
     GeometryBuilder {
         page_size: 2048,
         pages_per_block: ppb,
@@ -24,8 +29,6 @@ fn geo(ppb: u32, logical: u32, extra: u32) -> Geometry {
         planes_per_die: 1,
         min_spare_blocks: extra,
     }
-    .build()
-    .unwrap()
 }
 
 fn opts(kv: &[(&str, &str)]) -> CachOptions {
@@ -191,6 +194,31 @@ impl Rig {
                     ""
                 }
             );
+        }
+    }
+
+    /// One step of the random mixes: `k` 0 to 5 a write of random pages of a random
+    /// logical block, 6 a trim, 7 an idle gap, 8 a read (checked against what it may
+    /// return), else a host flush.
+    fn random_step(&mut self, rng: &mut SplitMix64, k: u64, what: &str) {
+        let ppb = self.geo.pages_per_block;
+        let pages = self.geo.logical_pages as u64;
+        match k {
+            0..=5 => {
+                let lbn = rng.below(pages / ppb as u64) as u32;
+                let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
+                if !offs.is_empty() {
+                    self.write(lbn, &offs);
+                }
+            }
+            6 => self.trim(rng.below(pages) as u32),
+            7 => self.idle(rng.below(8000) as f64),
+            8 => {
+                let lpn = rng.below(pages) as u32;
+                let got = self.read(lpn).map(|t| t.version);
+                assert!(self.acceptable(lpn, got), "{what}: lpn{lpn} read {got:?}");
+            }
+            _ => self.ftl.flush(&mut self.flash),
         }
     }
 
@@ -581,25 +609,9 @@ fn random_groups_trims_and_idle_gaps_keep_every_write() {
     ] {
         let mut r = Rig::new(geo(ppb, 24, 6), &kv);
         let mut rng = SplitMix64::new(seed);
-        let pages = r.geo.logical_pages as u64;
         for step in 0..6000 {
-            match rng.below(10) {
-                0..=5 => {
-                    let lbn = rng.below(pages / ppb as u64) as u32;
-                    let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
-                    if !offs.is_empty() {
-                        r.write(lbn, &offs);
-                    }
-                }
-                6 => r.trim(rng.below(pages) as u32),
-                7 => r.idle(rng.below(8000) as f64),
-                8 => {
-                    let lpn = rng.below(pages) as u32;
-                    let got = r.read(lpn).map(|t| t.version);
-                    assert_eq!(got, r.expected(lpn), "seed {seed} step {step}");
-                }
-                _ => r.ftl.flush(&mut r.flash),
-            }
+            let k = rng.below(10);
+            r.random_step(&mut rng, k, &format!("seed {seed} step {step}"));
             if step % 50 == 0 {
                 r.check();
             }
@@ -998,17 +1010,7 @@ fn geo4(ppb: u32, logical: u32, extra: u32) -> Geometry {
     GeometryBuilder {
         channels: 2,
         dies_per_channel: 2,
-        ..GeometryBuilder {
-            page_size: 2048,
-            pages_per_block: ppb,
-            spare_bytes: 64,
-            logical_bytes: (logical * ppb) as u64 * 2048,
-            op_percent: 0.0,
-            channels: 1,
-            dies_per_channel: 1,
-            planes_per_die: 1,
-            min_spare_blocks: extra,
-        }
+        ..geo_builder(ppb, logical, extra)
     }
     .build()
     .unwrap()
@@ -1057,31 +1059,16 @@ fn die_alloc_keeps_every_write_through_gc_idle_time_and_power_losses() {
             let ppb = 4;
             let mut r = Rig::new(geo4(ppb, 24, 16), &kv);
             let mut rng = SplitMix64::new(seed);
-            let pages = r.geo.logical_pages as u64;
             let (mut losses, mut reopened) = (0, 0);
             for step in 0..6000 {
-                match rng.below(11) {
-                    0..=5 => {
-                        let lbn = rng.below(pages / ppb as u64) as u32;
-                        let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
-                        if !offs.is_empty() {
-                            r.write(lbn, &offs);
-                        }
-                    }
-                    6 => r.trim(rng.below(pages) as u32),
-                    7 => r.idle(rng.below(8000) as f64),
-                    8 => {
-                        let lpn = rng.below(pages) as u32;
-                        let got = r.read(lpn).map(|t| t.version);
-                        assert!(r.acceptable(lpn, got), "{alloc} seed {seed} step {step}");
-                    }
-                    9 if rng.below(40) == 0 => {
-                        // Recovery reopens the partly written PMR blocks, one per die.
-                        r.power_loss();
-                        losses += 1;
-                        reopened = reopened.max(r.ftl.pmr.open_blocks());
-                    }
-                    _ => r.ftl.flush(&mut r.flash),
+                let k = rng.below(11);
+                if k == 9 && rng.below(40) == 0 {
+                    // Recovery reopens the partly written PMR blocks, one per die.
+                    r.power_loss();
+                    losses += 1;
+                    reopened = reopened.max(r.ftl.pmr.open_blocks());
+                } else {
+                    r.random_step(&mut rng, k, &format!("{alloc} seed {seed} step {step}"));
                 }
                 if step % 50 == 0 {
                     r.check();
