@@ -477,6 +477,15 @@ pub struct CachFtl {
     x: Extra,
 }
 
+/// The PMR's die streams (`die_alloc`) and the blocks it needs beyond its synchronous
+/// reserve: an active block and a victim under one die; an active block per die, the
+/// `dies - 1` blocks its free space is counted short by and a block for a group under
+/// several (module docs).
+fn pmr_dies_and_base(geo: &Geometry, opts: &CachOptions) -> (u32, u32) {
+    let dies = DieStreams::new(geo, opts.die_alloc).n as u32;
+    (dies, if dies == 1 { 2 } else { 2 * dies + 1 })
+}
+
 /// The PMR's size in blocks and the synchronous GC reserve, from the options; errors
 /// name the option (or `--op`) that would make them fit.
 fn region_sizes(
@@ -519,11 +528,7 @@ fn region_sizes(
             n
         }
     };
-    // Blocks the PMR needs beyond its synchronous reserve (module docs): an active
-    // block and a victim; under a multi-die `die_alloc`, an active block per die, the
-    // dies - 1 blocks its free space is counted short by, and a block for a group.
-    let dies = DieStreams::new(geo, opts.die_alloc).n as u32;
-    let base = if dies == 1 { 2 } else { 2 * dies + 1 };
+    let (dies, base) = pmr_dies_and_base(geo, opts);
     if pmr_blocks < base + 1 {
         let what = if dies == 1 {
             "an active block, a victim and a free reserve".to_string()
@@ -616,8 +621,7 @@ impl CachFtl {
         };
         // The PMR runs on an active block, a victim and the synchronous reserve (under
         // a multi-die `die_alloc`, on what `region_sizes` asks).
-        let dies = DieStreams::new(geo, opts.die_alloc).n as u32;
-        let base = if dies == 1 { 2 } else { 2 * dies + 1 };
+        let (_, base) = pmr_dies_and_base(geo, opts);
         let pmr_retirement = Retirement::new(
             "cach (PMR)",
             pmr_blocks,
