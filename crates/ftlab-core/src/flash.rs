@@ -756,10 +756,12 @@ impl Flash {
             tags.copy(sp as usize, dp as usize);
             valid[word] &= !bit;
             valid[dp as usize / 64] |= 1 << (dp % 64);
-            if timed {
-                clock.copy(src, dst);
-            }
             moved(tag, Ppn(dp));
+        }
+        if timed {
+            // The run's copies timed in one call, in the same order (the callback does
+            // not touch the flash).
+            clock.copy_run(src, dst, wp - first_dst);
         }
         let n = (wp - first_dst) as u64;
         if n > 0 {
@@ -819,9 +821,7 @@ impl Flash {
         self.stats.programs[cause as usize] += n as u64;
         self.tally[OpKind::Program as usize] += n as u64;
         if self.record == Record::Clock {
-            for _ in 0..n {
-                self.clock.op::<false>(OpKind::Program, pbn);
-            }
+            self.clock.program_run(pbn, n);
         }
     }
 

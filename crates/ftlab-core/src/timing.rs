@@ -1018,6 +1018,106 @@ impl DieClock {
         self.done = self.done.max(end);
     }
 
+    /// `n` copies from `src` to `dst` in a row, as `n` calls of [`DieClock::copy`] time
+    /// them (the same die and channel times, batch start and end): a garbage
+    /// collector's run of copies between two blocks timed with the four free times in
+    /// registers, not loaded from and stored to their tables per copy.
+    #[inline]
+    pub fn copy_run(&mut self, src: Pbn, dst: Pbn, n: u32) {
+        if n == 0 {
+            return;
+        }
+        if self.slow {
+            for _ in 0..n {
+                self.copy_on_planes(src, dst);
+            }
+            return;
+        }
+        let start = self.start;
+        let xfer = self.xfer;
+        let (read, program) = (
+            self.array[OpKind::Read as usize],
+            self.array[OpKind::Program as usize],
+        );
+        let (ds, cs) = self.route[src.idx()];
+        let (dd, cd) = self.route[dst.idx()];
+        let (ds, cs, dd, cd) = (ds as usize, cs as usize, dd as usize, cd as usize);
+        let (same_die, same_chan) = (ds == dd, cs == cd);
+        let (mut die_s, mut chan_s) = (self.die_free[ds], self.chan_free[cs]);
+        let (mut die_d, mut chan_d) = (self.die_free[dd], self.chan_free[cd]);
+        let first = start.max(die_s);
+        let mut end = start;
+        for _ in 0..n {
+            // `copy`'s steps, one for one; a die or channel both blocks share is kept
+            // in both names.
+            let read_end = (start.max(die_s) + read).max(chan_s) + xfer;
+            (die_s, chan_s) = (read_end, read_end);
+            if same_die {
+                die_d = read_end;
+            }
+            if same_chan {
+                chan_d = read_end;
+            }
+            let xs = die_d.max(chan_d).max(read_end);
+            chan_d = xs + xfer;
+            end = xs + xfer + program;
+            die_d = end;
+            if same_die {
+                die_s = end;
+            }
+            if same_chan {
+                chan_s = chan_d;
+            }
+        }
+        // The source's first: when a table entry is shared, the destination's value
+        // (the same) is the one left.
+        self.die_free[ds] = die_s;
+        self.chan_free[cs] = chan_s;
+        self.die_free[dd] = die_d;
+        self.chan_free[cd] = chan_d;
+        if self.first == u64::MAX {
+            self.first = first;
+        }
+        self.dep = start;
+        self.done = self.done.max(end);
+    }
+
+    /// `n` programs of `block` in a row (a host write's run of pages in one block), as
+    /// `n` calls of [`DieClock::op`] time them.
+    #[inline]
+    pub fn program_run(&mut self, block: Pbn, n: u32) {
+        if n == 0 {
+            return;
+        }
+        if self.slow {
+            for _ in 0..n {
+                self.op::<false>(OpKind::Program, block);
+            }
+            return;
+        }
+        let (start, xfer, program) = (self.start, self.xfer, self.array[OpKind::Program as usize]);
+        let (d, c) = self.route[block.idx()];
+        let (d, c) = (d as usize, c as usize);
+        let (mut die, mut chan) = (self.die_free[d], self.chan_free[c]);
+        // The first program may wait for a read it copies (`dep`); the others follow it.
+        let mut dep = self.dep;
+        let mut first = u64::MAX;
+        for _ in 0..n {
+            let xs = start.max(die).max(dep).max(chan);
+            first = first.min(xs);
+            dep = start;
+            chan = xs + xfer;
+            die = chan + program;
+        }
+        self.die_free[d] = die;
+        self.chan_free[c] = chan;
+        if self.first == u64::MAX {
+            self.first = first;
+        }
+        self.dep = start;
+        self.done = self.done.max(die);
+    }
+
     /// [`DieClock::copy`] on a device with several planes per die or with channel
     /// backfilling: the read, then the program, each as [`DieClock::op`] times it. Out of line, so the one-plane copy
     /// inlined into a garbage collector's loop stays small.
@@ -1659,6 +1759,62 @@ mod tests {
         // Off (no page size): whole pages.
         let mut off = DieClock::new(lat(), 1, 1, 16, Nanos(40));
         assert!(!off.set_host_read_bytes(1024));
+    }
+
+    #[test]
+    fn runs_of_copies_and_programs_time_as_their_single_steps() {
+        // 2 channels x 2 dies: a run's two blocks share a die, only a channel, or
+        // nothing; batches mix runs with single operations and arrive at random.
+        for backfill in [false, true] {
+            let mut one = DieClock::new(lat(), 2, 2, 64, Nanos(40));
+            if backfill {
+                one.gaps = Some(vec![Gaps::new(); 2].into_boxed_slice());
+                one.slow = true;
+            }
+            let mut run = one.clone();
+            let mut rng = crate::rng::SplitMix64::new(11);
+            let mut at = 0;
+            for _ in 0..3000 {
+                at += rng.next_u64() % 400;
+                one.begin(Nanos(at));
+                run.begin(Nanos(at));
+                for _ in 0..rng.next_u64() % 4 {
+                    let (a, b) = (Pbn(rng.below(64) as u32), Pbn(rng.below(64) as u32));
+                    let n = rng.below(6) as u32;
+                    match rng.next_u64() % 4 {
+                        0 => {
+                            for _ in 0..n {
+                                one.copy(a, b);
+                            }
+                            run.copy_run(a, b, n);
+                        }
+                        1 => {
+                            for _ in 0..n {
+                                one.op::<false>(OpKind::Program, a);
+                            }
+                            run.program_run(a, n);
+                        }
+                        // A read, then a run of programs: the first waits for it.
+                        2 => {
+                            one.op::<false>(OpKind::Read, b);
+                            run.op::<false>(OpKind::Read, b);
+                            for _ in 0..n {
+                                one.op::<false>(OpKind::Program, a);
+                            }
+                            run.program_run(a, n);
+                        }
+                        _ => {
+                            one.op::<false>(OpKind::Erase, a);
+                            run.op::<false>(OpKind::Erase, a);
+                        }
+                    }
+                }
+                let counts = [1, 0, 1, 0];
+                let (x, y) = (one.end(&counts), run.end(&counts));
+                assert_eq!(x, y);
+                assert_eq!(format!("{one:?}"), format!("{run:?}"));
+            }
+        }
     }
 
     #[test]
