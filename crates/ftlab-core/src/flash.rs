@@ -232,6 +232,75 @@ enum Tags {
     },
 }
 
+/// Pages [`Flash::sense_matching`] checks at once when their LPNs map to consecutive
+/// pages of one block.
+const CHUNK: usize = 32;
+
+/// [`Flash::sense_matching`]'s loop for one tag layout: `holds(ppn, lpn, version)` for
+/// one page, `run_holds(p0, l0, versions)` for a chunk of `CHUNK` LPNs from `l0` mapped
+/// to pages `p0..` (false when they are not all in one block and programmed, or any
+/// holds another tag: the chunk then goes page by page).
+#[inline(always)]
+fn scan<T: Copy>(
+    l2p: &[u32],
+    unmapped: u32,
+    expected: &[T],
+    from: usize,
+    want: impl Fn(T) -> u32,
+    holds: impl Fn(u32, u32, u32) -> bool,
+    run_holds: impl Fn(u32, u32, &[u32; CHUNK]) -> bool,
+) -> (usize, u64) {
+    let (len, mut n, mut l) = (l2p.len(), 0, from);
+    while l < len {
+        let end = (l + CHUNK).min(len);
+        if end - l == CHUNK {
+            // A plain chunk: consecutive pages, every version exact (neither 0 nor a
+            // full check), so no page needs a branch of its own.
+            let ps: &[u32; CHUNK] = l2p[l..end].try_into().unwrap();
+            let es: &[T; CHUNK] = expected[l..end].try_into().unwrap();
+            let p0 = ps[0];
+            let mut vs = [0u32; CHUNK];
+            let mut plain = p0 <= u32::MAX - CHUNK as u32;
+            for i in 0..CHUNK {
+                vs[i] = want(es[i]);
+                plain &=
+                    (ps[i] == p0.wrapping_add(i as u32)) & (vs[i].wrapping_sub(1) < u32::MAX - 1);
+            }
+            if plain && run_holds(p0, l as u32, &vs) {
+                n += CHUNK as u64;
+                l = end;
+                continue;
+            }
+        }
+        for (i, (&ppn, &e)) in l2p[l..end].iter().zip(&expected[l..end]).enumerate() {
+            let v = want(e);
+            if v == 0 {
+                continue;
+            }
+            let lpn = l + i;
+            if ppn == unmapped || v == u32::MAX || !holds(ppn, lpn as u32, v) {
+                return (lpn, n);
+            }
+            n += 1;
+        }
+        l = end;
+    }
+    (len, n)
+}
+
+/// Sets bits `from..to` of a bitmap (bit `i` at bit `i % 64` of word `i / 64`), a
+/// word at a time.
+#[inline]
+fn set_bits(words: &mut [u64], from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let (w, b) = (i / 64, i % 64);
+        let n = (to - i).min(64 - b);
+        words[w] |= (u64::MAX >> (64 - n)) << b;
+        i += n;
+    }
+}
+
 /// A tag as one packed word: the LPN in the low `lpn_bits`, the version above; panics
 /// if either does not fit (below `lpn_end`, `version_end`).
 #[inline(always)]
@@ -286,8 +355,25 @@ impl Tags {
                 version_end,
             } => {
                 let (bits, lpn_end, version_end) = (*lpn_bits, *lpn_end, *version_end);
+                // Packed with no branch per tag; whether every tag fits (its LPN below
+                // 2^bits, its version below 2^(32 - bits): nothing left after the
+                // shifts) is checked once for the run, and `pack` names the first that
+                // does not.
+                let mut spill = 0u64;
                 for (w, &tag) in words[first..first + tags.len()].iter_mut().zip(tags) {
-                    *w = pack(tag, bits, lpn_end, version_end);
+                    spill |= (tag.lpn.0 as u64 >> bits) | (tag.version as u64 >> (32 - bits));
+                    *w = tag.lpn.0 | tag.version.wrapping_shl(bits);
+                }
+                if spill != 0 {
+                    let bad = tags
+                        .iter()
+                        .find(|t| (t.lpn.0 as u64) >= lpn_end || (t.version as u64) >= version_end);
+                    pack(
+                        *bad.expect("a tag that does not fit"),
+                        bits,
+                        lpn_end,
+                        version_end,
+                    );
                 }
             }
         }
@@ -533,6 +619,132 @@ impl Flash {
     fn is_programmed(&self, ppn: Ppn) -> bool {
         let (pbn, offset) = self.split(ppn);
         offset < self.write_ptr[pbn.idx()]
+    }
+
+    /// Whether operations are only counted (no log, no clock, no armed power cut):
+    /// outside a timed batch of a run that keeps no log. Then a caller reading many
+    /// pages may sense them with [`Flash::sensed_tag`] and count them once with
+    /// [`Flash::count_reads`], which does what as many [`Flash::read`] calls do.
+    #[inline]
+    pub fn counts_only(&self) -> bool {
+        self.record == Record::Count
+    }
+
+    /// The spare tag a [`Flash::read`] of `ppn` returns, not counted: the caller counts
+    /// its reads with [`Flash::count_reads`].
+    ///
+    /// Panics if the page was never programmed since its block's last erase.
+    #[inline(always)]
+    pub fn sensed_tag(&self, ppn: Ppn) -> PageTag {
+        assert!(
+            self.is_programmed(ppn),
+            "NAND refuses: read of {ppn:?}, which was never programmed"
+        );
+        self.tags.get(ppn.idx())
+    }
+
+    /// From LPN `from` on, senses the pages of a page map (`l2p[lpn]`, or `unmapped`)
+    /// that read exactly as `want(expected[lpn])` says, without counting them: `want`
+    /// gives the version the page must hold, 0 for an LPN not to read, or `u32::MAX`
+    /// for one that needs a full check. Stops at the first LPN that is unmapped,
+    /// needs a full check or holds another tag, and returns it (or the map's end) with
+    /// the number of pages that matched; the caller counts them ([`Flash::count_reads`]).
+    /// The tag layout is matched once, not per page: the end-of-run read-back's loop.
+    ///
+    /// Panics if a mapped page was never programmed since its block's last erase.
+    #[inline]
+    pub fn sense_matching<T: Copy>(
+        &self,
+        l2p: &[u32],
+        unmapped: u32,
+        expected: &[T],
+        from: usize,
+        want: impl Fn(T) -> u32,
+    ) -> (usize, u64) {
+        assert_eq!(l2p.len(), expected.len());
+        let programmed = |ppn: u32| self.is_programmed(Ppn(ppn));
+        // A chunk's pages at `p0..p0 + CHUNK`, in one block and programmed: one look at
+        // the block's write pointer for the chunk.
+        let programmed_run = |p0: u32| {
+            let (b, off) = self.split(Ppn(p0));
+            off as usize + CHUNK <= self.write_ptr[b.idx()] as usize
+        };
+        match &self.tags {
+            Tags::Wide(t) => scan(
+                l2p,
+                unmapped,
+                expected,
+                from,
+                want,
+                |ppn, l, v| {
+                    assert!(
+                        programmed(ppn),
+                        "NAND refuses: read of {ppn}, never programmed"
+                    );
+                    t[ppn as usize]
+                        == PageTag {
+                            lpn: Lpn(l),
+                            version: v,
+                        }
+                },
+                |p0, l0, vs| {
+                    programmed_run(p0) && {
+                        let ts: &[PageTag; CHUNK] = t[p0 as usize..][..CHUNK].try_into().unwrap();
+                        let mut ok = true;
+                        for i in 0..CHUNK {
+                            ok &= ts[i].lpn.0 == l0 + i as u32 && ts[i].version == vs[i];
+                        }
+                        ok
+                    }
+                },
+            ),
+            Tags::Packed {
+                words, lpn_bits, ..
+            } => {
+                let bits = *lpn_bits;
+                // In 64 bits: a version too wide for the word never matches.
+                let packed = |l: u32, v: u32| l as u64 | (v as u64) << bits;
+                scan(
+                    l2p,
+                    unmapped,
+                    expected,
+                    from,
+                    want,
+                    |ppn, l, v| {
+                        assert!(
+                            programmed(ppn),
+                            "NAND refuses: read of {ppn}, never programmed"
+                        );
+                        words[ppn as usize] as u64 == packed(l, v)
+                    },
+                    |p0, l0, vs| {
+                        programmed_run(p0) && {
+                            let ws: &[u32; CHUNK] =
+                                words[p0 as usize..][..CHUNK].try_into().unwrap();
+                            let mut ok = true;
+                            for i in 0..CHUNK {
+                                ok &= ws[i] as u64 == packed(l0 + i as u32, vs[i]);
+                            }
+                            ok
+                        }
+                    },
+                )
+            }
+        }
+    }
+
+    /// Counts `n` page reads sensed with [`Flash::sensed_tag`], as `n` calls of
+    /// [`Flash::read`] count them.
+    ///
+    /// Panics unless [`Flash::counts_only`] (a log or a clock needs each operation).
+    #[inline]
+    pub fn count_reads(&mut self, n: u64, cause: Cause) {
+        assert!(
+            self.counts_only(),
+            "reads counted in bulk while recording each"
+        );
+        self.stats.page_reads[cause as usize] += n;
+        self.tally[OpKind::Read as usize] += n;
     }
 
     /// Reads a page (data and spare) and returns its spare tag.
@@ -813,9 +1025,7 @@ impl Flash {
         if wp == 0 {
             self.erased_blocks -= 1;
         }
-        for p in first.idx()..first.idx() + tags.len() {
-            self.valid[p / 64] |= 1 << (p % 64);
-        }
+        set_bits(&mut self.valid, first.idx(), first.idx() + tags.len());
         self.tags.set_run(first.idx(), tags);
         self.valid_count[pbn.idx()] += n;
         self.stats.programs[cause as usize] += n as u64;

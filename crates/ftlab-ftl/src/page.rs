@@ -877,12 +877,16 @@ impl PageFtl {
             let first = self.frontier(flash, 0, false);
             let room = (ppb - self.geo.offset_of(first)) as usize;
             let (run, tail) = rest.split_at(room.min(rest.len()));
-            for (i, tag) in run.iter().enumerate() {
-                // (A page never written has no old copy: no call, as in a fill.)
-                if self.l2p[tag.lpn.idx()] != UNMAPPED {
+            // The run's LPNs are consecutive: their map entries are one slice.
+            let lpns = run[0].lpn.idx()..run[0].lpn.idx() + run.len();
+            if self.l2p[lpns.clone()].iter().any(|&p| p != UNMAPPED) {
+                for tag in run {
                     self.unmap(flash, tag.lpn);
                 }
-                self.l2p[tag.lpn.idx()] = first.0 + i as u32;
+            }
+            // (A page never written has no old copy, as in a fill: nothing to drop.)
+            for (i, slot) in self.l2p[lpns].iter_mut().enumerate() {
+                *slot = first.0 + i as u32;
             }
             flash.program_run(first, run, Cause::Host);
             rest = tail;
@@ -1124,15 +1128,7 @@ impl Ftl for PageFtl {
     }
 
     fn read_back(&mut self, flash: &mut Flash, oracle: &mut Oracle) -> Result<u64, Violation> {
-        let mut checked = 0;
-        for (l, &ppn) in self.l2p.iter().enumerate() {
-            let read = || (ppn != UNMAPPED).then(|| flash.read(Ppn(ppn), Cause::Host));
-            checked += oracle.read_back(Lpn(l as u32), read)? as u64;
-            if l % 4096 == 0 {
-                flash.clear_log();
-            }
-        }
-        Ok(checked)
+        oracle.read_back_map(&self.l2p, UNMAPPED, flash)
     }
 }
 
