@@ -662,7 +662,12 @@ impl Flash {
         want: impl Fn(T) -> u32,
     ) -> (usize, u64) {
         assert_eq!(l2p.len(), expected.len());
-        let programmed = |ppn: u32| self.is_programmed(Ppn(ppn));
+        let programmed = |ppn: u32| {
+            assert!(
+                self.is_programmed(Ppn(ppn)),
+                "NAND refuses: read of {ppn}, never programmed"
+            )
+        };
         // A chunk's pages at `p0..p0 + CHUNK`, in one block and programmed: one look at
         // the block's write pointer for the chunk.
         let programmed_run = |p0: u32| {
@@ -677,10 +682,7 @@ impl Flash {
                 from,
                 want,
                 |ppn, l, v| {
-                    assert!(
-                        programmed(ppn),
-                        "NAND refuses: read of {ppn}, never programmed"
-                    );
+                    programmed(ppn);
                     t[ppn as usize]
                         == PageTag {
                             lpn: Lpn(l),
@@ -711,10 +713,7 @@ impl Flash {
                     from,
                     want,
                     |ppn, l, v| {
-                        assert!(
-                            programmed(ppn),
-                            "NAND refuses: read of {ppn}, never programmed"
-                        );
+                        programmed(ppn);
                         words[ppn as usize] as u64 == packed(l, v)
                     },
                     |p0, l0, vs| {
