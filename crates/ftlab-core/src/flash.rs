@@ -253,11 +253,12 @@ fn scan<T: Copy>(
     let (len, mut n, mut l) = (l2p.len(), 0, from);
     while l < len {
         let end = (l + CHUNK).min(len);
-        if end - l == CHUNK {
-            // A plain chunk: consecutive pages, every version exact (neither 0 nor a
-            // full check), so no page needs a branch of its own.
-            let ps: &[u32; CHUNK] = l2p[l..end].try_into().unwrap();
-            let es: &[T; CHUNK] = expected[l..end].try_into().unwrap();
+        // A plain chunk: consecutive pages, every version exact (neither 0 nor a full
+        // check), so no page needs a branch of its own.
+        if let (Some(ps), Some(es)) = (
+            l2p[l..].first_chunk::<CHUNK>(),
+            expected[l..].first_chunk::<CHUNK>(),
+        ) {
             let p0 = ps[0];
             let mut vs = [0u32; CHUNK];
             let mut plain = p0 <= u32::MAX - CHUNK as u32;
@@ -690,14 +691,14 @@ impl Flash {
                         }
                 },
                 |p0, l0, vs| {
-                    programmed_run(p0) && {
-                        let ts: &[PageTag; CHUNK] = t[p0 as usize..][..CHUNK].try_into().unwrap();
-                        let mut ok = true;
-                        for i in 0..CHUNK {
-                            ok &= ts[i].lpn.0 == l0 + i as u32 && ts[i].version == vs[i];
-                        }
-                        ok
-                    }
+                    programmed_run(p0)
+                        && t[p0 as usize..].first_chunk::<CHUNK>().is_some_and(|ts| {
+                            let mut ok = true;
+                            for i in 0..CHUNK {
+                                ok &= ts[i].lpn.0 == l0 + i as u32 && ts[i].version == vs[i];
+                            }
+                            ok
+                        })
                 },
             ),
             Tags::Packed {
@@ -717,15 +718,16 @@ impl Flash {
                         words[ppn as usize] as u64 == packed(l, v)
                     },
                     |p0, l0, vs| {
-                        programmed_run(p0) && {
-                            let ws: &[u32; CHUNK] =
-                                words[p0 as usize..][..CHUNK].try_into().unwrap();
-                            let mut ok = true;
-                            for i in 0..CHUNK {
-                                ok &= ws[i] as u64 == packed(l0 + i as u32, vs[i]);
-                            }
-                            ok
-                        }
+                        programmed_run(p0)
+                            && words[p0 as usize..]
+                                .first_chunk::<CHUNK>()
+                                .is_some_and(|ws| {
+                                    let mut ok = true;
+                                    for i in 0..CHUNK {
+                                        ok &= ws[i] as u64 == packed(l0 + i as u32, vs[i]);
+                                    }
+                                    ok
+                                })
                     },
                 )
             }

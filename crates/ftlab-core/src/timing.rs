@@ -1101,10 +1101,10 @@ impl DieClock {
         let (mut die, mut chan) = (self.die_free[d], self.chan_free[c]);
         // The first program may wait for a read it copies (`dep`); the others follow it.
         let mut dep = self.dep;
-        let mut first = u64::MAX;
+        // When the run's first program takes its die (the later ones follow it).
+        let first = start.max(die).max(dep).max(chan);
         for _ in 0..n {
             let xs = start.max(die).max(dep).max(chan);
-            first = first.min(xs);
             dep = start;
             chan = xs + xfer;
             die = chan + program;
