@@ -785,7 +785,7 @@ impl Ftl for DacFtl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{geometry, tag};
+    use crate::testutil::{geo4, geometry, tag};
     use ftlab_core::options::from_pairs;
 
     /// 8 logical blocks of 4 pages of 2 KiB with `op` percent over-provisioning.
@@ -1074,23 +1074,6 @@ mod tests {
         }
         d.check(&f).unwrap();
         assert!(d.stats().gc_invocations > 100);
-    }
-
-    /// 4 dies (2 channels x 2), 8-page blocks, 64 logical blocks.
-    fn geo4(op: f64) -> Geometry {
-        ftlab_core::geometry::GeometryBuilder {
-            page_size: 2048,
-            pages_per_block: 8,
-            spare_bytes: 64,
-            logical_bytes: 64 * 8 * 2048,
-            op_percent: op,
-            channels: 2,
-            dies_per_channel: 2,
-            planes_per_die: 1,
-            min_spare_blocks: 0,
-        }
-        .build()
-        .unwrap()
     }
 
     fn multi(alloc: &str, frontier: &str) -> (DacFtl, Flash) {

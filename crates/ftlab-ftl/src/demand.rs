@@ -93,28 +93,32 @@
 //!   `WornOut` and the run ends as a worn-out device (`--until-worn-out` reports its
 //!   life). Recovery re-derives retirement from the erase counts on flash.
 //!   `ftl.extra.retired_blocks` (only with a limit).
-//! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip;
-//!   `dftl` only, `tpm` refuses it): `die_alloc` with the semantics of `page`'s
-//!   (`single`, default: one current data block; `round_robin`, `static`,
-//!   `least_busy`: one open data block per die, a block's die being `pbn % dies`,
-//!   [`DieStreams`]). Free blocks are kept per die ([`DiePools`], first-in first-out
-//!   or least-erased first in each); a data block opens from its die's pool, and when
+//! - Die-aware allocation (issue 22 item 3, not in the papers, which model one chip):
+//!   `die_alloc` with the semantics of `page`'s (`single`, default: one current data
+//!   block, for `tpm` one per write pointer; `round_robin`, `static`, `least_busy`:
+//!   one open data block per die, for `tpm` per write pointer and die, a block's die
+//!   being `pbn % dies`, [`DieStreams`]). Free blocks are kept per die ([`DiePools`],
+//!   first-in first-out or least-erased first in each); a data block opens from its die's pool, and when
 //!   that is empty from the die with the most free blocks (the lowest such die);
 //!   translation blocks, of which there is still one active, open from the die with
 //!   the most free blocks. Open choice, made here: translation pages are not spread
 //!   over dies (they are few next to data pages and a per-die translation block would
-//!   cost `dies` more open blocks of reserve). The feasibility rule counts `dies` open
-//!   data blocks, and `gc_threshold` is raised by `dies` (the copies of one victim can
-//!   fill every die's open block once, as in `page`); the refusal names `die_alloc`
-//!   and the least `--op`. The low-pool victim rule counts the pool blocks a round's
-//!   copies take per die ([`DieStreams::copy_blocks`]: exact for `round_robin`, whose
-//!   deal starts at the next turn, and for `static`, from the victim's LPNs; for
-//!   `least_busy`, whose deal follows the die clocks, an upper bound: the most dies
-//!   whose open blocks `valid` pages can all overflow), and a policy's own pick is
-//!   taken while the pool holds more than `dies` blocks. Checked by the stress sweep
-//!   with `FTLAB_STRESS_ALLOC` and `FTLAB_STRESS_DIES` (no stall; CHANGELOG, issue 22
-//!   item 3). Under `single` every choice above reduces to the one pool and one
-//!   block, and reports are byte for byte as before.
+//!   cost `dies` more open blocks of reserve). The feasibility rule counts the open
+//!   data blocks (`dies`; `tpm`: `write_pointers x dies`); the refusal names
+//!   `die_alloc` and the least `--op`. `dftl` deals GC copies as host writes, so the
+//!   copies of one victim can fill every die's open block once, as in `page`:
+//!   `gc_threshold` is raised by `dies`, the low-pool victim rule counts the pool
+//!   blocks a round's copies take per die ([`DieStreams::copy_blocks`]: exact for
+//!   `round_robin`, whose deal starts at the next turn, and for `static`, from the
+//!   victim's LPNs; for `least_busy`, whose deal follows the die clocks, an upper
+//!   bound: the most dies whose open blocks `valid` pages can all overflow), and a
+//!   policy's own pick is taken while the pool holds more than `dies` blocks. `tpm`
+//!   keeps a victim's copies on its die (its group's block there; `tpm.rs` says why),
+//!   so a round takes one pool block at most and the threshold and rules are
+//!   `single`'s. Checked by the stress sweep with `FTLAB_STRESS_ALLOC` and
+//!   `FTLAB_STRESS_DIES` (no stall; CHANGELOG, issue 22 item 3). Under `single` every
+//!   choice above reduces to the one pool and one block, and reports are byte for
+//!   byte as before.
 //!
 //! Power-loss recovery (neither paper describes one; [`Space::recover_scan`] and the
 //! `recover` of each scheme):
@@ -659,37 +663,34 @@ fn op_for_pages(geo: &Geometry, pages: i64) -> f64 {
     hundredths / 100.0
 }
 
-/// Resolves `gc_threshold` for a scheme that keeps at least `open_min` open data blocks:
+/// Resolves `gc_threshold` for a scheme that keeps at least `open_min` open data blocks
+/// over `dies` die streams (1 under `die_alloc = "single"`) and, if its GC keeps one more
+/// block per die free (`dftl` under a multi-die `die_alloc`), `die_reserve` more blocks:
 /// `auto` is [`MIN_GC_THRESHOLD`], and so is anything below it (the options' schema
-/// refuses such values); a geometry that cannot hold the threshold is refused with the
-/// over-provisioning it would need.
-pub(crate) fn gc_threshold(
-    geo: &Geometry,
-    scheme: &str,
-    gc_threshold: AutoOr<u32>,
-    tpages: u32,
-    open_min: u32,
-) -> Result<u32, SchemeError> {
-    gc_threshold_dies(geo, scheme, gc_threshold, tpages, open_min, 0)
-}
-
-/// [`gc_threshold`] for a scheme under a multi-die `die_alloc` whose GC keeps
-/// `die_reserve` (one block per die) more blocks free: the geometry must hold
-/// `open_min` open data blocks and `theta + die_reserve` blocks. Returns `theta` (the
-/// caller adds the reserve); a refusal names `die_alloc`.
+/// refuses such values); a geometry that cannot hold `open_min` open data blocks and
+/// `theta + die_reserve` blocks is refused with the over-provisioning it would need,
+/// naming `die_alloc` when there are several dies. Returns `theta` (the caller adds the
+/// reserve).
 pub(crate) fn gc_threshold_dies(
     geo: &Geometry,
     scheme: &str,
     gc_threshold: AutoOr<u32>,
     tpages: u32,
     open_min: u32,
+    dies: u32,
     die_reserve: u32,
 ) -> Result<u32, SchemeError> {
     let need = |theta: u32| (open_min + theta + die_reserve) as i64 * geo.pages_per_block as i64;
     let refuse = |theta: u32| {
         let pages = geo.logical_pages as i64 + tpages as i64 + need(theta) + 1;
-        let what = if die_reserve == 0 {
+        let what = if dies <= 1 {
             format!("{open_min} open data block(s) + gc_threshold {theta} blocks")
+        } else if die_reserve == 0 {
+            format!(
+                "{open_min} open data blocks, {} per die under die_alloc, + gc_threshold \
+                 {theta} blocks",
+                open_min / dies
+            )
         } else {
             format!(
                 "{open_min} open data blocks, one per die under die_alloc, + gc_threshold \
@@ -719,7 +720,7 @@ pub(crate) fn gc_threshold_dies(
 }
 
 /// The refusal of `gc_scope = "per_die"` without dies to collect on (`die_alloc =
-/// "single"`, or one die), for `dftl` and `dac`.
+/// "single"`, or one die), for `dftl`, `tpm` and `dac`.
 pub(crate) fn per_die_refusal(scheme: &str) -> SchemeError {
     bad(
         scheme,
@@ -954,7 +955,7 @@ pub(crate) struct Space {
     pub free: DiePools,
     pub kind: Vec<Kind>,
     pub index: Victims,
-    /// Under `gc_scope = "per_die"` (`dftl`): each die's sealed blocks, data and
+    /// Under `gc_scope = "per_die"` (`dftl`, `tpm`): each die's sealed blocks, data and
     /// translation (block `b`
     /// as local block `b / dies` of die `b % dies`), beside `index`, which keeps every
     /// sealed block; empty under `global`.
@@ -1278,24 +1279,28 @@ impl Space {
     /// the one the `gc_policy` picks (greedy: the fewest valid pages), even a fully
     /// valid one. With 0 or 1 blocks left, whatever the policy, see
     /// [`Space::low_pool_victim`]; `cached` says whether an LPN's mapping is in the CMT
-    /// (a GC move of it then writes no translation page).
+    /// (a GC move of it then writes no translation page). `data_room(b)`: the free
+    /// pages of the one open block data block `b`'s copies go to (under a multi-die
+    /// `die_alloc` too, for `tpm`, whose copies stay on the victim's die).
     pub(crate) fn pick_victim(
         &mut self,
         flash: &Flash,
         data_room: impl Fn(Pbn) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Pbn {
-        self.pick_victim_with(flash, |b, valid| (valid > data_room(b)) as u32, cached)
+        self.pick_victim_with(flash, 1, |b, valid| (valid > data_room(b)) as u32, cached)
     }
 
     /// [`Space::pick_victim`] for a scheme with several open data blocks a round's
     /// copies may go to (one per die under a multi-die `die_alloc`): `copy_blocks(b,
     /// valid)` is the most pool blocks the copies of data block `b`'s `valid` pages
-    /// take ([`DieStreams::copy_blocks`]). The policy's pick is taken while the pool
-    /// holds more blocks than the copies can take (`free.dies() + 1`: with one die, 2).
+    /// take ([`DieStreams::copy_blocks`]), and `most` the most any round's copies can
+    /// take. The policy's pick is taken while the pool holds more than `most` blocks
+    /// (`dftl` passes `free.dies()`: with one die, 2 or more).
     pub(crate) fn pick_victim_with(
         &mut self,
         flash: &Flash,
+        most: usize,
         copy_blocks: impl Fn(Pbn, u32) -> u32,
         cached: impl Fn(Lpn) -> bool,
     ) -> Pbn {
@@ -1304,7 +1309,7 @@ impl Space {
             "{}: every sealed block is fully valid (or none is sealed); no progress possible",
             self.scheme
         );
-        let victim = if self.free.len() > self.free.dies() {
+        let victim = if self.free.len() > most {
             match self.gc_die.filter(|&d| !self.die_index.stuck(d)) {
                 // GC per die: the collecting die's own victim (its policy's pick).
                 Some(d) => {
@@ -2026,11 +2031,10 @@ mod tests {
     /// `FTLAB_STRESS_PPB` the block sizes (default `2,4,8,16,64`), `FTLAB_STRESS_BLOCKS`
     /// the logical blocks (default `16,64,256`), `FTLAB_STRESS_SLACK`
     /// over-provisioning percent added to the least accepted (default 0),
-    /// `FTLAB_STRESS_ALLOC` the `die_alloc` values (default `single`; `tpm` refuses the
-    /// others, so its runs are skipped there), `FTLAB_STRESS_SCOPE` the `gc_scope`
-    /// values (default `global`; `per_die` only for `dftl` with a multi-die
-    /// allocation) and `FTLAB_STRESS_DIES` the dies of the device (default 1;
-    /// channels x 1).
+    /// `FTLAB_STRESS_ALLOC` the `die_alloc` values (default `single`),
+    /// `FTLAB_STRESS_SCOPE` the `gc_scope` values (default `global`; `per_die` only
+    /// with a multi-die allocation) and `FTLAB_STRESS_DIES` the dies of the device
+    /// (default 1; channels x 1).
     #[test]
     #[ignore]
     fn gc_stress_sweep() {

@@ -262,9 +262,15 @@ impl Dftl {
         // one more block per die free (none more under `single`; kept under `per_die`,
         // whose copies take one block at most, so its rounds fit where global ones do).
         let reserve = if n == 1 { 0 } else { n };
-        let theta =
-            demand::gc_threshold_dies(geo, ID, opts.gc_threshold, lay.tpages, open_data, reserve)?
-                + reserve;
+        let theta = demand::gc_threshold_dies(
+            geo,
+            ID,
+            opts.gc_threshold,
+            lay.tpages,
+            open_data,
+            n,
+            reserve,
+        )? + reserve;
         let space = Space::new(
             geo,
             lay,
@@ -500,15 +506,19 @@ impl Demand for Dftl {
         if self.per_die {
             // The copies stay on the victim's die.
             let n = room.len();
+            let most = self.s.free.dies();
             return self.s.pick_victim_with(
                 flash,
+                most,
                 |b, valid| (valid > room[b.idx() % n]) as u32,
                 |l| lpn_slot[l.idx()] != NONE,
             );
         }
         let (streams, geo) = (&self.streams, &self.s.geo.clone());
+        let most = self.s.free.dies();
         self.s.pick_victim_with(
             flash,
+            most,
             |b, valid| streams.copy_blocks(flash, geo, b, valid, &room),
             |l| lpn_slot[l.idx()] != NONE,
         )
@@ -763,7 +773,7 @@ impl Dftl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{geometry, tag};
+    use crate::testutil::{geo4, geometry, tag};
     use ftlab_core::options::from_pairs;
 
     fn dftl(geo: &Geometry, given: &[(&str, &str)]) -> Dftl {
@@ -1078,23 +1088,6 @@ mod tests {
             let e = dftl(&geo, &given).recover(&mut flash).unwrap_err();
             assert!(matches!(e, RecoverError::Failed(_)), "{case:?}: {e}");
         }
-    }
-
-    /// 4 dies (2 channels x 2), 8-page blocks, 64 logical blocks, 40% over-provisioning.
-    fn geo4(op: f64) -> Geometry {
-        ftlab_core::geometry::GeometryBuilder {
-            page_size: 2048,
-            pages_per_block: 8,
-            spare_bytes: 64,
-            logical_bytes: 64 * 8 * 2048,
-            op_percent: op,
-            channels: 2,
-            dies_per_channel: 2,
-            planes_per_die: 1,
-            min_spare_blocks: 0,
-        }
-        .build()
-        .unwrap()
     }
 
     /// A multi-die DFTL with a small cache (16 entries per translation page, 8 cached

@@ -26,6 +26,17 @@ mod testutil {
 
     /// A one-die device of `logical_pages` pages with `op` percent over-provisioning.
     pub fn geometry(page_size: u32, pages_per_block: u32, logical_pages: u64, op: f64) -> Geometry {
+        builder(page_size, pages_per_block, logical_pages, op)
+            .build()
+            .unwrap()
+    }
+
+    fn builder(
+        page_size: u32,
+        pages_per_block: u32,
+        logical_pages: u64,
+        op: f64,
+    ) -> GeometryBuilder {
         GeometryBuilder {
             page_size,
             pages_per_block,
@@ -36,6 +47,16 @@ mod testutil {
             dies_per_channel: 1,
             planes_per_die: 1,
             min_spare_blocks: 0,
+        }
+    }
+
+    /// 4 dies (2 channels x 2), 8-page blocks of 2 KiB pages, 64 logical blocks, `op`
+    /// percent over-provisioning: the multi-die tests' device.
+    pub fn geo4(op: f64) -> Geometry {
+        GeometryBuilder {
+            channels: 2,
+            dies_per_channel: 2,
+            ..builder(2048, 8, 64 * 8, op)
         }
         .build()
         .unwrap()

@@ -79,24 +79,56 @@
 //!   III.1, whose GC loop may run) before it drops the old copy from the cached
 //!   translation page: GC must not erase the last durable copy of a page before its
 //!   new version is programmed (the algorithm does not order the two).
-//! - Die-aware allocation (issue 22 item 3): `die_alloc` is declared, as for `page` and
-//!   `dftl`, but only `"single"` (default) is accepted; the others are refused naming
-//!   the option. Why: Algorithm III.1's point is that a data block holds the pages of
-//!   one write-pointer group, so its GC updates one translation page; dealing a
-//!   group's pages over the dies would need one open block per group and die
-//!   (`write_pointers x dies`, beyond what the over-provisioning holds for the
-//!   paper's one pointer per translation page), and dealing whole groups to dies is
-//!   what the pool already does (a group's next block is the next free one, and
-//!   blocks are striped `pbn % dies`). Random writes reach many groups, hence many
-//!   dies, without it.
+//! - Die-aware allocation (issue 22 item 3, not in the paper, which models one chip):
+//!   `die_alloc = "single"` (default: one open block per write pointer, the paper's),
+//!   `"round_robin"`, `"static"` or `"least_busy"`, with `page`'s semantics (dies:
+//!   channels x dies of parallel timing, 1 under serial timing, `min(dies, blocks)`).
+//!   Open choice, made here: a write pointer gets one open block per die, and a
+//!   group's host writes are dealt to its blocks on the dies in turn (one turn for all
+//!   groups), by LPN (`l % dies`) or to the die free first. A data block still holds
+//!   the pages of one group, so Algorithm III.1's bound (a data-block GC updates one
+//!   group's translation pages) holds on every die. The other way, whole groups dealt
+//!   to dies, keeps one block per group but puts a run of writes to one translation
+//!   page (a sequential write) on one die, which is `single`'s behaviour: the pool's
+//!   striping already spreads groups over the dies. The price is open blocks:
+//!   `write_pointers x dies` (x 2 under `gc_frontier = "separate"`), so `auto` write
+//!   pointers are `dies` times fewer on the same device (`auto` keeps its rule: as
+//!   many open blocks as the over-provisioning holds with a block to spare), and
+//!   groups hold `dies` times more translation pages; an explicit number must fit
+//!   that many (the refusal names `die_alloc`). Measured (docs/timing.md, "Die-aware
+//!   allocation"): with `auto` the open blocks fill the over-provisioning, a GC round
+//!   writes up to a group's 31 translation pages, and round robin loses to `single`;
+//!   with a few write pointers (`write_pointers = 2`) it wins. The translation block
+//!   stays one (see `demand.rs`).
+//! - Where GC copies go under a multi-die `die_alloc` (open choice, made here): to the
+//!   victim's group's block on the victim's die (a die with no free block borrows one,
+//!   as host writes do), whatever the allocation. A round then takes one pool block at
+//!   most, as under `single`, so the paper's threshold of 3 and the low-pool victim
+//!   rule of `demand.rs` hold unchanged and GC keeps no reserve per die. Dealing the
+//!   copies over the dies as `dftl` does can open a block on every die in one round
+//!   (each group has its own blocks there, which `dftl`'s shared blocks do not): with
+//!   a reserve of one block per die as in `dftl`, 32 dies at 7% over-provisioning ran
+//!   the pool dry in the middle of GC (the run of docs/timing.md's table).
+//! - Recovery reopens a group's partly written blocks as its pointers, a block to its
+//!   own die's pointer first (host, then GC), else to the group's first free one (host
+//!   pointers before GC ones); more than a group's pointers is `RecoverError::Failed`.
+//!   `ftl.extra.write_pointers` counts groups, `wp_open_blocks` the open blocks on all
+//!   dies.
+//! - GC per die (issue 22 item 3, not in the paper; `page`, `dftl` and `dac` have it
+//!   too): `gc_scope = "per_die"`, with a multi-die `die_alloc` (refused otherwise,
+//!   naming both), as in `dftl`: the trigger is the global pool, and the collection a
+//!   die's host write starts takes that die's own victims (data or translation blocks)
+//!   while it has one with an invalid page (`ftl.extra.gc_die_victims`); the copies
+//!   stay on the victim's die as above.
 //! - `mapping_bytes` = GTD (a 4-byte translation PPN and a 4-byte cache index per
-//!   translation page) + CMT (cached pages) + write pointers (4 bytes each). tpm.txt
+//!   translation page) + CMT (cached pages) + write pointers (4 bytes each, one per
+//!   group and die under a multi-die `die_alloc`). tpm.txt
 //!   §IV-C quotes 96 KB of GTD for 32 GB, which no entry size we can derive reproduces
 //!   (32768 entries of 2 KiB pages x 512 mappings would be 3 bytes each).
 
 use crate::auto::AutoOr;
-use crate::demand::{self, Demand, Kind, Space, Why, NONE};
-use crate::page::DieAlloc;
+use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
+use crate::page::{DieAlloc, GcScope};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
 use ftlab_core::geometry::Geometry;
@@ -153,10 +185,18 @@ pub struct TpmOptions {
     /// Where GC copies of data pages are written: shared (the victim's write pointer,
     /// tpm.txt §III-D) or separate (a second write pointer per group, for GC copies).
     pub gc_frontier: GcFrontier,
-    /// Die-aware allocation: only single (the paper's write pointers) is accepted; a
-    /// data block holds one write-pointer group's pages (tpm.txt Algorithm III.1), so
-    /// dealing pages over dies would need an open block per group and die.
+    /// Which die a data page is written on: single (one open block per write pointer,
+    /// the paper's), round_robin (one per write pointer and die, pages dealt in turn),
+    /// static (die = LPN % dies) or least_busy (the die free first under parallel
+    /// timing). A data block still holds one group's pages (tpm.txt Algorithm III.1);
+    /// auto write_pointers are dies times fewer. Dies: channels x dies of parallel
+    /// timing (1 under serial).
     pub die_alloc: DieAlloc,
+    /// Where GC looks for victims: global (every sealed block; the default) or per_die
+    /// (a collection a die's host write starts takes that die's own blocks, data or
+    /// translation; needs a multi-die die_alloc). Data copies stay on the victim's die
+    /// either way.
+    pub gc_scope: GcScope,
 }
 
 impl Default for TpmOptions {
@@ -174,6 +214,7 @@ impl Default for TpmOptions {
             pe_limit: 0,
             gc_frontier: GcFrontier::Shared,
             die_alloc: DieAlloc::Single,
+            gc_scope: GcScope::Global,
         }
     }
 }
@@ -189,11 +230,16 @@ pub struct Tpm {
     gtd_slot: Vec<u32>,
     /// Translation pages per write pointer (1 as in the paper).
     per_wp: u32,
-    /// Write pointer of each group: its open data block, or NONE ("-1").
+    /// Which die stream each page goes to (`die_alloc`; one stream under `single`).
+    streams: DieStreams,
+    /// Write pointer of each group on each die stream, at `group * streams + stream`:
+    /// its open data block, or NONE ("-1").
     wp: Vec<u32>,
-    /// Under `gc_frontier = "separate"`: each group's open data block for GC copies, or
-    /// NONE; empty under `shared` (copies use `wp`).
+    /// Under `gc_frontier = "separate"`: each group's open data block for GC copies on
+    /// each stream (indexed as `wp`), or NONE; empty under `shared` (copies use `wp`).
     gc_wp: Vec<u32>,
+    /// `gc_scope = "per_die"`: GC copies stay on the victim's die.
+    per_die: bool,
     /// Per stream (host, GC): pages programmed and blocks opened (`separate` only).
     stream_programs: [u64; 2],
     stream_blocks: [u64; 2],
@@ -207,30 +253,17 @@ pub struct Tpm {
 impl Tpm {
     /// Seeds the generator of the random victim policies (from the run's seed).
     pub fn with_gc_seed(mut self, seed: u64) -> Self {
-        self.s.index.seed(seed);
+        self.s.seed(seed);
         self
     }
 
     /// Builds the FTL for `geo`.
     pub fn new(geo: &Geometry, opts: &TpmOptions) -> Result<Tpm, SchemeError> {
-        if opts.die_alloc != DieAlloc::Single {
-            let value = match opts.die_alloc {
-                DieAlloc::Single => "single",
-                DieAlloc::RoundRobin => "round_robin",
-                DieAlloc::Static => "static",
-                DieAlloc::LeastBusy => "least_busy",
-            };
-            return Err(bad(
-                ID,
-                "die_alloc",
-                value,
-                "tpm accepts only \"single\": a TPM data block holds the pages of one \
-                 write-pointer group (tpm.txt Algorithm III.1, so a data-block GC updates \
-                 one translation page), and dealing a group's pages over the dies would \
-                 need one open block per group and die (write_pointers x dies open blocks, \
-                 beyond what the over-provisioning holds); use dftl or page for die-aware \
-                 allocation",
-            ));
+        let streams = DieStreams::new(geo, opts.die_alloc);
+        let n = streams.n as u32;
+        let per_die = opts.gc_scope == GcScope::PerDie;
+        if per_die && n == 1 {
+            return Err(demand::per_die_refusal(ID));
         }
         let lay = demand::layout(geo, ID, opts.entries_per_page)?;
         let bytes = opts.cmt_bytes.0;
@@ -246,8 +279,12 @@ impl Tpm {
         let slots = (bytes / page_bytes).min(lay.tpages as u64) as u32;
         // Under `separate` every write pointer has a second open block, for GC copies.
         let separate = opts.gc_frontier == GcFrontier::Separate;
-        let per = if separate { 2 } else { 1 };
-        let theta = demand::gc_threshold(geo, ID, opts.gc_threshold, lay.tpages, per)?;
+        // And under a multi-die `die_alloc` one per die: a group's pages are dealt over
+        // the dies, each die's share in a block of its own.
+        let per = if separate { 2 } else { 1 } * n;
+        // A victim's copies stay on its die (its group's block there), so a round takes
+        // one pool block at most, as under `single`: no reserve per die.
+        let theta = demand::gc_threshold_dies(geo, ID, opts.gc_threshold, lay.tpages, per, n, 0)?;
         let wps = match opts.write_pointers {
             AutoOr::Auto => lay
                 .tpages
@@ -265,7 +302,7 @@ impl Tpm {
                 return Err(geometry_error(
                     ID,
                     format!(
-                        "{w} write pointers need {} open data blocks{}, but the \
+                        "{w} write pointers need {} open data blocks{}{}, but the \
                          over-provisioning holds {} with gc_threshold {theta}; raise --op or \
                          lower write_pointers",
                         per * w,
@@ -273,6 +310,11 @@ impl Tpm {
                             " (two each under gc_frontier = \"separate\")"
                         } else {
                             ""
+                        },
+                        if n > 1 {
+                            format!(" (one per die under die_alloc, {n} dies)")
+                        } else {
+                            String::new()
                         },
                         demand::max_open(geo, lay.tpages, theta)
                     ),
@@ -283,41 +325,49 @@ impl Tpm {
         debug_assert!(wps >= 1, "gc_threshold checked room for one open block");
         let per_wp = lay.tpages.div_ceil(wps);
         let groups = lay.tpages.div_ceil(per_wp);
+        let pointers = groups as usize * n as usize;
+        let space = Space::new(
+            geo,
+            lay,
+            theta,
+            VictimPolicy {
+                policy: opts.gc_policy,
+                d: opts.gc_d,
+                window: opts.gc_window,
+            },
+            demand::Wear {
+                leveling: opts.wear_leveling,
+                threshold: opts.wl_threshold,
+                retirement: Retirement::new(
+                    ID,
+                    geo.blocks,
+                    opts.pe_limit,
+                    demand::min_blocks(geo, lay.tpages, per * wps, theta),
+                ),
+            },
+            n,
+            ID,
+        );
         Ok(Tpm {
-            s: Space::new(
-                geo,
-                lay,
-                theta,
-                VictimPolicy {
-                    policy: opts.gc_policy,
-                    d: opts.gc_d,
-                    window: opts.gc_window,
-                },
-                demand::Wear {
-                    leveling: opts.wear_leveling,
-                    threshold: opts.wl_threshold,
-                    retirement: Retirement::new(
-                        ID,
-                        geo.blocks,
-                        opts.pe_limit,
-                        demand::min_blocks(geo, lay.tpages, per * wps, theta),
-                    ),
-                },
-                1,
-                ID,
-            ),
+            s: if per_die {
+                space.with_gc_per_die()
+            } else {
+                space
+            },
             lru: Lru::new(slots),
             slot_tpage: vec![NONE; slots as usize],
             slot_updates: vec![0; slots as usize],
             free_slots: (0..slots).rev().collect(),
             gtd_slot: vec![NONE; lay.tpages as usize],
             per_wp,
-            wp: vec![NONE; groups as usize],
+            streams,
+            wp: vec![NONE; pointers],
             gc_wp: if separate {
-                vec![NONE; groups as usize]
+                vec![NONE; pointers]
             } else {
                 Vec::new()
             },
+            per_die,
             stream_programs: [0; 2],
             stream_blocks: [0; 2],
             owner: vec![NONE; geo.blocks as usize],
@@ -338,15 +388,31 @@ impl Tpm {
     }
 
     /// The write pointer of a GTD entry: the next page its data goes to, `None` for
-    /// "-1" (no open block).
+    /// "-1" (no open block). Under a multi-die `die_alloc`, that of the first die
+    /// (in die order) on which its group has an open block.
     pub fn write_pointer(&self, flash: &Flash, gtd_index: u32) -> Option<Ppn> {
-        let b = self.wp[(gtd_index / self.per_wp) as usize];
-        (b != NONE).then(|| self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b))))
+        let g = gtd_index / self.per_wp;
+        let b = *self.group(&self.wp, g).iter().find(|&&b| b != NONE)?;
+        Some(self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b))))
     }
 
-    /// Number of write pointers (groups of translation pages).
+    /// Number of write pointers (groups of translation pages); under a multi-die
+    /// `die_alloc` each has an open block per die.
     pub fn write_pointers(&self) -> u32 {
-        self.wp.len() as u32
+        (self.wp.len() / self.streams.n) as u32
+    }
+
+    /// Index of group `g`'s pointer on die stream `st` in `wp` and `gc_wp`.
+    #[inline]
+    fn at(&self, g: u32, st: usize) -> usize {
+        g as usize * self.streams.n + st
+    }
+
+    /// Group `g`'s pointers in `ptrs` (`wp` or `gc_wp`), one per die stream.
+    #[inline]
+    fn group<'a>(&self, ptrs: &'a [u32], g: u32) -> &'a [u32] {
+        let n = self.streams.n;
+        &ptrs[g as usize * n..(g as usize + 1) * n]
     }
 
     /// CMT capacity in translation pages.
@@ -406,19 +472,27 @@ impl Tpm {
     /// Algorithm III.1: the page group `g`'s write pointer points at, opening a block
     /// for it when it has none. Outside GC, GC runs first while the pool is short and
     /// the group still has no block (lines 3-7).
-    fn wp_dest(&mut self, flash: &mut Flash, g: u32, in_gc: bool) -> Ppn {
+    /// Under a multi-die `die_alloc` the group's block on die stream `st` (opened from
+    /// that die's pool), and under `gc_scope = "per_die"` the collection takes die
+    /// `st`'s own victims first.
+    fn wp_dest(&mut self, flash: &mut Flash, g: u32, st: usize, in_gc: bool) -> Ppn {
+        let i = self.at(g, st);
         loop {
-            let b = self.wp[g as usize];
+            let b = self.wp[i];
             if b != NONE {
                 return self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b)));
             }
             if !in_gc && self.s.below_threshold() {
+                if self.per_die {
+                    self.s.gc_die = Some(st);
+                }
                 self.collect(flash);
+                self.s.gc_die = None;
                 continue;
             }
-            let b = self.s.open_block(Kind::Data);
+            let b = self.s.open_block_on(st, Kind::Data);
             self.owner[b.idx()] = g;
-            self.wp[g as usize] = b.0;
+            self.wp[i] = b.0;
             self.open_free += self.s.geo.pages_per_block as u64;
             self.open_free_max = self.open_free_max.max(self.open_free);
             self.stream_blocks[0] += 1;
@@ -427,12 +501,13 @@ impl Tpm {
 
     /// Under `gc_frontier = "separate"`: the page group `g`'s GC copies go to, opening
     /// a block for them when the group has none (inside a collection: no nested one).
-    fn gc_wp_dest(&mut self, flash: &Flash, g: u32) -> Ppn {
-        let mut b = self.gc_wp[g as usize];
+    fn gc_wp_dest(&mut self, flash: &Flash, g: u32, st: usize) -> Ppn {
+        let i = self.at(g, st);
+        let mut b = self.gc_wp[i];
         if b == NONE {
-            let new = self.s.open_block(Kind::Data);
+            let new = self.s.open_block_on(st, Kind::Data);
             self.owner[new.idx()] = g;
-            self.gc_wp[g as usize] = new.0;
+            self.gc_wp[i] = new.0;
             self.open_free += self.s.geo.pages_per_block as u64;
             self.open_free_max = self.open_free_max.max(self.open_free);
             self.stream_blocks[1] += 1;
@@ -441,19 +516,32 @@ impl Tpm {
         self.s.geo.ppn(Pbn(b), flash.write_ptr(Pbn(b)))
     }
 
-    /// The open block a data block of group `g`'s GC copies go to (NONE: none open).
-    fn copies_to(&self, g: u32) -> u32 {
-        match self.gc_wp.get(g as usize) {
-            Some(&b) => b,
-            None => self.wp[g as usize],
+    /// The pointers GC copies go to: `gc_wp` under `separate`, else `wp`.
+    fn copy_ptrs(&self) -> &[u32] {
+        if self.gc_wp.is_empty() {
+            &self.wp
+        } else {
+            &self.gc_wp
         }
     }
 
-    /// Advances group `g`'s write pointer past `dst` (lines 14-18).
-    fn after_data_program(&mut self, flash: &Flash, g: u32, dst: Ppn) {
+    /// The die stream a host write of `lpn` (of group `g`) goes to.
+    #[inline]
+    fn pick_stream(&mut self, flash: &Flash, g: u32, lpn: Lpn) -> usize {
+        let base = self.at(g, 0);
+        let wp = &self.wp;
+        self.streams.pick(flash, lpn, |s| {
+            let b = wp[base + s];
+            (b != NONE).then_some(Pbn(b))
+        })
+    }
+
+    /// Advances group `g`'s write pointer on stream `st` past `dst` (lines 14-18).
+    fn after_data_program(&mut self, flash: &Flash, g: u32, st: usize, dst: Ppn) {
         self.open_free -= 1;
         if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
-            self.wp[g as usize] = NONE;
+            let i = self.at(g, st);
+            self.wp[i] = NONE;
         }
     }
 
@@ -483,27 +571,43 @@ impl Tpm {
         }
         // A group's first partly written block is its write pointer; under `separate`
         // a second one is its GC pointer (which of the two took host writes is not on
-        // flash; either may continue either).
+        // flash; either may continue either). Under a multi-die `die_alloc`, a block
+        // goes to its own die's pointer first (host, then GC), else to the group's
+        // first free one (host pointers before GC ones, in die order), in block order.
+        let n = self.streams.n;
         for &b in open {
             let g = self.owner[b.idx()] as usize;
-            let slot = if self.wp[g] == NONE {
-                &mut self.wp[g]
-            } else {
-                match self.gc_wp.get_mut(g) {
-                    Some(s) if *s == NONE => s,
-                    _ => {
-                        return Err(RecoverError::Failed(format!(
-                            "write pointer {g} has too many partly written blocks, pbn{} \
-                             and {b:?}",
-                            self.wp[g]
-                        )))
-                    }
-                }
+            let own = g * n + b.idx() % n;
+            let host = g * n..(g + 1) * n;
+            let slot = [&self.wp, &self.gc_wp]
+                .iter()
+                .enumerate()
+                .find_map(|(k, p)| (p.get(own) == Some(&NONE)).then_some((k, own)))
+                .or_else(|| {
+                    [&self.wp, &self.gc_wp]
+                        .iter()
+                        .enumerate()
+                        .find_map(|(k, p)| {
+                            host.clone()
+                                .find(|&i| p.get(i) == Some(&NONE))
+                                .map(|i| (k, i))
+                        })
+                });
+            let Some((k, i)) = slot else {
+                return Err(RecoverError::Failed(format!(
+                    "write pointer {g} has too many partly written blocks, pbn{} and {b:?}",
+                    self.wp[own]
+                )));
             };
-            *slot = b.0;
+            if k == 0 {
+                self.wp[i] = b.0;
+            } else {
+                self.gc_wp[i] = b.0;
+            }
             self.open_free += (geo.pages_per_block - flash.write_ptr(b)) as u64;
         }
         self.open_free_max = self.open_free;
+        self.streams.turn = 0;
         Ok(())
     }
 
@@ -574,14 +678,15 @@ impl Tpm {
     fn check_groups(&self, flash: &Flash) -> Result<(), String> {
         let geo = &self.s.geo;
         let mut open_free = 0u64;
-        let groups = self.wp.len();
+        let pointers = self.wp.len();
+        let mut seen = vec![false; geo.blocks as usize];
         for (i, &b) in self.wp.iter().chain(&self.gc_wp).enumerate() {
-            let g = i % groups;
+            let g = (i % pointers) / self.streams.n;
             if b == NONE {
                 continue;
             }
-            if i < groups && self.gc_wp.get(g) == Some(&b) {
-                return Err(format!("{b} is both write pointers of group {g}"));
+            if std::mem::replace(&mut seen[b as usize], true) {
+                return Err(format!("{b} is two write pointers (group {g})"));
             }
             let pbn = Pbn(b);
             if self.s.kind[pbn.idx()] != Kind::Data || self.owner[pbn.idx()] != g as u32 {
@@ -626,45 +731,54 @@ impl Demand for Tpm {
 
     fn pick_victim(&mut self, flash: &Flash) -> Pbn {
         let ppb = self.s.geo.pages_per_block;
-        let (wp, gc_wp, owner, gtd_slot) = (&self.wp, &self.gc_wp, &self.owner, &self.gtd_slot);
+        let n = self.streams.n;
+        let copies_to = if self.gc_wp.is_empty() {
+            &self.wp
+        } else {
+            &self.gc_wp
+        };
+        let (owner, gtd_slot) = (&self.owner, &self.gtd_slot);
         let epp = self.s.lay.epp;
-        self.s.pick_victim(
-            flash,
-            |b| {
-                let g = owner[b.idx()] as usize;
-                let open = gc_wp.get(g).copied().unwrap_or(wp[g]);
-                if open == NONE {
-                    0
-                } else {
-                    ppb - flash.write_ptr(Pbn(open))
-                }
-            },
-            |l| gtd_slot[(l.0 / epp) as usize] != NONE,
-        )
+        // The free pages of the open block data block `b`'s copies go to: its group's
+        // on its die.
+        let room = |b: Pbn| {
+            let open = copies_to[owner[b.idx()] as usize * n + b.idx() % n];
+            if open == NONE {
+                0
+            } else {
+                ppb - flash.write_ptr(Pbn(open))
+            }
+        };
+        self.s
+            .pick_victim(flash, room, |l| gtd_slot[(l.0 / epp) as usize] != NONE)
     }
 
     /// §III-D: a victim's valid pages are copied with its group's write pointer (a new
     /// block only when that one is used up), so at most one translation page is updated
     /// per victim (per group of `tpages_per_write_pointer` with shared pointers).
-    /// Under `gc_frontier = "separate"`, with the group's GC pointer instead.
+    /// Under `gc_frontier = "separate"`, with the group's GC pointer instead. Under a
+    /// multi-die `die_alloc`, the group's pointer on the victim's die (module docs).
     fn gc_dest(&mut self, flash: &mut Flash, victim: Pbn, _: Ppn) -> Ppn {
         let g = self.owner[victim.idx()];
+        let st = victim.idx() % self.streams.n;
         if self.gc_wp.is_empty() {
-            self.wp_dest(flash, g, true)
+            self.wp_dest(flash, g, st, true)
         } else {
-            self.gc_wp_dest(flash, g)
+            self.gc_wp_dest(flash, g, st)
         }
     }
 
     fn after_gc_program(&mut self, flash: &Flash, victim: Pbn, dst: Ppn) {
         let g = self.owner[victim.idx()];
+        let st = victim.idx() % self.streams.n;
         if self.gc_wp.is_empty() {
-            self.after_data_program(flash, g, dst);
+            self.after_data_program(flash, g, st, dst);
         } else {
             self.open_free -= 1;
             self.stream_programs[1] += 1;
             if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
-                self.gc_wp[g as usize] = NONE;
+                let i = self.at(g, st);
+                self.gc_wp[i] = NONE;
             }
         }
     }
@@ -700,10 +814,11 @@ impl Ftl for Tpm {
             // old copy is dropped: GC must not erase the last durable copy of a page
             // before its new version is on flash (issue 25, item 3). GC may move the
             // old copy meanwhile; it updates the cached entry, which `drop_old` reads.
-            let dst = self.wp_dest(flash, g, false);
+            let st = self.pick_stream(flash, g, tag.lpn);
+            let dst = self.wp_dest(flash, g, st, false);
             self.drop_old(flash, slot, e);
             flash.program(dst, tag, Cause::Host);
-            self.after_data_program(flash, g, dst);
+            self.after_data_program(flash, g, st, dst);
             self.stream_programs[0] += 1;
             debug_assert_eq!(self.gtd_slot[t as usize], slot);
             let i = self.entry(slot, e);
@@ -765,7 +880,9 @@ impl Ftl for Tpm {
             flash,
             |b| {
                 let g = self.owner[b.idx()];
-                g != NONE && (self.wp[g as usize] == b.0 || self.copies_to(g) == b.0)
+                g != NONE
+                    && (self.group(&self.wp, g).contains(&b.0)
+                        || self.group(self.copy_ptrs(), g).contains(&b.0))
             },
             |t| self.gtd_slot[t as usize] != NONE,
         )?;
@@ -790,7 +907,7 @@ impl Ftl for Tpm {
         e.gauge("cmt_pages", "pages", self.cmt_pages() as f64);
         e.gauge("translation_pages", "pages", self.s.lay.tpages as f64);
         e.gauge("gc_threshold", "blocks", self.s.gc_threshold as f64);
-        e.gauge("write_pointers", "pointers", self.wp.len() as f64);
+        e.gauge("write_pointers", "pointers", self.write_pointers() as f64);
         e.gauge("tpages_per_write_pointer", "pages", self.per_wp as f64);
         e.gauge(
             "gc_max_translation_writes_per_data_block",
@@ -805,6 +922,9 @@ impl Ftl for Tpm {
         }
         if !self.gc_wp.is_empty() {
             e.streams(self.stream_programs, self.stream_blocks);
+        }
+        if self.per_die {
+            e.counter("gc_die_victims", "blocks", self.s.c.die_victims as f64);
         }
         e.gauge(
             "wp_space_overhead",
@@ -842,7 +962,7 @@ impl Ftl for Tpm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{churn, geometry, tag};
+    use crate::testutil::{churn, geo4, geometry, tag};
     use ftlab_core::options::from_pairs;
 
     fn tpm(geo: &Geometry, given: &[(&str, &str)]) -> Tpm {
@@ -1167,18 +1287,191 @@ mod tests {
         assert!(e.to_string().contains("Algorithm III.1"), "{e}");
     }
 
-    #[test]
-    fn a_multi_die_allocation_is_refused_naming_the_option() {
-        let geo = geometry(2048, 4, 64, 100.0);
-        for v in ["round_robin", "static", "least_busy"] {
-            let o: TpmOptions = from_pairs(ID, &[("die_alloc", v)]).unwrap();
-            let e = Tpm::new(&geo, &o).err().unwrap().to_string();
-            assert!(
-                e.contains(&format!("`die_alloc` = `{v}`")) && e.contains("Algorithm III.1"),
-                "{e}"
-            );
+    /// A TPM on 4 dies with small translation pages (16 entries, so 32 of them), 4
+    /// write pointers of 8 translation pages each and a cache of 2 pages: GC, misses
+    /// and write-backs all run.
+    fn multi(given: &[(&str, &str)]) -> (Tpm, Flash) {
+        let g = geo4(100.0);
+        let mut all = vec![
+            ("entries_per_page", "16"),
+            ("cmt_bytes", "128"),
+            ("write_pointers", "4"),
+        ];
+        all.extend_from_slice(given);
+        (tpm(&g, &all).with_gc_seed(11), Flash::new(&g))
+    }
+
+    /// The PPN `lpn` is mapped to (cached or not, the entry is in `content`).
+    fn ppn_of(f: &Tpm, lpn: u32) -> u32 {
+        let (t, e) = f.s.tpage_of(Lpn(lpn));
+        f.s.content[f.s.entry(t, e)]
+    }
+
+    fn die_of(f: &Tpm, lpn: u32) -> u32 {
+        ppn_of(f, lpn) / f.s.geo.pages_per_block % 4
+    }
+
+    /// Valid data pages on each of the 4 dies.
+    fn valid_per_die(f: &Tpm, flash: &Flash) -> [u32; 4] {
+        let mut v = [0; 4];
+        for b in (0..f.s.geo.blocks).filter(|&b| f.s.kind[b as usize] == Kind::Data) {
+            v[(b % 4) as usize] += flash.valid_count(Pbn(b));
         }
-        let o: TpmOptions = from_pairs(ID, &[("die_alloc", "single")]).unwrap();
-        assert!(Tpm::new(&geo, &o).is_ok());
+        v
+    }
+
+    /// Issue 22 item 3: a group's pages are dealt over the dies (in turn, or by LPN),
+    /// each die's share in a block of the group's own, so Algorithm III.1's invariant
+    /// (a data block holds one group's pages, checked by `check`) holds on every die;
+    /// `single` keeps the paper's one block per group.
+    #[test]
+    fn a_multi_die_allocation_deals_a_groups_pages_over_the_dies() {
+        // LPNs 0..8 are translation page 0's, of group 0.
+        let (mut f, mut flash) = multi(&[("die_alloc", "round_robin")]);
+        f.write(&mut flash, &(0..8).map(|l| tag(l, 1)).collect::<Vec<_>>());
+        let dies: Vec<u32> = (0..8).map(|l| die_of(&f, l)).collect();
+        assert_eq!(dies, [0, 1, 2, 3, 0, 1, 2, 3]);
+        assert_eq!(f.stats().extra["wp_open_blocks"], 4.0);
+        f.check(&flash).unwrap();
+        let (mut f, mut flash) = multi(&[("die_alloc", "static")]);
+        for l in [5, 0, 7, 2, 3] {
+            f.write(&mut flash, &[tag(l, 1)]);
+            assert_eq!(die_of(&f, l), l % 4);
+        }
+        let (mut f, mut flash) = multi(&[]);
+        f.write(&mut flash, &(0..6).map(|l| tag(l, 1)).collect::<Vec<_>>());
+        assert!((0..6).all(|l| die_of(&f, l) == die_of(&f, 0)));
+        assert_eq!(f.stats().extra["wp_open_blocks"], 1.0);
+        // Under churn with GC the invariant holds and every die holds data.
+        for alloc in ["round_robin", "static", "least_busy"] {
+            let (mut f, mut flash) = multi(&[("die_alloc", alloc)]);
+            churn(&mut f, &mut flash, 512, 20_000, 3);
+            assert!(f.stats().extra["gc_data_blocks"] > 50.0, "{alloc}");
+            assert!(valid_per_die(&f, &flash).iter().all(|&v| v > 0), "{alloc}");
+            assert_eq!(f.write_pointers(), 4);
+        }
+    }
+
+    /// Every allocation, both GC frontiers and both GC scopes through heavy GC on a
+    /// full device, then a power loss: every partly written block is reopened as a
+    /// pointer of its group, every LPN reads its newest version, and it runs on.
+    #[test]
+    fn multi_die_allocation_survives_heavy_gc_and_recovers_its_pointers() {
+        for alloc in ["round_robin", "static", "least_busy"] {
+            for frontier in ["shared", "separate"] {
+                for scope in ["global", "per_die"] {
+                    let given = [
+                        ("die_alloc", alloc),
+                        ("gc_frontier", frontier),
+                        ("gc_scope", scope),
+                    ];
+                    let what = format!("{alloc} {frontier} {scope}");
+                    let (mut f, mut flash) = multi(&given);
+                    crate::testutil::full_churn(&mut f, &mut flash, 512, 8_000, 5);
+                    assert!(f.stats().gc_invocations > 0, "{what}");
+                    if scope == "per_die" {
+                        assert!(f.stats().extra["gc_die_victims"] > 0.0, "{what}");
+                    }
+                    let partly: Vec<Pbn> = (f.wp.iter().chain(&f.gc_wp))
+                        .filter(|&&b| b != NONE)
+                        .map(|&b| Pbn(b))
+                        .filter(|&b| !flash.is_full(b))
+                        .collect();
+                    assert!(partly.len() >= 4, "{what}: {partly:?}");
+                    let tags = |f: &Tpm, flash: &Flash| -> Vec<Option<PageTag>> {
+                        (0..512)
+                            .map(|l| flash.peek_tag(Ppn(ppn_of(f, l))))
+                            .collect()
+                    };
+                    let before = tags(&f, &flash);
+                    let mut g = crate::testutil::recover_fresh(&mut flash, multi(&given).0);
+                    for b in &partly {
+                        assert!(
+                            flash.is_full(*b) || g.wp.contains(&b.0) || g.gc_wp.contains(&b.0),
+                            "{what}: {b:?} not reopened"
+                        );
+                    }
+                    assert_eq!(tags(&g, &flash), before, "{what}");
+                    crate::testutil::full_churn(&mut g, &mut flash, 512, 3_000, 6);
+                }
+            }
+        }
+    }
+
+    /// `gc_scope = "per_die"`: a collection a die starts takes that die's own victims,
+    /// and the copies stay on it (no valid data page changes die).
+    #[test]
+    fn gc_per_die_collects_a_die_and_keeps_its_copies_there() {
+        for alloc in ["round_robin", "static", "least_busy"] {
+            let (mut f, mut flash) = multi(&[("die_alloc", alloc), ("gc_scope", "per_die")]);
+            churn(&mut f, &mut flash, 512, 20_000, 4);
+            // The die with the most free blocks among those with a sealed block that is
+            // not fully valid and whose groups' open blocks are all on it (a die whose
+            // pool ran dry borrowed a block of another die for its stream, as host
+            // writes do; copies to it would leave the die).
+            let d = (0..4)
+                .filter(|&d| !f.s.die_index.stuck(d))
+                .filter(|&d| {
+                    (0..f.write_pointers()).all(|g| {
+                        let b = f.wp[f.at(g, d)];
+                        b == NONE || b as usize % 4 == d
+                    })
+                })
+                .max_by_key(|&d| (f.s.free.die_len(d), 4 - d))
+                .unwrap();
+            let before = valid_per_die(&f, &flash);
+            let own = f.s.c.die_victims;
+            let (theta, total) = (f.s.gc_threshold, f.s.free.len());
+            f.s.gc_threshold = total as u32 + 1;
+            f.s.gc_die = Some(d);
+            f.collect(&mut flash);
+            (f.s.gc_threshold, f.s.gc_die) = (theta, None);
+            assert!(f.s.free.len() > total, "{alloc}");
+            assert!(f.s.c.die_victims > own, "{alloc}");
+            assert_eq!(valid_per_die(&f, &flash), before, "{alloc}");
+            f.check(&flash).unwrap();
+        }
+    }
+
+    /// A multi-die allocation needs `dies` open blocks per write pointer and `dies`
+    /// more blocks of GC reserve; the refusals name `die_alloc` (and `gc_scope` without
+    /// dies) and the `--op` given works.
+    #[test]
+    fn a_multi_die_allocation_needs_its_reserve_and_names_die_alloc() {
+        let rr = [("die_alloc", "round_robin"), ("entries_per_page", "16")];
+        let least = (0..400)
+            .map(|i| i as f64 * 0.5)
+            .find(|&op| build(&geo4(op), &rr).is_ok())
+            .unwrap();
+        let e = build(&geo4(least - 0.5), &rr).err().unwrap().to_string();
+        assert!(
+            e.contains("die_alloc") && e.contains("raise --op to at least"),
+            "{e}"
+        );
+        let op: f64 = e
+            .split("raise --op to at least ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(build(&geo4(op), &rr).is_ok(), "{e}");
+        // No reserve per die (a round's copies stay on the victim's die, one block at
+        // most); auto write pointers 4 times fewer than single's where the
+        // over-provisioning bounds them.
+        let m = tpm(&geo4(30.0), &rr);
+        let s = tpm(&geo4(30.0), &rr[1..]);
+        assert_eq!((s.s.gc_threshold, m.s.gc_threshold), (3, 3));
+        assert!(s.write_pointers() < 32, "{}", s.write_pointers());
+        assert!(m.write_pointers() * 4 <= s.write_pointers());
+        let e = build(&geo4(30.0), &[rr[0], rr[1], ("write_pointers", "32")])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("one per die under die_alloc"), "{e}");
+        let e = build(&geo4(100.0), &[("gc_scope", "per_die")])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("gc_scope") && e.contains("die_alloc"), "{e}");
     }
 }

@@ -191,10 +191,10 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     });
     draw_gc_policy(&mut d, &mut cfg);
     draw_wear_options(&mut d, &mut cfg);
-    // Die-aware allocation of page, dftl, dac and cach's page-mapped region (issue 22;
-    // tpm accepts only `single`), where there are dies to spread over; drawn only
-    // there, so every other case of a seed is as before.
-    if matches!(cfg.ftl.as_str(), "page" | "dftl" | "dac" | "cach")
+    // Die-aware allocation of page, dftl, tpm, dac and cach's page-mapped region (issue
+    // 22), where there are dies to spread over; drawn only there, so every other case
+    // of a seed is as before.
+    if matches!(cfg.ftl.as_str(), "page" | "dftl" | "tpm" | "dac" | "cach")
         && cfg.timing == TimingModel::Parallel
     {
         let alloc = d.pick(&["single", "round_robin", "static", "least_busy"]);

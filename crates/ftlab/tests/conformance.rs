@@ -51,9 +51,8 @@ const COMBOS: [Combo; 1] = [(
     &[("mapping", "map_page"), ("map_page_home", "u_block")],
 )];
 
-/// Schemes whose `die_alloc` takes a multi-die value (`tpm` declares the option but
-/// accepts only `single`, a refusal its unit tests check), and those values.
-const DIE_ALLOC: [&str; 4] = ["page", "dftl", "dac", "cach"];
+/// Schemes whose `die_alloc` takes a multi-die value, and those values.
+const DIE_ALLOC: [&str; 5] = ["page", "dftl", "tpm", "dac", "cach"];
 const DIE_ALLOC_VALUES: [&str; 3] = ["round_robin", "static", "least_busy"];
 
 /// The small P/E limit of the retirement cases.
