@@ -920,7 +920,7 @@ impl Flash {
 
     /// Moves the valid pages of block `src`, from offset `from` on, to the next pages of
     /// block `dst` until `dst` is full: for each, [`Flash::copy`] to `dst`'s next page
-    /// and [`Flash::invalidate`] of the source, in page order, then `moved(tag, to)`.
+    /// and [`Flash::invalidate`] of the source, in page order, then `moved(tag, from, to)`.
     /// Returns the offset in `src` to resume from (its write pointer once every page
     /// was looked at). The same operations, counts, log entries and times as the
     /// per-page calls; a garbage collector's inner loop done once per destination
@@ -931,7 +931,7 @@ impl Flash {
         from: u32,
         dst: Pbn,
         cause: Cause,
-        mut moved: impl FnMut(PageTag, Ppn),
+        mut moved: impl FnMut(PageTag, Ppn, Ppn),
     ) -> u32 {
         let ppb = self.geo.pages_per_block;
         let end = self.write_ptr[src.idx()];
@@ -946,7 +946,7 @@ impl Flash {
                     let dp = self.geo.ppn(dst, self.write_ptr[dst.idx()]);
                     let tag = self.copy(sp, dp, cause);
                     self.invalidate(sp);
-                    moved(tag, dp);
+                    moved(tag, sp, dp);
                 }
             }
             return off;
@@ -969,7 +969,7 @@ impl Flash {
             tags.copy(sp as usize, dp as usize);
             valid[word] &= !bit;
             valid[dp as usize / 64] |= 1 << (dp % 64);
-            moved(tag, Ppn(dp));
+            moved(tag, Ppn(sp), Ppn(dp));
         }
         if timed {
             // The run's copies timed in one call, in the same order (the callback does
@@ -1619,8 +1619,9 @@ mod tests {
                 .iter_mut()
                 .map(|f| {
                     let mut moved = Vec::new();
-                    let end =
-                        f.move_valid(Pbn(0), from, Pbn(5), Cause::Gc, |t, p| moved.push((t, p)));
+                    let end = f.move_valid(Pbn(0), from, Pbn(5), Cause::Gc, |t, s, p| {
+                        moved.push((t, s, p))
+                    });
                     got.push(moved);
                     end
                 })
@@ -1635,7 +1636,7 @@ mod tests {
                     let dp = g.ppn(Pbn(5), f.write_ptr(Pbn(5)));
                     let t = f.copy(sp, dp, Cause::Gc);
                     f.invalidate(sp);
-                    want.push((t, dp));
+                    want.push((t, sp, dp));
                 }
             }
             assert_eq!(ends, [off, off], "case {case}");
@@ -1768,7 +1769,7 @@ mod tests {
             f.arm_power_cut(at);
             let mut moved = Vec::new();
             let cut = cut_by(|| {
-                f.move_valid(Pbn(0), 0, Pbn(1), Cause::Gc, |t, p| moved.push((t, p)));
+                f.move_valid(Pbn(0), 0, Pbn(1), Cause::Gc, |t, _, p| moved.push((t, p)));
             });
             // Copies of pages 0, 2 and 3, one operation each: the at-th is torn.
             let done = (at - 1) as usize;

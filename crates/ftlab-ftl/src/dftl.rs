@@ -423,7 +423,6 @@ impl Dftl {
                 b
             }
         };
-        self.stream_programs[1] += 1;
         self.s.geo.ppn(b, flash.write_ptr(b))
     }
 
@@ -552,12 +551,31 @@ impl Demand for Dftl {
     fn after_gc_program(&mut self, flash: &Flash, _: Pbn, dst: Ppn) {
         let st = self.gc_stream;
         if self.separate {
+            self.stream_programs[1] += 1;
             if self.s.seal_if_full(flash, self.s.geo.block_of(dst)) {
                 self.gc_active[st] = None;
             }
             return;
         }
         self.after_data_program(flash, st, dst);
+    }
+
+    /// One open block takes the copies under `single` (the current data block, or the
+    /// GC block under `separate`) and under GC per die (the victim's die's).
+    fn gc_in_runs(&self) -> bool {
+        self.active.len() == 1 || self.per_die
+    }
+
+    fn after_gc_run(&mut self, flash: &Flash, _: Pbn, dst: Pbn, n: u32) {
+        let st = self.gc_stream;
+        if self.separate {
+            self.stream_programs[1] += n as u64;
+            if self.s.seal_if_full(flash, dst) {
+                self.gc_active[st] = None;
+            }
+        } else if self.s.seal_if_full(flash, dst) {
+            self.active[st] = None;
+        }
     }
 
     /// DFTL's lazy copying: a cached entry is updated in RAM and becomes dirty.

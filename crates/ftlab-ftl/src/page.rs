@@ -842,7 +842,7 @@ impl PageFtl {
             let next = self.frontier(flash, 0, true);
             let to = self.geo.block_of(next);
             let (l2p, mut n) = (&mut self.l2p, 0);
-            off = flash.move_valid(victim, off, to, Cause::Gc, |tag, dst| {
+            off = flash.move_valid(victim, off, to, Cause::Gc, |tag, _, dst| {
                 l2p[tag.lpn.idx()] = dst.0;
                 n += 1;
             });

@@ -783,6 +783,28 @@ impl Demand for Tpm {
         }
     }
 
+    /// The copies go to the victim's group's block on its die, always.
+    fn gc_in_runs(&self) -> bool {
+        true
+    }
+
+    fn after_gc_run(&mut self, flash: &Flash, victim: Pbn, dst: Pbn, n: u32) {
+        let g = self.owner[victim.idx()];
+        let i = self.at(g, victim.idx() % self.streams.n);
+        self.open_free -= n as u64;
+        let sealed = self.s.seal_if_full(flash, dst);
+        if self.gc_wp.is_empty() {
+            if sealed {
+                self.wp[i] = NONE;
+            }
+        } else {
+            self.stream_programs[1] += n as u64;
+            if sealed {
+                self.gc_wp[i] = NONE;
+            }
+        }
+    }
+
     /// A moved page of a cached translation page is updated in the cached copy, which
     /// counts as an update.
     fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool {
