@@ -459,7 +459,6 @@ impl DacFtl {
             self.gc_active[i] = b.0;
             self.stream_blocks[1] += 1;
         }
-        self.stream_programs[1] += 1;
         let a = Pbn(self.gc_active[i]);
         self.geo.ppn(a, flash.write_ptr(a))
     }
@@ -550,6 +549,59 @@ impl DacFtl {
         }
         self.victim_pages_written += flash.write_ptr(victim) as u64;
         let dest = (self.region[victim.idx()] as usize).saturating_sub(1);
+        if self.streams.n == 1 || !self.die_index.is_empty() {
+            // One frontier takes every copy (`single`, or GC per die: the victim's
+            // die): a destination block at a time.
+            let st = if self.streams.n == 1 {
+                0
+            } else {
+                self.die_index.on_die(victim).0
+            };
+            self.move_valid(flash, victim, dest, st);
+        } else {
+            self.copy_valid(flash, victim, dest);
+        }
+        flash.erase(victim, Cause::Gc);
+        let erases = flash.erase_count(victim);
+        if let Some(wl) = &mut self.wl {
+            wl.erased(erases);
+        }
+        self.free.push(victim, erases);
+        self.stats.gc_invocations += 1;
+    }
+
+    /// [`DacFtl::reclaim`]'s copies to region `dest`'s frontier on stream `st`, a
+    /// destination block at a time ([`Flash::move_valid`]: the same operations, counts
+    /// and times as page by page; the frontier seals a full block when asked for the
+    /// next page, as page by page).
+    fn move_valid(&mut self, flash: &mut Flash, victim: Pbn, dest: usize, st: usize) {
+        let end = flash.write_ptr(victim);
+        let mut off = 0;
+        loop {
+            while off < end && !flash.is_valid(self.geo.ppn(victim, off)) {
+                off += 1;
+            }
+            if off == end {
+                return;
+            }
+            let first = self.frontier(flash, dest, st, true);
+            let to = self.geo.block_of(first);
+            let (l2p, mut n) = (&mut self.l2p, 0);
+            off = flash.move_valid(victim, off, to, Cause::Gc, |tag, src, dst| {
+                debug_assert_eq!(l2p[tag.lpn.idx()], src.0);
+                l2p[tag.lpn.idx()] = dst.0;
+                n += 1;
+            });
+            self.stats.gc_pages_copied += n;
+            if !self.gc_active.is_empty() {
+                self.stream_programs[1] += n;
+            }
+        }
+    }
+
+    /// [`DacFtl::reclaim`]'s copies page by page, each to the stream the allocation
+    /// picks.
+    fn copy_valid(&mut self, flash: &mut Flash, victim: Pbn, dest: usize) {
         for off in 0..flash.write_ptr(victim) {
             let src = self.geo.ppn(victim, off);
             if !flash.is_valid(src) {
@@ -573,14 +625,10 @@ impl DacFtl {
             debug_assert_eq!(self.l2p[tag.lpn.idx()], src.0);
             self.l2p[tag.lpn.idx()] = dst.0;
             self.stats.gc_pages_copied += 1;
+            if !self.gc_active.is_empty() {
+                self.stream_programs[1] += 1;
+            }
         }
-        flash.erase(victim, Cause::Gc);
-        let erases = flash.erase_count(victim);
-        if let Some(wl) = &mut self.wl {
-            wl.erased(erases);
-        }
-        self.free.push(victim, erases);
-        self.stats.gc_invocations += 1;
     }
 
     /// Drops the live copy of `lpn`; returns the region it was in.
