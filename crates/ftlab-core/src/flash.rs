@@ -1246,6 +1246,14 @@ impl Flash {
         self.valid[ppn.idx() / 64] & (1 << (ppn.idx() % 64)) != 0
     }
 
+    /// The offset of block `pbn`'s first valid page at or after offset `from` (below
+    /// its write pointer), if any: where a collector's next [`Flash::move_valid`] run
+    /// starts (a destination is opened only for a valid page).
+    #[inline]
+    pub fn next_valid(&self, pbn: Pbn, from: u32) -> Option<u32> {
+        (from..self.write_ptr[pbn.idx()]).find(|&off| self.is_valid(self.geo.ppn(pbn, off)))
+    }
+
     /// Valid pages in a block.
     #[inline]
     pub fn valid_count(&self, pbn: Pbn) -> u32 {

@@ -575,15 +575,9 @@ impl DacFtl {
     /// and times as page by page; the frontier seals a full block when asked for the
     /// next page, as page by page).
     fn move_valid(&mut self, flash: &mut Flash, victim: Pbn, dest: usize, st: usize) {
-        let end = flash.write_ptr(victim);
         let mut off = 0;
-        loop {
-            while off < end && !flash.is_valid(self.geo.ppn(victim, off)) {
-                off += 1;
-            }
-            if off == end {
-                return;
-            }
+        while let Some(from) = flash.next_valid(victim, off) {
+            off = from;
             let first = self.frontier(flash, dest, st, true);
             let to = self.geo.block_of(first);
             let (l2p, mut n) = (&mut self.l2p, 0);

@@ -899,16 +899,10 @@ pub(crate) trait Demand {
             !self.space().index.contains(victim),
             "{victim:?} is indexed"
         );
-        let end = flash.write_ptr(victim);
         let mut off = 0;
-        loop {
-            // A destination is opened only for a valid page, as page by page.
-            while off < end && !flash.is_valid(self.space().geo.ppn(victim, off)) {
-                off += 1;
-            }
-            if off == end {
-                return;
-            }
+        // A destination is opened only for a valid page, as page by page.
+        while let Some(from) = flash.next_valid(victim, off) {
+            off = from;
             let src = self.space().geo.ppn(victim, off);
             let dst = self.gc_dest(flash, victim, src);
             let to = self.space().geo.block_of(dst);
@@ -1325,16 +1319,10 @@ impl Space {
     /// The copies move an active translation block at a time ([`Flash::move_valid`]:
     /// the same operations, counts and times as page by page).
     pub(crate) fn collect_trans_block(&mut self, flash: &mut Flash, victim: Pbn) {
-        let end = flash.write_ptr(victim);
         let mut off = 0;
-        loop {
-            // A translation block is opened only for a valid page, as page by page.
-            while off < end && !flash.is_valid(self.geo.ppn(victim, off)) {
-                off += 1;
-            }
-            if off == end {
-                break;
-            }
+        // A translation block is opened only for a valid page, as page by page.
+        while let Some(from) = flash.next_valid(victim, off) {
+            off = from;
             let first = self.trans_dest(flash);
             let to = self.geo.block_of(first);
             let (gtd, scheme, mut n) = (&mut self.gtd, self.scheme, 0);

@@ -829,16 +829,10 @@ impl PageFtl {
     /// [`PageFtl::copy_valid`] for the papers' one write frontier, a destination block
     /// at a time ([`Flash::move_valid`]): the same copies in the same order.
     fn move_valid(&mut self, flash: &mut Flash, victim: Pbn) {
-        let end = flash.write_ptr(victim);
         let mut off = 0;
-        loop {
-            // Open a destination only for a valid page, as the page-by-page loop does.
-            while off < end && !flash.is_valid(self.geo.ppn(victim, off)) {
-                off += 1;
-            }
-            if off == end {
-                return;
-            }
+        // Open a destination only for a valid page, as the page-by-page loop does.
+        while let Some(from) = flash.next_valid(victim, off) {
+            off = from;
             let next = self.frontier(flash, 0, true);
             let to = self.geo.block_of(next);
             let (l2p, mut n) = (&mut self.l2p, 0);
