@@ -774,11 +774,8 @@ pub(crate) trait Demand {
     }
 
     /// After `n` GC copies from `victim` were programmed into block `dst` as one run
-    /// (only when [`Demand::gc_in_runs`]).
-    fn after_gc_run(&mut self, flash: &Flash, victim: Pbn, dst: Pbn, n: u32) {
-        let _ = (flash, victim, dst, n);
-        unreachable!("a scheme that copies in runs has its own after_gc_run")
-    }
+    /// (only called when [`Demand::gc_in_runs`]).
+    fn after_gc_run(&mut self, flash: &Flash, victim: Pbn, dst: Pbn, n: u32);
 
     /// Updates the mapping of `lpn` (moved by GC from `src` to `dst`) in the cache if
     /// it is cached; returns whether it was.
