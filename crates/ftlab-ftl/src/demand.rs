@@ -720,7 +720,7 @@ pub(crate) fn gc_threshold_dies(
 }
 
 /// The refusal of `gc_scope = "per_die"` without dies to collect on (`die_alloc =
-/// "single"`, or one die), for `dftl`, `tpm` and `dac`.
+/// "single"`, or one die), for `dftl`, `tpm`, `dac` and `cach`.
 pub(crate) fn per_die_refusal(scheme: &str) -> SchemeError {
     bad(
         scheme,

@@ -110,16 +110,24 @@ impl DieVictims {
         self.ix[d].stuck()
     }
 
+    /// Die `d`'s sealed block with the fewest valid pages, and that count.
+    pub(crate) fn min(&self, d: usize) -> Option<(Pbn, u32)> {
+        let dies = self.ix.len() as u32;
+        self.ix[d]
+            .min()
+            .map(|(local, v)| (Pbn(local.0 * dies + d as u32), v))
+    }
+
     /// Die `d`'s victim: its policy's pick (`greedy`: the fewest valid pages
     /// whatever the policy), still sealed, with its valid pages.
     pub(crate) fn choose(&mut self, d: usize, greedy: bool) -> Option<(Pbn, u32)> {
+        if greedy {
+            return self.min(d);
+        }
         let dies = self.ix.len() as u32;
-        let pick = if greedy {
-            self.ix[d].min()
-        } else {
-            self.ix[d].choose()
-        };
-        pick.map(|(local, v)| (Pbn(local.0 * dies + d as u32), v))
+        self.ix[d]
+            .choose()
+            .map(|(local, v)| (Pbn(local.0 * dies + d as u32), v))
     }
 }
 

@@ -199,9 +199,9 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     {
         let alloc = d.pick(&["single", "round_robin", "static", "least_busy"]);
         cfg.ftl_options.insert("die_alloc".into(), alloc.into());
-        // GC per die (issue 22 item 3), where the scheme has dies to collect on (cach's
-        // GC is the paper's two-region one: not drawn).
-        if cfg.ftl != "cach" && alloc != "single" && d.below(2) == 0 {
+        // GC per die (issue 22 item 3), where the scheme has dies to collect on (cach:
+        // its PMR-GC).
+        if alloc != "single" && d.below(2) == 0 {
             cfg.ftl_options.insert("gc_scope".into(), "per_die".into());
         }
     }

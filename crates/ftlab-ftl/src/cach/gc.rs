@@ -363,7 +363,7 @@ impl CachFtl {
                     let (tag, old) = self.held[i];
                     // Live iff still valid (see `pmr_cost`).
                     let copy = if flash.is_valid(old) {
-                        self.pmr.program(flash, tag, Cause::Gc)
+                        self.pmr.program_copy(flash, victim, tag)
                     } else {
                         NO_COPY
                     };
@@ -402,13 +402,12 @@ impl CachFtl {
     /// they always do (the synchronous reserve is at least a block); only a state
     /// recovered from a power loss that struck a PMR-GC between its copy and its erase
     /// (both copies on flash, one of them mapped) can hold fewer free pages, and then
-    /// BMR-GC, which frees PMR pages without programming any, runs instead.
+    /// BMR-GC, which frees PMR pages without programming any, runs instead. Under
+    /// `gc_scope = "per_die"`, a victim whose copies fit its die's active block
+    /// ([`Pmr::victim`](super::pmr::Pmr::victim)).
     fn fitting_victim(&self, flash: &Flash) -> Option<Pbn> {
         let free = self.pmr.free_pages(flash);
-        self.pmr
-            .victim()
-            .filter(|&(_, valid)| valid <= free)
-            .map(|(victim, _)| victim)
+        self.pmr.victim(flash, free).map(|(victim, _)| victim)
     }
 
     pub(super) fn pmr_gc_now(&mut self, flash: &mut Flash, victim: Pbn) {

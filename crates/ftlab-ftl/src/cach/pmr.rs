@@ -1,14 +1,16 @@
 //! The page-mapped region (PMR) of CACH-FTL (cach-ftl.txt §4.2.2, §4.3.1): its blocks
-//! (free, one active, sealed; an active block per die under a multi-die `die_alloc`),
-//! the page table of the logical pages it holds, and, per logical block, how many of
-//! its pages it holds (the groups BMR-GC picks from).
+//! (free, one active, sealed; an active block per die under a multi-die `die_alloc`,
+//! and a victim index per die under `gc_scope = "per_die"`), the page table of the
+//! logical pages it holds, and, per logical block, how many of its pages it holds (the
+//! groups BMR-GC picks from).
 
 use crate::demand::{DiePools, DieStreams};
+use crate::dievictims::DieVictims;
 use crate::page::DieAlloc;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::u32map::U32Map;
-use ftlab_core::victim::GreedyIndex;
+use ftlab_core::victim::{GreedyIndex, VictimPolicy};
 use ftlab_core::wear::{Retirement, StaticLeveling};
 use ftlab_core::{Lbn, Lpn, PageTag, Pbn, Ppn};
 
@@ -27,6 +29,12 @@ pub(super) struct Pmr {
     /// Which stream (die) each page goes to.
     streams: DieStreams,
     sealed: GreedyIndex,
+    /// Under `gc_scope = "per_die"`: the sealed blocks of each die again (greedy), the
+    /// victims PMR-GC picks from; empty under `global`.
+    die_sealed: DieVictims,
+    /// Under `per_die`: PMR-GC copies that landed off their victim's die (its pool was
+    /// empty and its block was borrowed from another die).
+    pub(super) copies_off_die: u64,
     /// LPN -> PPN of every logical page whose live copy is in the PMR.
     pub(super) map: U32Map,
     count: Vec<u16>,
@@ -69,10 +77,37 @@ impl Pmr {
             active: vec![None; streams.n],
             streams,
             sealed: GreedyIndex::new(geo.blocks, ppb),
+            die_sealed: DieVictims::new(geo.blocks, ppb, VictimPolicy::default(), 0),
+            copies_off_die: 0,
             map: U32Map::with_max_len(blocks * ppb),
             count: vec![0; geo.logical_blocks() as usize],
             groups: GreedyIndex::new(geo.logical_blocks(), ppb),
             wl: None,
+        }
+    }
+
+    /// GC per die (`gc_scope = "per_die"`, module docs of `cach`): a victim index per
+    /// die stream; PMR-GC then takes the victims of the die with the fewest free blocks
+    /// and keeps their copies on that die.
+    pub(super) fn with_gc_per_die(mut self, geo: &Geometry) -> Pmr {
+        let dies = self.active.len() as u32;
+        self.die_sealed = DieVictims::new(geo.blocks, self.ppb, VictimPolicy::default(), dies);
+        self
+    }
+
+    /// Whether PMR-GC is per die.
+    #[inline]
+    pub(super) fn per_die(&self) -> bool {
+        !self.die_sealed.is_empty()
+    }
+
+    fn seal(&mut self, flash: &Flash, b: Pbn) {
+        self.sealed.insert(b, flash.valid_count(b));
+        if self.per_die() {
+            self.die_sealed.insert(b, flash.valid_count(b));
+        }
+        if let Some(wl) = &mut self.wl {
+            wl.sealed(b, flash.erase_count(b));
         }
     }
 
@@ -138,6 +173,25 @@ impl Pmr {
             let active = &self.active;
             self.streams.pick(flash, tag.lpn, |s| active[s])
         };
+        self.program_on(flash, s, tag, cause)
+    }
+
+    /// Programs a PMR-GC copy of a page of `victim`: on the victim's die under
+    /// `gc_scope = "per_die"`, else where the allocation deals it ([`Pmr::program`]).
+    pub(super) fn program_copy(&mut self, flash: &mut Flash, victim: Pbn, tag: PageTag) -> Ppn {
+        if self.per_die() {
+            let d = self.die_sealed.on_die(victim).0;
+            let ppn = self.program_on(flash, d, tag, Cause::Gc);
+            let b = flash.geometry().block_of(ppn);
+            self.copies_off_die += u64::from(self.die_sealed.on_die(b).0 != d);
+            ppn
+        } else {
+            self.program(flash, tag, Cause::Gc)
+        }
+    }
+
+    /// Programs `tag` at the write frontier of die stream `s`.
+    fn program_on(&mut self, flash: &mut Flash, s: usize, tag: PageTag, cause: Cause) -> Ppn {
         let active = match self.active[s] {
             Some(a) => a,
             None => {
@@ -152,10 +206,7 @@ impl Pmr {
         let ppn = flash.geometry().ppn(active, flash.write_ptr(active));
         flash.program(ppn, tag, cause);
         if flash.is_full(active) {
-            self.sealed.insert(active, flash.valid_count(active));
-            if let Some(wl) = &mut self.wl {
-                wl.sealed(active, flash.erase_count(active));
-            }
+            self.seal(flash, active);
             self.active[s] = None;
         }
         ppn
@@ -164,7 +215,11 @@ impl Pmr {
     /// Marks a PMR page invalid (it was superseded, trimmed or moved).
     pub(super) fn invalidate(&mut self, flash: &mut Flash, ppn: Ppn) {
         flash.invalidate(ppn);
-        self.sealed.decrement(flash.geometry().block_of(ppn));
+        let b = flash.geometry().block_of(ppn);
+        self.sealed.decrement(b);
+        if self.per_die() {
+            self.die_sealed.decrement(b);
+        }
     }
 
     /// Records that the live copy of `lpn` is at `ppn` (a new page of the region).
@@ -205,17 +260,44 @@ impl Pmr {
         self.groups.min().map(|(b, key)| (Lbn(b.0), self.ppb - key))
     }
 
-    /// The sealed block with the fewest valid pages, if it has at least `min_invalid`
-    /// invalid pages.
-    pub(super) fn victim(&self) -> Option<(Pbn, u32)> {
-        self.sealed
-            .min()
-            .filter(|&(_, valid)| valid + self.min_invalid <= self.ppb)
+    /// Free pages left in die stream `d`'s active block (0 with none open).
+    pub(super) fn tail(&self, flash: &Flash, d: usize) -> u32 {
+        self.active[d].map_or(0, |a| self.ppb - flash.write_ptr(a))
+    }
+
+    /// PMR-GC's victim: the sealed block with the fewest valid pages, if it has at
+    /// least `min_invalid` invalid pages and no more than `room` valid ones. Under
+    /// `gc_scope = "per_die"`, the fewest valid pages among the dies' own such victims
+    /// whose copies fit their die's active block, so that the round frees a whole
+    /// block (cach-ftl.txt §4.3.2's "enough invalid pages to recycle", read per die);
+    /// none while the PMR holds a group for BMR-GC, else the block `global` takes
+    /// (module docs).
+    pub(super) fn victim(&self, flash: &Flash, room: u32) -> Option<(Pbn, u32)> {
+        let ok = |valid: u32| valid + self.min_invalid <= self.ppb && valid <= room;
+        if !self.per_die() {
+            return self.sealed.min().filter(|&(_, valid)| ok(valid));
+        }
+        let mut best: Option<(Pbn, u32)> = None;
+        for d in 0..self.active.len() {
+            if let Some((b, valid)) = self.die_sealed.min(d) {
+                let fits = ok(valid) && valid <= self.tail(flash, d);
+                if fits && best.is_none_or(|(_, v)| valid < v) {
+                    best = Some((b, valid));
+                }
+            }
+        }
+        if best.is_none() && self.groups.min().is_none() {
+            return self.sealed.min().filter(|&(_, valid)| ok(valid));
+        }
+        best
     }
 
     /// Takes a victim out of the index for the duration of its collection.
     pub(super) fn take_victim(&mut self, pbn: Pbn) {
         self.sealed.remove(pbn);
+        if self.per_die() {
+            self.die_sealed.remove(pbn);
+        }
         if let Some(wl) = &mut self.wl {
             wl.unsealed(pbn);
         }
@@ -244,6 +326,7 @@ impl Pmr {
         self.free.clear();
         self.active.fill(None);
         self.streams.turn = 0;
+        self.die_sealed.clear();
         let mut partly = Vec::new();
         let region = self.first.idx()..self.first.idx() + self.blocks as usize;
         if let Some(wl) = &mut self.wl {
@@ -256,10 +339,7 @@ impl Pmr {
                 // (At the P/E limit it retires again: the erase counts are on flash.)
                 self.free.push(pbn, flash.erase_count(pbn));
             } else if flash.is_full(pbn) {
-                self.sealed.insert(pbn, flash.valid_count(pbn));
-                if let Some(wl) = &mut self.wl {
-                    wl.sealed(pbn, flash.erase_count(pbn));
-                }
+                self.seal(flash, pbn);
             } else {
                 partly.push(pbn);
             }

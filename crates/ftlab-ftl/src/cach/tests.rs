@@ -1046,7 +1046,15 @@ fn die_alloc_deals_pmr_pages_over_the_dies() {
 
 #[test]
 fn die_alloc_keeps_every_write_through_gc_idle_time_and_power_losses() {
-    for alloc in ["round_robin", "static", "least_busy"] {
+    for (alloc, scope) in [
+        ("round_robin", "global"),
+        ("static", "global"),
+        ("least_busy", "global"),
+        ("round_robin", "per_die"),
+        ("static", "per_die"),
+    ] {
+        let alloc_scope = format!("{alloc} gc_scope {scope}");
+        let alloc = alloc_scope.as_str();
         for (seed, kv) in [
             (1u64, vec![]),
             (2, vec![("async_free_percent", "70")]),
@@ -1055,7 +1063,8 @@ fn die_alloc_keeps_every_write_through_gc_idle_time_and_power_losses() {
             (5, vec![("async_gc", "false"), ("wear_leveling", "static")]),
         ] {
             let mut kv = kv.clone();
-            kv.push(("die_alloc", alloc));
+            kv.push(("die_alloc", alloc.split(' ').next().unwrap()));
+            kv.push(("gc_scope", scope));
             let ppb = 4;
             let mut r = Rig::new(geo4(ppb, 24, 16), &kv);
             let mut rng = SplitMix64::new(seed);
@@ -1113,4 +1122,132 @@ fn die_alloc_needs_a_pmr_block_per_die_and_its_margin_and_names_it() {
     assert_eq!(c.sync_free_blocks, 1);
     // Under serial timing's one die every allocation is `single`'s.
     build(&geo(4, 16, 3), &[("die_alloc", "round_robin")]).unwrap();
+}
+
+// ----- GC per die of the PMR (issue 22 item 3) -----
+
+/// How many valid pages PMR-GC's victim under `gc_scope = "per_die"` must have,
+/// computed from the flash: the fewest of the sealed PMR blocks with an invalid page
+/// whose valid pages fit the free tail of their die's active block; if there is none,
+/// no victim while the PMR holds pages (BMR-GC runs), else the global victim's.
+fn expected_die_victim(r: &Rig) -> Option<u32> {
+    let ppb = r.geo.pages_per_block;
+    let sealed = (0..r.geo.blocks)
+        .map(Pbn)
+        .filter(|&b| r.ftl.pmr.is_sealed(b) && r.flash.valid_count(b) < ppb);
+    let fitting = sealed
+        .clone()
+        .map(|b| r.flash.valid_count(b))
+        .zip(
+            sealed
+                .clone()
+                .map(|b| r.ftl.pmr.tail(&r.flash, (b.0 % 4) as usize)),
+        )
+        .filter(|&(v, tail)| v <= tail)
+        .map(|(v, _)| v)
+        .min();
+    if fitting.is_some() || !r.ftl.pmr.map.is_empty() {
+        return fitting;
+    }
+    sealed.map(|b| r.flash.valid_count(b)).min()
+}
+
+#[test]
+fn gc_per_die_takes_victims_whose_copies_fit_their_die_and_keeps_the_copies_there() {
+    // Every group goes to the PMR (threshold = pages per block) and GC runs only in the
+    // foreground, so each PMR-GC is a whole collection inside a write.
+    for (alloc, scope) in [
+        ("round_robin", "per_die"),
+        ("static", "per_die"),
+        ("least_busy", "per_die"),
+        ("round_robin", "global"),
+    ] {
+        let kv = [
+            ("die_alloc", alloc),
+            ("gc_scope", scope),
+            ("threshold", "8"),
+            ("async_gc", "false"),
+        ];
+        let ppb = 8;
+        let mut r = Rig::new(geo4(ppb, 32, 24), &kv);
+        let mut rng = SplitMix64::new(7);
+        let (mut moved, mut moved_off_die) = (0u32, 0u32);
+        let mut before = vec![u32::MAX; r.geo.logical_pages as usize];
+        for step in 0..4000 {
+            if scope == "per_die" && step % 10 == 0 {
+                let got = r.ftl.pmr.victim(&r.flash, u32::MAX);
+                assert_eq!(
+                    got.map(|(_, v)| v),
+                    expected_die_victim(&r),
+                    "{alloc} step {step}"
+                );
+                if let Some((b, v)) = got {
+                    let tail = r.ftl.pmr.tail(&r.flash, (b.0 % 4) as usize);
+                    assert!(v <= tail || r.ftl.pmr.map.is_empty(), "{alloc} step {step}");
+                }
+                // The room filter: a victim's valid pages must fit the free pages.
+                let free = r.ftl.pmr.free_pages(&r.flash);
+                let got = r.ftl.pmr.victim(&r.flash, free);
+                assert!(got.is_none_or(|(_, v)| v <= free));
+            }
+            for (l, p) in before.iter_mut().enumerate() {
+                *p = r.ftl.pmr.map.get(l as u32).unwrap_or(u32::MAX);
+            }
+            let lbn = rng.below(32) as u32;
+            let offs: Vec<u32> = (0..ppb).filter(|_| rng.below(3) == 0).collect();
+            if offs.is_empty() {
+                continue;
+            }
+            r.write(lbn, &offs);
+            // Pages this write did not touch that PMR-GC moved: on the same die?
+            for (l, &was) in before.iter().enumerate() {
+                let l = l as u32;
+                if was == u32::MAX || (l / ppb == lbn && offs.contains(&(l % ppb))) {
+                    continue;
+                }
+                if let Some(now) = r.ftl.pmr.map.get(l) {
+                    if now != was {
+                        moved += 1;
+                        moved_off_die += u32::from(now / ppb % 4 != was / ppb % 4);
+                    }
+                }
+            }
+        }
+        r.verify();
+        assert!(moved > 500, "{alloc} {scope}: {moved} GC copies");
+        if scope == "per_die" {
+            // Only into a block borrowed from another die when the victim's die had
+            // none free.
+            let borrowed = r.x("gc_copies_off_die") as u32;
+            assert!(
+                moved_off_die <= borrowed && borrowed * 10 < moved,
+                "{alloc}: {moved_off_die} copies left their die, {borrowed} borrowed, of {moved}"
+            );
+        } else {
+            // Dealt by the allocation, copies do change dies (the check above can fail).
+            assert!(moved_off_die > moved / 4, "{moved_off_die} of {moved}");
+        }
+    }
+}
+
+#[test]
+fn gc_per_die_needs_a_multi_die_allocation_and_names_both_options() {
+    for (g, alloc) in [
+        (geo4(4, 16, 16), "single"),
+        (geo(4, 16, 16), "round_robin"), // one die (serial timing)
+    ] {
+        let e = build(&g, &[("die_alloc", alloc), ("gc_scope", "per_die")])
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("gc_scope") && e.contains("die_alloc"),
+            "{alloc}: {e}"
+        );
+    }
+    build(
+        &geo4(4, 16, 16),
+        &[("die_alloc", "static"), ("gc_scope", "per_die")],
+    )
+    .unwrap();
 }
