@@ -389,6 +389,11 @@ fn backfill(free: &mut u64, q: &mut Gaps, start: u64, t0: u64, x: u64) -> u64 {
                     (true, true) => {
                         q[i] = (gs, b);
                         q.insert(i + 1, (b + x, ge));
+                        // A split adds a gap: keep the bound (it grew without one, and
+                        // the search with it: a swarm case spent minutes here).
+                        if q.len() > GAPS_KEPT {
+                            q.pop_front();
+                        }
                     }
                     (true, false) => q[i] = (gs, b),
                     (false, true) => q[i] = (b + x, ge),
@@ -1704,6 +1709,28 @@ mod tests {
         // Request 2 (queue 0) waits for the erase; request 3 (queue 1) is free at 300
         // but is submitted after request 2, in trace order.
         assert_eq!(arrivals, [0, 0, 2000, 2000]);
+    }
+
+    #[test]
+    fn backfilling_remembers_at_most_gaps_kept_gaps_even_when_transfers_split_them() {
+        // Regression: a transfer placed inside a gap splits it in two, and the split
+        // did not honour the bound, so a channel's gap list (searched by every
+        // transfer) grew with the run.
+        let mut q = Gaps::new();
+        let mut free = 0;
+        // Many wide gaps: a reservation far after the channel's last one each time.
+        for k in 0..GAPS_KEPT as u64 {
+            let t0 = free + 1_000;
+            backfill(&mut free, &mut q, 0, t0, 10);
+            assert_eq!(q.len() as u64, k + 1);
+        }
+        // Short transfers that land in the middle of the gaps split them.
+        for k in 0..10 * GAPS_KEPT as u64 {
+            let t0 = (k % GAPS_KEPT as u64) * 1_010 + 500;
+            let b = backfill(&mut free, &mut q, 0, t0, 1);
+            assert!(b >= t0);
+            assert!(q.len() <= GAPS_KEPT, "{} gaps after {k} splits", q.len());
+        }
     }
 
     #[test]
