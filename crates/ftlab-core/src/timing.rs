@@ -37,7 +37,10 @@
 //!   as a controller that arbitrates the channel among dies as their data gets ready
 //!   does: the same reads then reach 93% of the bound. Dies are never backfilled (an
 //!   operation waits for everything reserved on its die before it). GC operations
-//!   queue like host ones unless GC is preemptible (below).
+//!   queue like host ones unless GC is preemptible (below). A read that goes ahead of
+//!   its die's queue (suspend, preemptible GC) goes ahead on its channel too: the
+//!   later reservations move one transfer later, or, with backfilling, it takes a
+//!   remembered gap that holds its transfer and moves nothing.
 //! - Sub-page transfers ([`ParallelTiming::with_sub_page_transfers`]): a host read of
 //!   part of a page moves only the bytes it asks for over the channel (MQSim times a
 //!   transfer by the bytes its transaction carries); the sense is the whole page's.
@@ -414,6 +417,55 @@ fn backfill(free: &mut u64, q: &mut Gaps, start: u64, t0: u64, x: u64) -> u64 {
     }
     *free = b + x;
     b
+}
+
+/// A transfer of `x` ns that goes ahead on a channel at `t0` (a suspending or an
+/// overtaking read, [`DieClock::read_ahead`]) under backfilling: in a remembered idle
+/// gap that holds all of `[t0, t0 + x)`, which it takes; else, if the channel is busy
+/// at `t0`, the reservations after `t0` (the channel's end, `free`) move `x` later, and
+/// the gaps between them with them: a gap after `t0` moves whole, one around `t0`
+/// keeps its part before `t0` and moves the rest; else (the channel free by `t0`) it
+/// goes after the last reservation, the gap before it remembered ([`backfill`]).
+fn ahead_of_gaps(free: &mut u64, q: &mut Gaps, t0: u64, x: u64) {
+    if let Some(i) = q.iter().position(|&(gs, ge)| gs <= t0 && t0 + x <= ge) {
+        let (gs, ge) = q[i];
+        match (gs < t0, t0 + x < ge) {
+            (true, true) => {
+                q[i] = (gs, t0);
+                q.insert(i + 1, (t0 + x, ge));
+                if q.len() > GAPS_KEPT {
+                    q.pop_front();
+                }
+            }
+            (true, false) => q[i] = (gs, t0),
+            (false, true) => q[i] = (t0 + x, ge),
+            (false, false) => {
+                q.remove(i);
+            }
+        }
+        return;
+    }
+    if t0 >= *free {
+        backfill(free, q, 0, t0, x);
+        return;
+    }
+    *free += x;
+    let mut i = 0;
+    while i < q.len() {
+        let (gs, ge) = q[i];
+        if gs >= t0 {
+            q[i] = (gs + x, ge + x);
+        } else if ge > t0 {
+            q[i] = (gs, t0);
+            q.insert(i + 1, (t0 + x, ge + x));
+            i += 1;
+            if q.len() > GAPS_KEPT {
+                q.pop_front();
+                i -= 1;
+            }
+        }
+        i += 1;
+    }
 }
 
 /// Multi-plane operations of a [`DieClock`]: which plane each block is on, and per die
@@ -888,10 +940,19 @@ impl DieClock {
     /// as well: its transfer right after its sensing, the channel's later reservations
     /// one transfer later (else it would wait for the end of every transfer reserved so
     /// far, however far ahead). Returns when it ends; the batch's start and end follow.
+    ///
+    /// With channel backfilling, a transfer that fits a remembered idle gap of the
+    /// channel takes it and moves nothing; else the later reservations move one
+    /// transfer later as above, and so do the gaps between them ([`ahead_of_gaps`]).
     fn read_ahead(&mut self, c: u32, begin: u64, array: u64) -> u64 {
-        let end = begin + array + self.xfer;
+        let t0 = begin + array;
+        let end = t0 + self.xfer;
         let chan = &mut self.chan_free[c as usize];
-        *chan = (*chan).max(begin + array) + self.xfer;
+        if let Some(q) = self.gaps.as_deref_mut().map(|g| &mut g[c as usize]) {
+            ahead_of_gaps(chan, q, t0, self.xfer);
+        } else {
+            *chan = (*chan).max(t0) + self.xfer;
+        }
         self.latest = self.latest.max(*chan);
         self.dep = end;
         if self.first == u64::MAX {
@@ -1430,9 +1491,10 @@ impl ParallelTiming {
     /// at or after the moment it can start (its sense done, or its die free for a
     /// program), even if a later one was reserved first, as a controller that
     /// arbitrates the channel among dies as their data gets ready does. Off (the
-    /// default): a channel's transfers go in the order they were reserved. Not with
-    /// program/erase suspend or preemptible GC (which move queued reservations; refused
-    /// by the configuration).
+    /// default): a channel's transfers go in the order they were reserved. With
+    /// program/erase suspend or preemptible GC, a read that goes ahead of its die's
+    /// queue takes a gap that holds its transfer, else moves the channel's later
+    /// reservations and gaps one transfer later ([`DieClock::read_ahead`]).
     pub fn with_channel_backfill(mut self) -> Self {
         let channels = self.clock.chan_free.len();
         self.clock.gaps = Some(vec![VecDeque::new(); channels].into_boxed_slice());
@@ -1731,6 +1793,49 @@ mod tests {
             assert!(b >= t0);
             assert!(q.len() <= GAPS_KEPT, "{} gaps after {k} splits", q.len());
         }
+    }
+
+    #[test]
+    fn a_read_that_goes_ahead_takes_a_gap_that_holds_it_and_moves_nothing() {
+        let mut q: Gaps = [(100, 200), (300, 400)].into_iter().collect();
+        let mut free = 1_000;
+        // [320, 330) lies in the second gap: split, nothing moves.
+        ahead_of_gaps(&mut free, &mut q, 320, 10);
+        assert_eq!(free, 1_000);
+        assert_eq!(Vec::from(q.clone()), [(100, 200), (300, 320), (330, 400)]);
+        // A gap's very start and very end: trimmed, or gone when used whole.
+        ahead_of_gaps(&mut free, &mut q, 100, 10);
+        ahead_of_gaps(&mut free, &mut q, 390, 10);
+        assert_eq!(Vec::from(q.clone()), [(110, 200), (300, 320), (330, 390)]);
+        ahead_of_gaps(&mut free, &mut q, 300, 20);
+        assert_eq!(Vec::from(q), [(110, 200), (330, 390)]);
+    }
+
+    #[test]
+    fn a_read_that_goes_ahead_of_a_busy_channel_moves_what_follows_and_its_gaps() {
+        let mut q: Gaps = [(100, 200), (300, 400), (500, 600)].into_iter().collect();
+        let mut free = 1_000;
+        // At 350 with 60 ns: no gap holds [350, 410). The reservations after 350 move
+        // 60 later, the gap around 350 keeps [300, 350) and moves the rest, the gap
+        // after it moves whole, the one before stays.
+        ahead_of_gaps(&mut free, &mut q, 350, 60);
+        assert_eq!(free, 1_060);
+        assert_eq!(
+            Vec::from(q),
+            [(100, 200), (300, 350), (410, 460), (560, 660)]
+        );
+        // The channel free by t0: after its last reservation, the gap before it kept.
+        let mut q = Gaps::new();
+        let mut free = 100;
+        ahead_of_gaps(&mut free, &mut q, 150, 10);
+        assert_eq!((free, Vec::from(q)), (160, vec![(100, 150)]));
+        // The bound holds when splits add gaps.
+        let mut q: Gaps = (0..GAPS_KEPT as u64)
+            .map(|k| (k * 100, k * 100 + 50))
+            .collect();
+        let mut free = 100 * GAPS_KEPT as u64;
+        ahead_of_gaps(&mut free, &mut q, 25, 40);
+        assert!(q.len() <= GAPS_KEPT);
     }
 
     #[test]

@@ -300,8 +300,9 @@ pub struct Config {
     /// gap of its channel from when it can start, even before transfers reserved
     /// earlier, as a controller arbitrating its channel among dies as their data gets
     /// ready does (docs/timing.md). Off: a channel's transfers keep the order they were
-    /// reserved in (pessimistic under channel contention). Not with `suspend` or
-    /// `preempt_gc`.
+    /// reserved in (pessimistic under channel contention). With `suspend` or
+    /// `preempt_gc`, a read that goes ahead of its die's queue takes a gap that holds
+    /// its transfer, else moves the channel's later transfers one transfer later.
     pub channel_backfill: bool,
     /// Checking: every read against the last write (`on`), none, or `deep`.
     pub verify: VerifyLevel,

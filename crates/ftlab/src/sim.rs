@@ -505,13 +505,6 @@ pub fn validate(cfg: &Config) -> Result<Resolved, RunError> {
              parallel model has channels: add --timing parallel",
         ));
     }
-    if cfg.channel_backfill && (cfg.suspend || cfg.preempt_gc) {
-        return Err(setting(
-            "channel_backfill",
-            "backfilling is not built together with suspend or preemptible GC, which \
-             move queued reservations: turn one of them off",
-        ));
-    }
     for (key, us) in [
         ("suspend_program_us", cfg.suspend_program_us),
         ("suspend_erase_us", cfg.suspend_erase_us),

@@ -235,10 +235,10 @@ pub fn draw(case_seed: u64, max_requests: u64) -> Config {
     if cfg.timing == TimingModel::Parallel && d.below(3) == 0 {
         cfg.planes = Some(2 + d.below(3) as u32);
     }
-    // Channel backfilling (issue 22) in half the parallel-timing cases without suspend
-    // or preemptible GC (it is not built with them); sub-page transfers are on by
-    // default and off a quarter of the time.
-    if cfg.timing == TimingModel::Parallel && !cfg.suspend && !cfg.preempt_gc {
+    // Channel backfilling (issue 22) in half the parallel-timing cases (with suspend
+    // and preemptible GC too since they combine); sub-page transfers are on by default
+    // and off a quarter of the time.
+    if cfg.timing == TimingModel::Parallel {
         cfg.channel_backfill = d.below(2) == 0;
     }
     if cfg.timing == TimingModel::Parallel && d.below(4) == 0 {

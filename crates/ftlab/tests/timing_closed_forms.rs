@@ -189,6 +189,11 @@ fn mqsim_random_4k_reads_move_half_a_page_and_approach_650k() {
 /// mapping, `die_alloc = "round_robin"`, 2 x 2 dies, 64 MiB at 20% OP, filled, 30 k
 /// requests, half reads, one every 3 ms), with or without suspend and preemptible GC.
 fn gc_heavy_mix(suspend: bool, preempt_gc: bool) -> serde_json::Value {
+    gc_heavy_mix_with(suspend, preempt_gc, false)
+}
+
+/// [`gc_heavy_mix`], with or without channel backfilling.
+fn gc_heavy_mix_with(suspend: bool, preempt_gc: bool, backfill: bool) -> serde_json::Value {
     let mut c = Config {
         nand: "mlc-k9gag08u0m".into(),
         timing: TimingModel::Parallel,
@@ -200,6 +205,7 @@ fn gc_heavy_mix(suspend: bool, preempt_gc: bool) -> serde_json::Value {
         verify: VerifyLevel::On,
         suspend,
         preempt_gc,
+        channel_backfill: backfill,
         ..Config::default()
     };
     c.synthetic.count = 30_000;
@@ -349,7 +355,7 @@ fn least_busy_beats_round_robin_without_gc() {
 }
 
 #[test]
-fn channel_backfill_needs_parallel_timing_and_neither_suspend_nor_preemption() {
+fn channel_backfill_needs_parallel_timing() {
     let c = Config {
         channel_backfill: true,
         ..Config::default()
@@ -359,18 +365,42 @@ fn channel_backfill_needs_parallel_timing_and_neither_suspend_nor_preemption() {
         err.contains("channel_backfill") && err.contains("--timing parallel"),
         "{err}"
     );
-    for (suspend, preempt_gc) in [(true, false), (false, true)] {
-        let c = Config {
-            channel_backfill: true,
-            timing: TimingModel::Parallel,
-            suspend,
-            preempt_gc,
-            ..Config::default()
-        };
-        let err = Simulation::new(c).err().expect("refused").to_string();
-        assert!(
-            err.contains("channel_backfill") && err.contains("suspend or preemptible GC"),
-            "{err}"
+}
+
+/// Channel backfilling together with suspend and preemptible GC (issue 22, item 2):
+/// the GC-heavy mix runs verified under each combination, with the same flash work
+/// and reads still suspending and overtaking; a read that goes ahead of its die's
+/// queue takes an idle gap of its channel when one holds its transfer.
+#[test]
+fn channel_backfill_runs_with_suspend_and_preemptible_gc() {
+    let read = |r: &serde_json::Value, q: &str| r["host"]["read_response_ns"][q].as_f64().unwrap();
+    for (suspend, preempt_gc) in [(true, false), (false, true), (true, true)] {
+        let (off, on) = (
+            gc_heavy_mix_with(suspend, preempt_gc, false),
+            gc_heavy_mix_with(suspend, preempt_gc, true),
         );
+        let what = format!("suspend {suspend}, preempt_gc {preempt_gc}");
+        assert_eq!(
+            off["flash"]["page_programs"], on["flash"]["page_programs"],
+            "{what}"
+        );
+        assert_eq!(
+            off["flash"]["block_erases"], on["flash"]["block_erases"],
+            "{what}"
+        );
+        for (k, yes) in [("suspensions", suspend), ("preemptions", preempt_gc)] {
+            if yes {
+                let n = on["host"][k].as_u64().unwrap();
+                assert!(n > 100, "{what}: {n} {k}");
+            }
+        }
+        // Measured: read p90 41.0 -> 12.0 ms under suspend, 79.2 -> 65.0 ms under
+        // preemptible GC, 22.3 -> 1.0 ms under both; p99 and the maximum fall too
+        // (173 -> 147, 172 -> 153, 158 -> 139 ms; 278 -> 237, 272, 237 ms); p50 the
+        // the same: on this run no quantile got slower.
+        for q in ["p50", "p90", "p99", "max"] {
+            assert!(read(&on, q) <= read(&off, q), "{what}: {q}");
+        }
+        assert!(read(&on, "p90") < 0.9 * read(&off, "p90"), "{what}");
     }
 }
