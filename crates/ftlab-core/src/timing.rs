@@ -1494,7 +1494,7 @@ impl ParallelTiming {
     /// default): a channel's transfers go in the order they were reserved. With
     /// program/erase suspend or preemptible GC, a read that goes ahead of its die's
     /// queue takes a gap that holds its transfer, else moves the channel's later
-    /// reservations and gaps one transfer later ([`DieClock::read_ahead`]).
+    /// reservations and gaps one transfer later (module documentation).
     pub fn with_channel_backfill(mut self) -> Self {
         let channels = self.clock.chan_free.len();
         self.clock.gaps = Some(vec![VecDeque::new(); channels].into_boxed_slice());
