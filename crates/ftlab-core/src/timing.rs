@@ -388,22 +388,7 @@ fn backfill(free: &mut u64, q: &mut Gaps, start: u64, t0: u64, x: u64) -> u64 {
             let (gs, ge) = q[i];
             let b = gs.max(t0);
             if b + x <= ge {
-                match (b > gs, b + x < ge) {
-                    (true, true) => {
-                        q[i] = (gs, b);
-                        q.insert(i + 1, (b + x, ge));
-                        // A split adds a gap: keep the bound (it grew without one, and
-                        // the search with it: a swarm case spent minutes here).
-                        if q.len() > GAPS_KEPT {
-                            q.pop_front();
-                        }
-                    }
-                    (true, false) => q[i] = (gs, b),
-                    (false, true) => q[i] = (b + x, ge),
-                    (false, false) => {
-                        q.remove(i);
-                    }
-                }
+                take(q, i, b, x);
                 return b;
             }
         }
@@ -419,6 +404,27 @@ fn backfill(free: &mut u64, q: &mut Gaps, start: u64, t0: u64, x: u64) -> u64 {
     b
 }
 
+/// Takes `[b, b + x)` out of gap `i`, which holds it: the gap shrinks, splits in two
+/// (the oldest gap forgotten beyond [`GAPS_KEPT`]: without the bound a split grew the
+/// list, and the search with it; a swarm case spent minutes here) or goes.
+fn take(q: &mut Gaps, i: usize, b: u64, x: u64) {
+    let (gs, ge) = q[i];
+    match (b > gs, b + x < ge) {
+        (true, true) => {
+            q[i] = (gs, b);
+            q.insert(i + 1, (b + x, ge));
+            if q.len() > GAPS_KEPT {
+                q.pop_front();
+            }
+        }
+        (true, false) => q[i] = (gs, b),
+        (false, true) => q[i] = (b + x, ge),
+        (false, false) => {
+            q.remove(i);
+        }
+    }
+}
+
 /// A transfer of `x` ns that goes ahead on a channel at `t0` (a suspending or an
 /// overtaking read, [`DieClock::read_ahead`]) under backfilling: in a remembered idle
 /// gap that holds all of `[t0, t0 + x)`, which it takes; else, if the channel is busy
@@ -428,21 +434,7 @@ fn backfill(free: &mut u64, q: &mut Gaps, start: u64, t0: u64, x: u64) -> u64 {
 /// goes after the last reservation, the gap before it remembered ([`backfill`]).
 fn ahead_of_gaps(free: &mut u64, q: &mut Gaps, t0: u64, x: u64) {
     if let Some(i) = q.iter().position(|&(gs, ge)| gs <= t0 && t0 + x <= ge) {
-        let (gs, ge) = q[i];
-        match (gs < t0, t0 + x < ge) {
-            (true, true) => {
-                q[i] = (gs, t0);
-                q.insert(i + 1, (t0 + x, ge));
-                if q.len() > GAPS_KEPT {
-                    q.pop_front();
-                }
-            }
-            (true, false) => q[i] = (gs, t0),
-            (false, true) => q[i] = (t0 + x, ge),
-            (false, false) => {
-                q.remove(i);
-            }
-        }
+        take(q, i, t0, x);
         return;
     }
     if t0 >= *free {

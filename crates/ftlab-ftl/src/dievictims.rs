@@ -110,12 +110,17 @@ impl DieVictims {
         self.ix[d].stuck()
     }
 
+    /// The block that is local block `local` of die `d` ([`DieVictims::on_die`]'s
+    /// inverse).
+    #[inline]
+    fn global(&self, d: usize, local: Pbn) -> Pbn {
+        Pbn(local.0 * self.ix.len() as u32 + d as u32)
+    }
+
     /// Die `d`'s sealed block with the fewest valid pages, and that count.
     pub(crate) fn min(&self, d: usize) -> Option<(Pbn, u32)> {
-        let dies = self.ix.len() as u32;
-        self.ix[d]
-            .min()
-            .map(|(local, v)| (Pbn(local.0 * dies + d as u32), v))
+        let (local, v) = self.ix[d].min()?;
+        Some((self.global(d, local), v))
     }
 
     /// Die `d`'s victim: its policy's pick (`greedy`: the fewest valid pages
@@ -124,10 +129,8 @@ impl DieVictims {
         if greedy {
             return self.min(d);
         }
-        let dies = self.ix.len() as u32;
-        self.ix[d]
-            .choose()
-            .map(|(local, v)| (Pbn(local.0 * dies + d as u32), v))
+        let (local, v) = self.ix[d].choose()?;
+        Some((self.global(d, local), v))
     }
 }
 

@@ -87,8 +87,8 @@ impl Pmr {
     }
 
     /// GC per die (`gc_scope = "per_die"`, module docs of `cach`): a victim index per
-    /// die stream; PMR-GC then takes the victims of the die with the fewest free blocks
-    /// and keeps their copies on that die.
+    /// die stream; PMR-GC then takes a die's victim whose copies fit that die's active
+    /// block ([`Pmr::victim`]) and keeps the copies there.
     pub(super) fn with_gc_per_die(mut self, geo: &Geometry) -> Pmr {
         let dies = self.active.len() as u32;
         self.die_sealed = DieVictims::new(geo.blocks, self.ppb, VictimPolicy::default(), dies);
@@ -274,22 +274,20 @@ impl Pmr {
     /// (module docs).
     pub(super) fn victim(&self, flash: &Flash, room: u32) -> Option<(Pbn, u32)> {
         let ok = |valid: u32| valid + self.min_invalid <= self.ppb && valid <= room;
+        let global = || self.sealed.min().filter(|&(_, valid)| ok(valid));
         if !self.per_die() {
-            return self.sealed.min().filter(|&(_, valid)| ok(valid));
+            return global();
         }
-        let mut best: Option<(Pbn, u32)> = None;
-        for d in 0..self.active.len() {
-            if let Some((b, valid)) = self.die_sealed.min(d) {
-                let fits = ok(valid) && valid <= self.tail(flash, d);
-                if fits && best.is_none_or(|(_, v)| valid < v) {
-                    best = Some((b, valid));
-                }
-            }
+        let fitting = (0..self.active.len())
+            .filter_map(|d| {
+                let (b, valid) = self.die_sealed.min(d)?;
+                (ok(valid) && valid <= self.tail(flash, d)).then_some((b, valid))
+            })
+            .min_by_key(|&(_, valid)| valid);
+        if fitting.is_none() && self.map.is_empty() {
+            return global();
         }
-        if best.is_none() && self.groups.min().is_none() {
-            return self.sealed.min().filter(|&(_, valid)| ok(valid));
-        }
-        best
+        fitting
     }
 
     /// Takes a victim out of the index for the duration of its collection.
