@@ -9,4 +9,4 @@ if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo fuzz list)
 fi
 export RUSTC_BOOTSTRAP=1
-cargo ${TOOLCHAIN:-} fuzz build --release --sanitizer none
+cargo ${TOOLCHAIN:-} fuzz build --release --debug-assertions --sanitizer none

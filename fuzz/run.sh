@@ -22,7 +22,7 @@ trap 'rm -rf "$logs"' EXIT
 run_one() {
   local t=$1
   local log="$logs/$t.log" rc=0
-  cargo ${TOOLCHAIN:-} fuzz run --release --sanitizer none "$t" -- \
+  cargo ${TOOLCHAIN:-} fuzz run --release --debug-assertions --sanitizer none "$t" -- \
     -max_total_time="$each" -max_len=65536 -print_final_stats=1 >"$log" 2>&1 || rc=$?
   local execs
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')

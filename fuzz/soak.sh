@@ -17,6 +17,7 @@
 # `fuzz/soak.sh --totals` sums the ledger per target.
 #
 #   CPU_SECONDS=1800 fuzz/soak.sh set nbd       # half an hour of CPU each, two lanes
+#   fuzz/soak.sh nbd:2300 set:2050              # a budget per target (CPU seconds)
 #   DEADLINE=$(date -d '+2 hours' +%s) fuzz/soak.sh   # an hour each, but stop in 2 hours
 #   fuzz/soak.sh --totals
 #
@@ -40,7 +41,21 @@ budget=${CPU_SECONDS:-3600}
 deadline=${DEADLINE:-9999999999}
 jobs=${JOBS:-2}
 nice_level=${NICE:-19}
-source ./common.sh "$@"
+# A target named as NAME:SECONDS carries its own budget; the build only needs the names.
+specs=("$@")
+names=()
+for s in "${specs[@]}"; do
+  case $s in
+    *:*)
+      if ! [[ ${s#*:} =~ ^[0-9]+$ ]]; then
+        echo "soak.sh: '$s': the budget after ':' must be whole CPU seconds" >&2
+        exit 2
+      fi ;;
+  esac
+  names+=("${s%%:*}")
+done
+source ./common.sh "${names[@]}"
+if [ ${#specs[@]} -eq 0 ]; then specs=("${targets[@]}"); fi
 bin_dir=target/$(rustc -vV | sed -n 's/^host: //p')/release
 [ -f "$ledger" ] || printf 'date\ttarget\tcpu_s\twall_s\texecutions\tmin_corpus\tcrashes\n' >"$ledger"
 logs=$(mktemp -d)
@@ -51,7 +66,9 @@ cpu_of() { # user + system seconds of a live process, from /proc/PID/stat fields
 }
 
 soak_one() {
-  local t=$1 log="$logs/$1.log" start cpu=0 c rc=0 pid
+  local t=${1%%:*} budget=$budget
+  case $1 in *:*) budget=${1#*:} ;; esac
+  local log="$logs/$t.log" start cpu=0 c rc=0 pid
   if [ "$(date +%s)" -ge "$deadline" ]; then return 0; fi
   mkdir -p "corpus/$t" "min/$t" "artifacts/$t"
   start=$(date +%s)
@@ -86,7 +103,7 @@ soak_one() {
 
 lane() { # runs every JOBS-th target starting at $1
   local i
-  for ((i = $1; i < ${#targets[@]}; i += jobs)); do soak_one "${targets[$i]}"; done
+  for ((i = $1; i < ${#specs[@]}; i += jobs)); do soak_one "${specs[$i]}"; done
 }
 for ((l = 0; l < jobs; l++)); do lane "$l" & done
 wait
