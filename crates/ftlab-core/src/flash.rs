@@ -1584,21 +1584,26 @@ mod tests {
     use super::*;
     use crate::geometry::GeometryBuilder;
 
-    fn flash() -> Flash {
-        let g = GeometryBuilder {
+    /// 2 KiB pages, `ppb` pages a block, `logical_blocks` blocks of logical space,
+    /// `op_percent` more, on `dies` x `dies` (channels x dies per channel).
+    fn geometry(ppb: u32, logical_blocks: u64, op_percent: f64, dies: u32) -> Geometry {
+        GeometryBuilder {
             page_size: 2048,
-            pages_per_block: 4,
+            pages_per_block: ppb,
             spare_bytes: 64,
-            logical_bytes: 4 * 2048 * 4,
-            op_percent: 50.0,
-            channels: 1,
-            dies_per_channel: 1,
+            logical_bytes: logical_blocks * ppb as u64 * 2048,
+            op_percent,
+            channels: dies,
+            dies_per_channel: dies,
             planes_per_die: 1,
             min_spare_blocks: 1,
         }
         .build()
-        .unwrap();
-        Flash::new(&g)
+        .unwrap()
+    }
+
+    fn flash() -> Flash {
+        Flash::new(&geometry(4, 4, 50.0, 1))
     }
 
     fn tag(lpn: u32) -> PageTag {
@@ -1646,19 +1651,7 @@ mod tests {
     #[test]
     fn move_valid_equals_copying_page_by_page() {
         use crate::timing::DieClock;
-        let g = GeometryBuilder {
-            page_size: 2048,
-            pages_per_block: 16,
-            spare_bytes: 64,
-            logical_bytes: 8 * 16 * 2048,
-            op_percent: 100.0,
-            channels: 2,
-            dies_per_channel: 2,
-            planes_per_die: 1,
-            min_spare_blocks: 1,
-        }
-        .build()
-        .unwrap();
+        let g = geometry(16, 8, 100.0, 2);
         let lat = crate::nand::Latencies {
             read: Nanos(100),
             spare_read: Nanos(10),
@@ -1797,19 +1790,7 @@ mod tests {
         let mut rng = crate::rng::SplitMix64::new(11);
         let mut filled = 0;
         for ppb in [5u32, 16, 48, 64, 100, 128, 256] {
-            let g = GeometryBuilder {
-                page_size: 2048,
-                pages_per_block: ppb,
-                spare_bytes: 64,
-                logical_bytes: 4 * ppb as u64 * 2048,
-                op_percent: 100.0,
-                channels: 1,
-                dies_per_channel: 1,
-                planes_per_die: 1,
-                min_spare_blocks: 1,
-            }
-            .build()
-            .unwrap();
+            let g = geometry(ppb, 4, 100.0, 1);
             for case in 0..60 {
                 let packed = case % 2 == 1;
                 let make = || {

@@ -336,6 +336,12 @@ impl Oracle {
     /// width chosen once per run instead of once per page. The same versions and
     /// bookkeeping as the page-by-page calls.
     pub fn next_writes(&mut self, first: Lpn, end: Lpn, out: &mut Vec<PageTag>) {
+        if end.idx() == first.idx() + 1 {
+            // One page, the common host write: the page-by-page call itself, without
+            // the run's scan for flags and its widened loops.
+            out.push(self.next_write(first));
+            return;
+        }
         let (a, b) = (first.idx(), end.idx().max(first.idx()));
         let flagged = |e: u32| e & (TRIMMED | LOOSE) != 0;
         let plain = !self.pl.tracking
