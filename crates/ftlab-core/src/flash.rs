@@ -974,6 +974,7 @@ impl Flash {
     /// was looked at). The same operations, counts, log entries and times as the
     /// per-page calls; a garbage collector's inner loop done once per destination
     /// block instead of once per page.
+    #[inline]
     pub fn move_valid(
         &mut self,
         src: Pbn,

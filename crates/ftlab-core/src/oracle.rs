@@ -197,6 +197,28 @@ fn narrow(e: u32, w: u32) -> u32 {
     (e & VERSION) | (e >> 30) << (w - 2)
 }
 
+/// A write's new version in `slot` (an entry of any width, read with `widen` and
+/// written with `narrow`): one more than the old one, wrapping to 1 past `max` (an
+/// error unless versions wrap); returns the old entry, flags included, and the version.
+#[inline(always)]
+fn bump<T: Copy>(
+    slot: &mut T,
+    max: u32,
+    wraps: bool,
+    lpn: Lpn,
+    widen: impl Fn(T) -> u32,
+    narrow: impl Fn(u32) -> T,
+) -> (u32, u32) {
+    let old = widen(*slot);
+    let mut version = (old & VERSION) + 1;
+    if version > max {
+        assert!(wraps, "version stamp overflow for {lpn:?}");
+        version = 1;
+    }
+    *slot = narrow(version);
+    (old, version)
+}
+
 impl Entries {
     #[inline(always)]
     fn get(&self, i: usize) -> u32 {
@@ -318,13 +340,28 @@ impl Oracle {
     /// Records a write of `lpn` and returns its tag.
     #[inline]
     pub fn next_write(&mut self, lpn: Lpn) -> PageTag {
-        let old = self.expected.get(lpn.idx());
-        let mut version = (old & VERSION) + 1;
-        if version > self.max_version {
-            assert!(self.wraps, "version stamp overflow for {lpn:?}");
-            version = 1;
-        }
-        self.expected.set(lpn.idx(), version);
+        let (max, wraps, i) = (self.max_version, self.wraps, lpn.idx());
+        // One match on the width and one bounds check: the entry is read and written
+        // through the same slot.
+        let (old, version) = match &mut self.expected {
+            Entries::W32(v) => bump(&mut v[i], max, wraps, lpn, |r| r, |e| e),
+            Entries::W16(v) => bump(
+                &mut v[i],
+                max,
+                wraps,
+                lpn,
+                |r| widen(r as u32, 16),
+                |e| narrow(e, 16) as u16,
+            ),
+            Entries::W8(v) => bump(
+                &mut v[i],
+                max,
+                wraps,
+                lpn,
+                |r| widen(r as u32, 8),
+                |e| narrow(e, 8) as u8,
+            ),
+        };
         if old & (TRIMMED | LOOSE) != 0 || self.pl.tracking {
             self.note_write(lpn, old);
         }
@@ -335,13 +372,20 @@ impl Oracle {
     /// appended to `out`: a preconditioning fill's or a request's run, with the entry
     /// width chosen once per run instead of once per page. The same versions and
     /// bookkeeping as the page-by-page calls.
+    #[inline]
     pub fn next_writes(&mut self, first: Lpn, end: Lpn, out: &mut Vec<PageTag>) {
         if end.idx() == first.idx() + 1 {
             // One page, the common host write: the page-by-page call itself, without
             // the run's scan for flags and its widened loops.
             out.push(self.next_write(first));
-            return;
+        } else {
+            self.next_writes_run(first, end, out);
         }
+    }
+
+    /// [`Oracle::next_writes`] of a run that is not one page.
+    #[inline(never)]
+    fn next_writes_run(&mut self, first: Lpn, end: Lpn, out: &mut Vec<PageTag>) {
         let (a, b) = (first.idx(), end.idx().max(first.idx()));
         let flagged = |e: u32| e & (TRIMMED | LOOSE) != 0;
         let plain = !self.pl.tracking

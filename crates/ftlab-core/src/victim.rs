@@ -1,17 +1,18 @@
 //! GC victim selection for the page-mapped schemes (`page`, `dac`, `dftl`, `tpm`).
 //!
-//! [`GreedyIndex`]: finds the block with the fewest valid pages in O(pages per block +
-//! log64 blocks), with ties broken by the lowest block number, so greedy GC never scans
-//! every block.
+//! [`GreedyIndex`]: finds the block with the fewest valid pages in O(log64 pages per
+//! block + log64 blocks), with ties broken by the lowest block number, so greedy GC never
+//! scans every block.
 //!
-//! One hierarchical bitset per valid count (0..=pages_per_block); a block is in at most
-//! one of them. Memory: `(pages_per_block + 1) * blocks / 8` bytes (about 33 MiB for a
-//! 1 TiB device with 4 KiB pages and 128 pages per block).
+//! One hierarchical bitset per valid count (0..=pages_per_block), all in one flat array;
+//! a block is in at most one of them, and a small bitset over the valid counts says
+//! which are not empty. Memory: about `(pages_per_block + 1) * blocks / 8` bytes (about
+//! 33 MiB for a 1 TiB device with 4 KiB pages and 128 pages per block).
 //!
 //! [`Victims`]: the sealed blocks of a scheme and its victim policy ([`GcPolicy`], the
 //! `gc_policy` option). Sources and the choices they leave open:
 //! - `greedy` (default): fewest valid pages, ties by the lowest block number
-//!   ([`GreedyIndex`]). O(pages per block + log64 blocks) per collection.
+//!   ([`GreedyIndex`]). O(log64 pages per block + log64 blocks) per collection.
 //! - `cost_benefit`: the sealed block with the highest benefit/cost
 //!   `(1 - u) * age / (1 + u)` (Rosenblum and Ousterhout, "The design and
 //!   implementation of a log-structured file system", ACM TOCS 10(1), 1992; the
@@ -48,31 +49,70 @@
 
 use crate::units::Pbn;
 
-/// A set of block numbers with find-first, as a 64-ary tree of bitmaps.
-#[derive(Clone, Debug)]
-struct Bitset {
-    levels: Vec<Vec<u64>>,
+/// `count` sets of the numbers `0..n`, each with find-first, as 64-ary trees of bitmaps,
+/// all in one flat array: set `s`'s words are `words[s * stride..][..stride]`, its level
+/// `l` (0: one bit per number; the last: one word) at `off[l]` within them. A flat array
+/// (not a `Vec` per level per set) makes an insertion or removal one or two word
+/// updates at computed offsets; the usual one stops at the bottom level.
+#[derive(Clone, Debug, Default)]
+struct Bitsets {
+    words: Vec<u64>,
+    stride: usize,
+    /// Offset of each level within a set's words; `off[levels]` is `stride`.
+    off: [usize; MAX_LEVELS + 1],
+    levels: usize,
 }
 
-impl Bitset {
-    fn new(n: u32) -> Self {
-        let mut levels = Vec::new();
-        let mut len = (n as usize).div_ceil(64).max(1);
+/// Levels of a 64-ary tree over `u32` numbers: 64^6 > 2^32.
+const MAX_LEVELS: usize = 6;
+
+impl Bitsets {
+    fn new(count: usize, n: u32) -> Self {
+        let mut off = [0usize; MAX_LEVELS + 1];
+        let (mut len, mut levels) = ((n as usize).div_ceil(64).max(1), 0);
         loop {
-            levels.push(vec![0u64; len]);
+            off[levels + 1] = off[levels] + len;
+            levels += 1;
             if len == 1 {
                 break;
             }
             len = len.div_ceil(64);
         }
-        Bitset { levels }
+        let stride = off[levels];
+        Bitsets {
+            words: vec![0; count * stride],
+            stride,
+            off,
+            levels,
+        }
     }
 
-    fn insert(&mut self, i: u32) {
-        let mut i = i as usize;
-        for level in &mut self.levels {
-            let was_empty = level[i / 64] == 0;
-            level[i / 64] |= 1 << (i % 64);
+    #[inline]
+    fn insert(&mut self, set: usize, i: u32) {
+        let w = &mut self.words[set * self.stride + i as usize / 64];
+        let was_empty = *w == 0;
+        *w |= 1 << (i % 64);
+        if was_empty {
+            self.insert_above(set, i as usize / 64);
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, set: usize, i: u32) {
+        let w = &mut self.words[set * self.stride + i as usize / 64];
+        *w &= !(1 << (i % 64));
+        if *w == 0 {
+            self.remove_above(set, i as usize / 64);
+        }
+    }
+
+    /// Bottom word `i` of a set went from empty to not: its bits in the levels above.
+    fn insert_above(&mut self, set: usize, mut i: usize) {
+        let base = set * self.stride;
+        for l in 1..self.levels {
+            let w = &mut self.words[base + self.off[l] + i / 64];
+            let was_empty = *w == 0;
+            *w |= 1 << (i % 64);
             if !was_empty {
                 break;
             }
@@ -80,11 +120,13 @@ impl Bitset {
         }
     }
 
-    fn remove(&mut self, i: u32) {
-        let mut i = i as usize;
-        for level in &mut self.levels {
-            level[i / 64] &= !(1 << (i % 64));
-            if level[i / 64] != 0 {
+    /// Bottom word `i` of a set emptied: its bits in the levels above.
+    fn remove_above(&mut self, set: usize, mut i: usize) {
+        let base = set * self.stride;
+        for l in 1..self.levels {
+            let w = &mut self.words[base + self.off[l] + i / 64];
+            *w &= !(1 << (i % 64));
+            if *w != 0 {
                 break;
             }
             i /= 64;
@@ -92,47 +134,82 @@ impl Bitset {
     }
 
     fn clear(&mut self) {
-        for level in &mut self.levels {
-            level.fill(0);
-        }
+        self.words.fill(0);
     }
 
-    /// The members in ascending order (a walk of the bottom level's words).
-    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.levels[0].iter().enumerate().flat_map(|(w, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros();
-                    bits &= bits - 1;
-                    (w * 64) as u32 + b
+    /// The members of a set in ascending order (a walk of its bottom level's words).
+    fn iter(&self, set: usize) -> impl Iterator<Item = u32> + '_ {
+        let base = set * self.stride;
+        self.words[base..base + self.off[1]]
+            .iter()
+            .enumerate()
+            .flat_map(|(w, &word)| {
+                let mut bits = word;
+                std::iter::from_fn(move || {
+                    (bits != 0).then(|| {
+                        let b = bits.trailing_zeros();
+                        bits &= bits - 1;
+                        (w * 64) as u32 + b
+                    })
                 })
             })
-        })
     }
 
-    fn first(&self) -> Option<u32> {
-        let top = self.levels.last()?;
-        if top[0] == 0 {
+    /// The least member of a set.
+    #[inline]
+    fn first(&self, set: usize) -> Option<u32> {
+        let base = set * self.stride;
+        if self.words[base + self.off[self.levels - 1]] == 0 {
             return None;
         }
         let mut i = 0usize;
-        for level in self.levels.iter().rev() {
-            let word = level[i];
+        for l in (0..self.levels).rev() {
+            let word = self.words[base + self.off[l] + i];
             debug_assert!(word != 0);
             i = i * 64 + word.trailing_zeros() as usize;
         }
         Some(i as u32)
     }
+
+    fn bytes(&self) -> u64 {
+        self.words.len() as u64 * 8
+    }
+
+    /// Panics unless every bit above the bottom level says whether the word below it
+    /// is non-empty (no stale or missing summary bit), in every set.
+    #[cfg(test)]
+    fn check(&self) {
+        for set in 0..self.words.len() / self.stride.max(1) {
+            let base = set * self.stride;
+            for l in 1..self.levels {
+                for child in 0..self.off[l] - self.off[l - 1] {
+                    let below = self.words[base + self.off[l - 1] + child] != 0;
+                    let bit = self.words[base + self.off[l] + child / 64] >> (child % 64) & 1;
+                    assert_eq!(bit == 1, below, "set {set} level {l} child {child}");
+                }
+            }
+        }
+    }
 }
 
 const NOT_IN: u16 = u16::MAX;
 
+/// The broken invariant of a decrement of a block without valid pages.
+#[cold]
+#[inline(never)]
+fn no_valid_page(pbn: Pbn) -> ! {
+    panic!("{pbn:?} has no valid page to lose")
+}
+
 /// Candidate victim blocks keyed by valid-page count.
 #[derive(Clone, Debug)]
 pub struct GreedyIndex {
-    buckets: Vec<Bitset>,
+    /// Set `v`: the blocks with `v` valid pages.
+    buckets: Bitsets,
     sizes: Vec<u32>,
+    /// The valid counts whose bucket is not empty (one set), so the fewest is found
+    /// without a walk of the sizes.
+    nonempty: Bitsets,
     member: Vec<u16>,
 }
 
@@ -141,26 +218,47 @@ impl GreedyIndex {
     pub fn new(blocks: u32, pages_per_block: u32) -> Self {
         assert!(pages_per_block < NOT_IN as u32);
         GreedyIndex {
-            buckets: (0..=pages_per_block).map(|_| Bitset::new(blocks)).collect(),
+            buckets: Bitsets::new(pages_per_block as usize + 1, blocks),
             sizes: vec![0; pages_per_block as usize + 1],
+            nonempty: Bitsets::new(1, pages_per_block + 1),
             member: vec![NOT_IN; blocks as usize],
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, pbn: Pbn, v: usize) {
+        self.buckets.insert(v, pbn.0);
+        self.sizes[v] += 1;
+        if self.sizes[v] == 1 {
+            self.nonempty.insert(0, v as u32);
+        }
+    }
+
+    #[inline]
+    fn take(&mut self, pbn: Pbn, v: usize) {
+        self.buckets.remove(v, pbn.0);
+        self.sizes[v] -= 1;
+        if self.sizes[v] == 0 {
+            self.nonempty.remove(0, v as u32);
         }
     }
 
     /// Adds a block with `valid` valid pages. Panics if it is already in.
     pub fn insert(&mut self, pbn: Pbn, valid: u32) {
         assert_eq!(self.member[pbn.idx()], NOT_IN, "{pbn:?} already indexed");
+        assert!(
+            (valid as usize) < self.sizes.len(),
+            "{pbn:?}: {valid} valid pages"
+        );
         self.member[pbn.idx()] = valid as u16;
-        self.buckets[valid as usize].insert(pbn.0);
-        self.sizes[valid as usize] += 1;
+        self.add(pbn, valid as usize);
     }
 
     /// Removes a block if present.
     pub fn remove(&mut self, pbn: Pbn) {
         let v = self.member[pbn.idx()];
         if v != NOT_IN {
-            self.buckets[v as usize].remove(pbn.0);
-            self.sizes[v as usize] -= 1;
+            self.take(pbn, v as usize);
             self.member[pbn.idx()] = NOT_IN;
         }
     }
@@ -171,23 +269,65 @@ impl GreedyIndex {
     }
 
     /// One of the block's pages became invalid; no-op if the block is not indexed.
+    ///
+    /// The block's bit moves between the bottom words of two adjacent sets (the same
+    /// word index in both). In the usual case neither word empties or fills, no bucket
+    /// empties or fills, and that is the whole update; the rest is
+    /// [`GreedyIndex::decrement_rest`].
     #[inline]
     pub fn decrement(&mut self, pbn: Pbn) {
         let v = self.member[pbn.idx()];
-        if v != NOT_IN {
-            assert!(v > 0, "{pbn:?} has no valid page to lose");
-            self.buckets[v as usize].remove(pbn.0);
-            self.sizes[v as usize] -= 1;
-            self.buckets[v as usize - 1].insert(pbn.0);
-            self.sizes[v as usize - 1] += 1;
-            self.member[pbn.idx()] = v - 1;
+        if v == NOT_IN {
+            return;
+        }
+        if v == 0 {
+            no_valid_page(pbn);
+        }
+        let v = v as usize;
+        self.member[pbn.idx()] = (v - 1) as u16;
+        let (w, bit) = (pbn.idx() / 64, 1u64 << (pbn.0 % 64));
+        let stride = self.buckets.stride;
+        let (from, to) = (v * stride + w, (v - 1) * stride + w);
+        let words = &mut self.buckets.words;
+        words[from] &= !bit;
+        let emptied = words[from] == 0;
+        let filled = words[to] == 0;
+        words[to] |= bit;
+        self.sizes[v] -= 1;
+        self.sizes[v - 1] += 1;
+        if emptied | filled | (self.sizes[v] == 0) | (self.sizes[v - 1] == 1) {
+            self.decrement_rest(v, w, emptied, filled);
+        }
+    }
+
+    /// The rest of [`GreedyIndex::decrement`] from set `v` to `v - 1` at bottom word
+    /// `w`: the levels above a bottom word that emptied or filled, and the non-empty
+    /// set.
+    #[cold]
+    #[inline(never)]
+    fn decrement_rest(&mut self, v: usize, w: usize, emptied: bool, filled: bool) {
+        if emptied {
+            self.buckets.remove_above(v, w);
+        }
+        if filled {
+            self.buckets.insert_above(v - 1, w);
+        }
+        if self.sizes[v] == 0 {
+            self.nonempty.remove(0, v as u32);
+        }
+        if self.sizes[v - 1] == 1 {
+            self.nonempty.insert(0, (v - 1) as u32);
         }
     }
 
     /// The block with the fewest valid pages (lowest number on ties) and its count.
+    #[inline]
     pub fn min(&self) -> Option<(Pbn, u32)> {
-        let v = self.sizes.iter().position(|&s| s > 0)?;
-        let b = self.buckets[v].first().expect("bucket size says non-empty");
+        let v = self.nonempty.first(0)? as usize;
+        let b = self
+            .buckets
+            .first(v)
+            .expect("the non-empty set says non-empty");
         Some((Pbn(b), v as u32))
     }
 
@@ -195,12 +335,9 @@ impl GreedyIndex {
     /// the lowest block number on ties (the order greedy ranks them in); a lazy walk, so
     /// a caller that stops at the first block it accepts pays for the buckets it saw.
     pub fn ascending(&self) -> impl Iterator<Item = (Pbn, u32)> + '_ {
-        self.buckets
-            .iter()
-            .zip(&self.sizes)
-            .enumerate()
-            .filter(|(_, (_, &size))| size > 0)
-            .flat_map(|(v, (bucket, _))| bucket.iter().map(move |b| (Pbn(b), v as u32)))
+        self.nonempty
+            .iter(0)
+            .flat_map(move |v| self.buckets.iter(v as usize).map(move |b| (Pbn(b), v)))
     }
 
     /// Removes and returns [`GreedyIndex::min`].
@@ -212,12 +349,9 @@ impl GreedyIndex {
 
     /// Memory used, in bytes.
     pub fn bytes(&self) -> u64 {
-        let bits: usize = self
-            .buckets
-            .iter()
-            .map(|b| b.levels.iter().map(Vec::len).sum::<usize>() * 8)
-            .sum();
-        (bits + self.member.len() * 2 + self.sizes.len() * 4) as u64
+        self.buckets.bytes()
+            + self.nonempty.bytes()
+            + (self.member.len() * 2 + self.sizes.len() * 4) as u64
     }
 }
 
@@ -346,10 +480,20 @@ pub struct Victims {
 /// and the bitsets rebuilt, at most once per `blocks` seals.
 #[derive(Clone, Debug, Default)]
 struct CostBenefitIndex {
-    buckets: Vec<Bitset>,
+    /// Set `v`: the seal ranks of the blocks with `v` valid pages; no set unless the
+    /// policy is `cost_benefit`.
+    buckets: Bitsets,
     rank: Vec<u32>,
     at_rank: Vec<u32>,
     next_rank: u32,
+}
+
+impl CostBenefitIndex {
+    /// Whether the policy is `cost_benefit` (the index is kept).
+    #[inline]
+    fn on(&self) -> bool {
+        !self.buckets.words.is_empty()
+    }
 }
 
 impl Victims {
@@ -378,7 +522,7 @@ impl Victims {
             cb: if pol.policy == GcPolicy::CostBenefit {
                 let ranks = (2 * blocks).max(64);
                 CostBenefitIndex {
-                    buckets: (0..=pages_per_block).map(|_| Bitset::new(ranks)).collect(),
+                    buckets: Bitsets::new(pages_per_block as usize + 1, ranks),
                     rank: vec![NIL; blocks as usize],
                     at_rank: vec![NIL; ranks as usize],
                     next_rank: 0,
@@ -392,16 +536,14 @@ impl Victims {
     /// Ranks the sealed blocks `0..sealed` again in seal order and rebuilds the
     /// cost-benefit bitsets (when the ranks run out).
     fn rerank(&mut self) {
-        for b in &mut self.cb.buckets {
-            b.clear();
-        }
+        self.cb.buckets.clear();
         self.cb.at_rank.fill(NIL);
         let (mut c, mut r) = (self.head, 0u32);
         while c != NIL {
             self.cb.rank[c as usize] = r;
             self.cb.at_rank[r as usize] = c;
             let v = self.valid(c) as usize;
-            self.cb.buckets[v].insert(r);
+            self.cb.buckets.insert(v, r);
             r += 1;
             c = self.next[c as usize];
         }
@@ -437,7 +579,7 @@ impl Victims {
         self.tail = b;
         self.pos[b as usize] = self.dense.len() as u32;
         self.dense.push(b);
-        if !self.cb.buckets.is_empty() {
+        if self.cb.on() {
             if self.cb.next_rank as usize == self.cb.at_rank.len() {
                 // `b` is already last in the list: it gets the last rank.
                 self.rerank();
@@ -446,7 +588,7 @@ impl Victims {
                 self.cb.next_rank += 1;
                 self.cb.rank[b as usize] = r;
                 self.cb.at_rank[r as usize] = b;
-                self.cb.buckets[valid as usize].insert(r);
+                self.cb.buckets.insert(valid as usize, r);
             }
         }
     }
@@ -457,10 +599,10 @@ impl Victims {
             return;
         }
         let b = pbn.0 as usize;
-        if !self.cb.buckets.is_empty() {
+        if self.cb.on() {
             let r = self.cb.rank[b];
             let v = self.valid(pbn.0) as usize;
-            self.cb.buckets[v].remove(r);
+            self.cb.buckets.remove(v, r);
             self.cb.at_rank[r as usize] = NIL;
             self.cb.rank[b] = NIL;
         }
@@ -501,14 +643,22 @@ impl Victims {
     /// One of the block's pages became invalid; no-op if the block is not sealed.
     #[inline]
     pub fn decrement(&mut self, pbn: Pbn) {
-        if !self.cb.buckets.is_empty() && self.greedy.contains(pbn) {
-            let (v, r) = (self.valid(pbn.0) as usize, self.cb.rank[pbn.idx()]);
-            if v > 0 {
-                self.cb.buckets[v].remove(r);
-                self.cb.buckets[v - 1].insert(r);
-            }
+        if self.cb.on() {
+            self.cost_benefit_decrement(pbn);
         }
         self.greedy.decrement(pbn);
+    }
+
+    /// The cost-benefit index's part of [`Victims::decrement`].
+    #[inline(never)]
+    fn cost_benefit_decrement(&mut self, pbn: Pbn) {
+        if self.greedy.contains(pbn) {
+            let (v, r) = (self.valid(pbn.0) as usize, self.cb.rank[pbn.idx()]);
+            if v > 0 {
+                self.cb.buckets.remove(v, r);
+                self.cb.buckets.insert(v - 1, r);
+            }
+        }
     }
 
     /// The sealed block with the fewest valid pages (lowest number on ties).
@@ -574,8 +724,8 @@ impl Victims {
                 // exactly in integers, ties to the older.
                 let ppb = self.ppb as u128;
                 let mut best: Option<(u128, u128, u64, u32)> = None;
-                for (v, bucket) in self.cb.buckets.iter().enumerate() {
-                    let Some(r) = bucket.first() else {
+                for v in 0..=self.ppb as usize {
+                    let Some(r) = self.cb.buckets.first(v) else {
                         continue;
                     };
                     let c = self.cb.at_rank[r as usize];
@@ -610,12 +760,7 @@ impl Victims {
                 * 4
             + self.sealed_at.len() as u64 * 8
             + (self.cb.rank.len() + self.cb.at_rank.len()) as u64 * 4
-            + self
-                .cb
-                .buckets
-                .iter()
-                .map(|b| b.levels.iter().map(Vec::len).sum::<usize>() as u64 * 8)
-                .sum::<u64>()
+            + self.cb.buckets.bytes()
     }
 }
 
@@ -671,24 +816,34 @@ mod tests {
         g.decrement(Pbn(70)); // not indexed: ignored
     }
 
-    #[test]
-    fn matches_a_linear_scan() {
-        // A small deterministic pseudo-random walk compared with brute force.
-        let mut g = GreedyIndex::new(300, 8);
-        let mut valid = [None::<u32>; 300];
+    /// A deterministic pseudo-random walk of insertions, invalidations and removals
+    /// (out of 10 steps, `inserts` try an insertion and `decrements` an invalidation;
+    /// the rest remove), compared with brute force after every step (`min`) and every
+    /// 64 steps (the whole `ascending` walk).
+    fn walk_against_brute_force(
+        blocks: u32,
+        ppb: u32,
+        steps: usize,
+        inserts: u64,
+        decrements: u64,
+    ) {
+        let mut g = GreedyIndex::new(blocks, ppb);
+        let mut valid = vec![None::<u32>; blocks as usize];
         let mut x: u64 = 12345;
-        for _ in 0..20_000 {
+        for step in 0..steps {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let b = ((x >> 33) % 300) as u32;
-            match (x >> 20) % 3 {
-                0 if valid[b as usize].is_none() => {
-                    let v = ((x >> 40) % 9) as u32;
+            let b = ((x >> 33) % blocks as u64) as u32;
+            let op = (x >> 20) % 10;
+            match op {
+                _ if op < inserts && valid[b as usize].is_none() => {
+                    let v = ((x >> 40) % (ppb as u64 + 1)) as u32;
                     g.insert(Pbn(b), v);
                     valid[b as usize] = Some(v);
                 }
-                1 => {
+                _ if op < inserts => {}
+                _ if op < inserts + decrements => {
                     if let Some(v) = valid[b as usize] {
                         if v > 0 {
                             g.decrement(Pbn(b));
@@ -701,14 +856,83 @@ mod tests {
                     valid[b as usize] = None;
                 }
             }
-            let brute = valid
+            let mut brute: Vec<(u32, u32)> = valid
                 .iter()
                 .enumerate()
                 .filter_map(|(i, v)| v.map(|v| (v, i as u32)))
-                .min()
-                .map(|(v, i)| (Pbn(i), v));
-            assert_eq!(g.min(), brute);
+                .collect();
+            brute.sort_unstable();
+            assert_eq!(
+                g.min(),
+                brute.first().map(|&(v, i)| (Pbn(i), v)),
+                "step {step}"
+            );
+            if step % 64 == 0 {
+                let got: Vec<(u32, u32)> = g.ascending().map(|(b, v)| (v, b.0)).collect();
+                assert_eq!(got, brute, "step {step}");
+                g.buckets.check();
+                g.nonempty.check();
+            }
         }
+    }
+
+    /// The flat bitsets against a `BTreeSet` per set: small sets (removals a little
+    /// likelier than insertions) so words and whole subtrees empty and fill again, at
+    /// sizes of one to four levels.
+    #[test]
+    fn bitsets_match_ordered_sets() {
+        use std::collections::BTreeSet;
+        for n in [1u32, 63, 64, 65, 4096, 4097, 5_000, 300_000] {
+            let mut b = Bitsets::new(3, n);
+            let mut model = vec![BTreeSet::new(); 3];
+            let mut x: u64 = n as u64;
+            for step in 0..4_000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let set = ((x >> 60) % 3) as usize;
+                let m = &mut model[set];
+                if (x >> 20) % 10 < 4 || m.is_empty() {
+                    let i = ((x >> 30) % n as u64) as u32;
+                    if m.insert(i) {
+                        b.insert(set, i);
+                    }
+                } else {
+                    let k = ((x >> 30) % m.len() as u64) as usize;
+                    let i = *m.iter().nth(k).expect("k < len");
+                    m.remove(&i);
+                    b.remove(set, i);
+                }
+                for (s, m) in model.iter().enumerate() {
+                    assert_eq!(b.first(s), m.first().copied(), "n {n} step {step} set {s}");
+                }
+                if step % 50 == 0 {
+                    b.check();
+                    let got: Vec<u32> = b.iter(set).collect();
+                    assert_eq!(got, model[set].iter().copied().collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn matches_a_linear_scan() {
+        walk_against_brute_force(300, 8, 20_000, 3, 3);
+    }
+
+    #[test]
+    fn matches_a_linear_scan_when_invalidations_dominate() {
+        // Blocks pile up in the low counts, and a block often moves into a word of a
+        // non-empty bucket that held none of its blocks.
+        walk_against_brute_force(300, 8, 20_000, 2, 7);
+        walk_against_brute_force(5_000, 16, 6_000, 2, 7);
+    }
+
+    #[test]
+    fn matches_a_linear_scan_with_three_levels_and_many_valid_counts() {
+        // 5,000 blocks: a bucket's tree has three levels; 130 valid counts: the set of
+        // non-empty counts spans three words.
+        walk_against_brute_force(5_000, 129, 6_000, 3, 3);
     }
 
     /// Every policy against a brute-force model of the sealed set (seal order, valid
