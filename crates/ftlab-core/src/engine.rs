@@ -571,7 +571,14 @@ impl Engine {
                 capacity,
             });
         }
-        Ok(((req.offset / ps) as u32, end_byte.div_ceil(ps) as u32))
+        // Page sizes are powers of two (geometry validation): shifts, not divisions,
+        // on every request.
+        debug_assert!(ps.is_power_of_two());
+        let shift = ps.trailing_zeros();
+        Ok((
+            (req.offset >> shift) as u32,
+            ((end_byte + (ps - 1)) >> shift) as u32,
+        ))
     }
 
     fn read(&mut self, req: &Request) -> Result<(), SimError> {
@@ -667,7 +674,12 @@ impl Engine {
         let ppb = self.geo.pages_per_block;
         let mut lpn = first;
         while lpn < end {
-            let block_end = ((lpn / ppb + 1) * ppb).min(end);
+            // A one-page write (the usual request) is its own run: no division.
+            let block_end = if end == lpn + 1 {
+                end
+            } else {
+                ((lpn / ppb + 1) * ppb).min(end)
+            };
             self.group.clear();
             self.oracle
                 .next_writes(Lpn(lpn), Lpn(block_end), &mut self.group);

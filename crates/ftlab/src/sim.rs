@@ -1201,6 +1201,12 @@ fn drive(
     }
     let progress_every = observer.progress_every().max(1);
     let snapshot_every = observer.snapshot_every().unwrap_or(u64::MAX).max(1);
+    // The next request counts at which the observer hears of progress and gets a
+    // snapshot (every multiple of its interval): compared, not divided, per request.
+    let next_multiple =
+        |done: u64, every: u64| (done / every).saturating_add(1).saturating_mul(every);
+    let mut next_progress = next_multiple(st.done, progress_every);
+    let mut next_snapshot = next_multiple(st.done, snapshot_every);
     let mut measuring = warmup == 0;
     if measuring {
         st.measuring(engine, observer);
@@ -1251,13 +1257,15 @@ fn drive(
         if let Some(t) = &mut st.timeline {
             t.after_request(engine, rec.req.arrival);
         }
-        if st.done.is_multiple_of(progress_every) {
+        if st.done == next_progress {
+            next_progress = next_progress.saturating_add(progress_every);
             observer.progress(&st.progress());
             if observer.stop_requested() {
                 return Err(RunError::Cancelled { requests: st.done });
             }
         }
-        if st.done.is_multiple_of(snapshot_every) {
+        if st.done == next_snapshot {
+            next_snapshot = next_snapshot.saturating_add(snapshot_every);
             observer.snapshot(&st.progress(), engine);
         }
     }
