@@ -219,6 +219,25 @@ fn bump<T: Copy>(
     (old, version)
 }
 
+/// Bumps entries without flags (each is its version) in place: one more, 1 past
+/// `max` (which fits the entry's width, so the narrowing `from` keeps every bit);
+/// returns whether any went past `max`.
+#[inline(always)]
+fn bump_plain<T: Copy>(
+    entries: &mut [T],
+    max: u32,
+    to: impl Fn(T) -> u32,
+    from: impl Fn(u32) -> T,
+) -> bool {
+    let mut over = false;
+    for e in entries {
+        let version = to(*e) + 1;
+        over |= version > max;
+        *e = from(if version > max { 1 } else { version });
+    }
+    over
+}
+
 impl Entries {
     #[inline(always)]
     fn get(&self, i: usize) -> u32 {
@@ -401,38 +420,23 @@ impl Oracle {
             return;
         }
         let (max, wraps) = (self.max_version, self.wraps);
-        // Branch-free, so the compiler can widen the loops; a version past the top
-        // wraps to 1 and is an error only for exact versions, checked after the run.
-        let mut over = false;
-        let mut bump = |old: u32, _l: usize| {
-            let version = (old & VERSION) + 1;
-            over |= version > max;
-            if version > max {
-                1
-            } else {
-                version
-            }
+        // No entry of the run has a flag, so an entry is its version at any width.
+        // Two branch-free loops the compiler widens: the entries bumped in place (a
+        // version past the top wraps to 1, an error only for exact versions, checked
+        // after the run), then the tags read off them.
+        let over = match &mut self.expected {
+            Entries::W32(v) => bump_plain(&mut v[a..b], max, |e| e, |v| v),
+            Entries::W16(v) => bump_plain(&mut v[a..b], max, |e| e as u32, |v| v as u16),
+            Entries::W8(v) => bump_plain(&mut v[a..b], max, |e| e as u32, |v| v as u8),
         };
-        let tag = |l: usize, version| PageTag {
+        let tags = |l: usize, version: u32| PageTag {
             lpn: Lpn(l as u32),
             version,
         };
-        match &mut self.expected {
-            Entries::W32(v) => out.extend((a..b).zip(&mut v[a..b]).map(|(l, e)| {
-                let version = bump(*e, l);
-                *e = version;
-                tag(l, version)
-            })),
-            Entries::W16(v) => out.extend((a..b).zip(&mut v[a..b]).map(|(l, e)| {
-                let version = bump(widen(*e as u32, 16), l);
-                *e = narrow(version, 16) as u16;
-                tag(l, version)
-            })),
-            Entries::W8(v) => out.extend((a..b).zip(&mut v[a..b]).map(|(l, e)| {
-                let version = bump(widen(*e as u32, 8), l);
-                *e = narrow(version, 8) as u8;
-                tag(l, version)
-            })),
+        match &self.expected {
+            Entries::W32(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e))),
+            Entries::W16(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e as u32))),
+            Entries::W8(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e as u32))),
         }
         assert!(
             wraps || !over,
