@@ -293,22 +293,24 @@ fn scan<T: Copy>(
 /// word at a time.
 #[inline]
 fn set_bits(words: &mut [u64], from: usize, to: usize) {
-    let mut i = from;
-    while i < to {
-        let (w, b) = (i / 64, i % 64);
-        let n = (to - i).min(64 - b);
-        words[w] |= (u64::MAX >> (64 - n)) << b;
-        i += n;
-    }
+    each_word_mask(from, to, |w, mask| words[w] |= mask);
 }
 
 /// Clears bits `from..to` of `words`.
+#[inline]
 fn clear_bits(words: &mut [u64], from: usize, to: usize) {
+    each_word_mask(from, to, |w, mask| words[w] &= !mask);
+}
+
+/// Calls `f(w, mask)` for each word `w` that bits `from..to` touch, `mask` the bits of
+/// the range in that word.
+#[inline(always)]
+fn each_word_mask(from: usize, to: usize, mut f: impl FnMut(usize, u64)) {
     let mut i = from;
     while i < to {
         let (w, b) = (i / 64, i % 64);
         let n = (to - i).min(64 - b);
-        words[w] &= !((u64::MAX >> (64 - n)) << b);
+        f(w, (u64::MAX >> (64 - n)) << b);
         i += n;
     }
 }
