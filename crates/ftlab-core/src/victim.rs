@@ -273,7 +273,7 @@ impl GreedyIndex {
     /// The block's bit moves between the bottom words of two adjacent sets (the same
     /// word index in both). In the usual case neither word empties or fills, no bucket
     /// empties or fills, and that is the whole update; the rest is
-    /// [`GreedyIndex::decrement_rest`].
+    /// `decrement_rest`.
     #[inline]
     pub fn decrement(&mut self, pbn: Pbn) {
         let v = self.member[pbn.idx()];
