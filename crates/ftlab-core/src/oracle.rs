@@ -197,43 +197,68 @@ fn narrow(e: u32, w: u32) -> u32 {
     (e & VERSION) | (e >> 30) << (w - 2)
 }
 
-/// A write's new version in `slot` (an entry of any width, read with `widen` and
-/// written with `narrow`): one more than the old one, wrapping to 1 past `max` (an
-/// error unless versions wrap); returns the old entry, flags included, and the version.
+/// An entry of one of the three widths.
+trait Entry: Copy {
+    /// The entry in the layout of a 32-bit one (flags in the top two bits).
+    fn widen(self) -> u32;
+    /// A 32-bit entry at this width (its version fits the width's version bits).
+    fn narrow(e: u32) -> Self;
+    /// The entry's bits as they are (its version, when it has no flag).
+    fn raw(self) -> u32;
+    /// An entry of these bits (a version that fits, no flag).
+    fn from_raw(v: u32) -> Self;
+}
+
+macro_rules! entry {
+    ($t:ty, $w:expr) => {
+        impl Entry for $t {
+            #[inline(always)]
+            fn widen(self) -> u32 {
+                widen(self as u32, $w)
+            }
+            #[inline(always)]
+            fn narrow(e: u32) -> Self {
+                narrow(e, $w) as $t
+            }
+            #[inline(always)]
+            fn raw(self) -> u32 {
+                self as u32
+            }
+            #[inline(always)]
+            fn from_raw(v: u32) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+entry!(u32, 32);
+entry!(u16, 16);
+entry!(u8, 8);
+
+/// A write's new version in `slot`: one more than the old one, wrapping to 1 past
+/// `max` (an error unless versions wrap); returns the old entry, flags included (in
+/// the 32-bit layout), and the version.
 #[inline(always)]
-fn bump<T: Copy>(
-    slot: &mut T,
-    max: u32,
-    wraps: bool,
-    lpn: Lpn,
-    widen: impl Fn(T) -> u32,
-    narrow: impl Fn(u32) -> T,
-) -> (u32, u32) {
-    let old = widen(*slot);
+fn bump<T: Entry>(slot: &mut T, max: u32, wraps: bool, lpn: Lpn) -> (u32, u32) {
+    let old = slot.widen();
     let mut version = (old & VERSION) + 1;
     if version > max {
         assert!(wraps, "version stamp overflow for {lpn:?}");
         version = 1;
     }
-    *slot = narrow(version);
+    *slot = T::narrow(version);
     (old, version)
 }
 
 /// Bumps entries without flags (each is its version) in place: one more, 1 past
-/// `max` (which fits the entry's width, so the narrowing `from` keeps every bit);
-/// returns whether any went past `max`.
+/// `max` (which fits the entry's width); returns whether any went past `max`.
 #[inline(always)]
-fn bump_plain<T: Copy>(
-    entries: &mut [T],
-    max: u32,
-    to: impl Fn(T) -> u32,
-    from: impl Fn(u32) -> T,
-) -> bool {
+fn bump_plain<T: Entry>(entries: &mut [T], max: u32) -> bool {
     let mut over = false;
     for e in entries {
-        let version = to(*e) + 1;
+        let version = e.raw() + 1;
         over |= version > max;
-        *e = from(if version > max { 1 } else { version });
+        *e = T::from_raw(if version > max { 1 } else { version });
     }
     over
 }
@@ -242,18 +267,18 @@ impl Entries {
     #[inline(always)]
     fn get(&self, i: usize) -> u32 {
         match self {
-            Entries::W32(v) => v[i],
-            Entries::W16(v) => widen(v[i] as u32, 16),
-            Entries::W8(v) => widen(v[i] as u32, 8),
+            Entries::W32(v) => v[i].widen(),
+            Entries::W16(v) => v[i].widen(),
+            Entries::W8(v) => v[i].widen(),
         }
     }
 
     #[inline(always)]
     fn set(&mut self, i: usize, e: u32) {
         match self {
-            Entries::W32(v) => v[i] = e,
-            Entries::W16(v) => v[i] = narrow(e, 16) as u16,
-            Entries::W8(v) => v[i] = narrow(e, 8) as u8,
+            Entries::W32(v) => v[i] = u32::narrow(e),
+            Entries::W16(v) => v[i] = u16::narrow(e),
+            Entries::W8(v) => v[i] = u8::narrow(e),
         }
     }
 
@@ -363,23 +388,9 @@ impl Oracle {
         // One match on the width and one bounds check: the entry is read and written
         // through the same slot.
         let (old, version) = match &mut self.expected {
-            Entries::W32(v) => bump(&mut v[i], max, wraps, lpn, |r| r, |e| e),
-            Entries::W16(v) => bump(
-                &mut v[i],
-                max,
-                wraps,
-                lpn,
-                |r| widen(r as u32, 16),
-                |e| narrow(e, 16) as u16,
-            ),
-            Entries::W8(v) => bump(
-                &mut v[i],
-                max,
-                wraps,
-                lpn,
-                |r| widen(r as u32, 8),
-                |e| narrow(e, 8) as u8,
-            ),
+            Entries::W32(v) => bump(&mut v[i], max, wraps, lpn),
+            Entries::W16(v) => bump(&mut v[i], max, wraps, lpn),
+            Entries::W8(v) => bump(&mut v[i], max, wraps, lpn),
         };
         if old & (TRIMMED | LOOSE) != 0 || self.pl.tracking {
             self.note_write(lpn, old);
@@ -409,9 +420,9 @@ impl Oracle {
         let flagged = |e: u32| e & (TRIMMED | LOOSE) != 0;
         let plain = !self.pl.tracking
             && match &self.expected {
-                Entries::W32(v) => !v[a..b].iter().any(|&e| flagged(e)),
-                Entries::W16(v) => !v[a..b].iter().any(|&e| flagged(widen(e as u32, 16))),
-                Entries::W8(v) => !v[a..b].iter().any(|&e| flagged(widen(e as u32, 8))),
+                Entries::W32(v) => !v[a..b].iter().any(|&e| flagged(e.widen())),
+                Entries::W16(v) => !v[a..b].iter().any(|&e| flagged(e.widen())),
+                Entries::W8(v) => !v[a..b].iter().any(|&e| flagged(e.widen())),
             };
         if !plain {
             for l in a..b {
@@ -425,18 +436,18 @@ impl Oracle {
         // version past the top wraps to 1, an error only for exact versions, checked
         // after the run), then the tags read off them.
         let over = match &mut self.expected {
-            Entries::W32(v) => bump_plain(&mut v[a..b], max, |e| e, |v| v),
-            Entries::W16(v) => bump_plain(&mut v[a..b], max, |e| e as u32, |v| v as u16),
-            Entries::W8(v) => bump_plain(&mut v[a..b], max, |e| e as u32, |v| v as u8),
+            Entries::W32(v) => bump_plain(&mut v[a..b], max),
+            Entries::W16(v) => bump_plain(&mut v[a..b], max),
+            Entries::W8(v) => bump_plain(&mut v[a..b], max),
         };
         let tags = |l: usize, version: u32| PageTag {
             lpn: Lpn(l as u32),
             version,
         };
         match &self.expected {
-            Entries::W32(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e))),
-            Entries::W16(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e as u32))),
-            Entries::W8(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e as u32))),
+            Entries::W32(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e.raw()))),
+            Entries::W16(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e.raw()))),
+            Entries::W8(v) => out.extend((a..b).zip(&v[a..b]).map(|(l, &e)| tags(l, e.raw()))),
         }
         assert!(
             wraps || !over,
