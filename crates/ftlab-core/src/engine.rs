@@ -558,6 +558,20 @@ impl Engine {
         end
     }
 
+    /// A hint: a host request at byte `offset` comes a few requests from now. The
+    /// oracle and the FTL fetch the memory its first page will touch (see
+    /// [`crate::prefetch`]); nothing else changes, whatever the request turns out to be.
+    /// An offset past the device is ignored.
+    #[inline]
+    pub fn prefetch(&mut self, offset: u64) {
+        let lpn = offset >> self.geo.page_size.trailing_zeros();
+        if lpn < self.geo.logical_pages as u64 {
+            let lpn = Lpn(lpn as u32);
+            self.oracle.prefetch(lpn);
+            self.ftl.prefetch(&self.flash, lpn);
+        }
+    }
+
     /// Page range `[first, end)` of a request, or an out-of-range error.
     fn pages(&self, req: &Request) -> Result<(u32, u32), SimError> {
         let ps = self.geo.page_size as u64;
@@ -1128,6 +1142,9 @@ impl Ftl for Tracked {
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.inner.trim(flash, lpn);
     }
+    fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
+        self.inner.prefetch(flash, lpn);
+    }
     fn flush(&mut self, flash: &mut Flash) {
         self.inner.flush(flash);
     }
@@ -1256,6 +1273,62 @@ mod tests {
         let handed = e.handed.as_ref().expect("tracked").borrow().capacity();
         assert!(handed <= 4096, "{handed}");
         assert_eq!(e.verify_readback().unwrap(), geo.logical_pages as u64);
+    }
+
+    /// [`Direct`], recording the prefetch hints it is given.
+    struct Hinted(std::rc::Rc<RefCell<Vec<u32>>>);
+
+    impl Ftl for Hinted {
+        fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
+            Direct.write(flash, pages)
+        }
+        fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
+            Direct.read(flash, lpn)
+        }
+        fn prefetch(&mut self, _: &Flash, lpn: Lpn) {
+            self.0.borrow_mut().push(lpn.0);
+        }
+        fn trim(&mut self, _: &mut Flash, _: Lpn) {}
+        fn stats(&self) -> FtlStats {
+            FtlStats::default()
+        }
+        fn reset_stats(&mut self) {}
+        fn mapping_bytes(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn prefetch_passes_the_first_page_of_an_offset_on_and_ignores_one_past_the_end() {
+        let geo = GeometryBuilder {
+            page_size: 2048,
+            pages_per_block: 64,
+            spare_bytes: 64,
+            logical_bytes: 1 << 20,
+            op_percent: 7.0,
+            channels: 1,
+            dies_per_channel: 1,
+            planes_per_die: 1,
+            min_spare_blocks: 0,
+        }
+        .build()
+        .unwrap();
+        let lat = crate::nand::preset("slc-k9f1g16u0m").unwrap().latencies();
+        let seen = std::rc::Rc::new(RefCell::new(Vec::new()));
+        let mut e = Engine::new(
+            &geo,
+            lat,
+            Box::new(Hinted(seen.clone())),
+            Box::new(Passthrough::default()),
+            Box::new(SerialTiming::new(lat)),
+            EngineConfig::default(),
+        );
+        let last = geo.logical_bytes() - 1;
+        for offset in [0, 2047, 2048, 5000, last, last + 1, u64::MAX] {
+            e.prefetch(offset);
+        }
+        let last_page = geo.logical_pages - 1;
+        assert_eq!(*seen.borrow(), [0, 0, 1, 2, last_page]);
     }
 
     #[test]

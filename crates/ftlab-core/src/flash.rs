@@ -875,6 +875,19 @@ impl Flash {
         pbn
     }
 
+    /// Fetches what [`Flash::invalidate`] of `ppn` touches (its valid bit, its block's
+    /// valid count) into the cache ahead of the call (a hint: no state changes; a page
+    /// past the end is ignored).
+    #[inline]
+    pub fn prefetch_invalidate(&self, ppn: Ppn) {
+        if let Some(w) = self.valid.get(ppn.idx() / 64) {
+            crate::prefetch::read(w);
+            if let Some(c) = self.valid_count.get(self.split(ppn).0.idx()) {
+                crate::prefetch::read(c);
+            }
+        }
+    }
+
     /// Marks a valid page invalid. Bookkeeping only: no flash operation.
     ///
     /// Panics if the page is not valid.

@@ -176,6 +176,11 @@ pub trait Ftl {
     /// [`Flash::read`]), or `None` if the LPN is not mapped.
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag>;
 
+    /// A hint: a host request for `lpn` comes a few requests from now (see
+    /// [`crate::prefetch`]). A scheme may fetch the memory it will touch then; it must
+    /// change no state a result depends on. The default does nothing.
+    fn prefetch(&mut self, _flash: &Flash, _lpn: Lpn) {}
+
     /// Unmaps a logical page; later reads return `None` until it is written again.
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn);
 

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod nand;
 pub mod options;
 pub mod oracle;
+pub mod prefetch;
 pub mod request;
 pub mod rng;
 pub mod stats;

@@ -381,6 +381,18 @@ impl Oracle {
         self.pl.trim_rule = rule;
     }
 
+    /// Fetches the entry of `lpn` into the cache ahead of its use (a hint: no state
+    /// changes; an LPN past the end is ignored).
+    #[inline]
+    pub fn prefetch(&self, lpn: Lpn) {
+        let i = lpn.idx();
+        match &self.expected {
+            Entries::W32(v) => v.get(i).map(crate::prefetch::read),
+            Entries::W16(v) => v.get(i).map(crate::prefetch::read),
+            Entries::W8(v) => v.get(i).map(crate::prefetch::read),
+        };
+    }
+
     /// Records a write of `lpn` and returns its tag.
     #[inline]
     pub fn next_write(&mut self, lpn: Lpn) -> PageTag {

@@ -314,7 +314,14 @@ pub struct PageFtl {
     retirement: Retirement,
     gc_threshold: u32,
     stats: FtlStats,
+    /// The LPNs of the last [`HINT_LAG`] prefetch hints, oldest at `hint_at`.
+    hints: [u32; HINT_LAG],
+    hint_at: usize,
 }
+
+/// Hints between a hint's map entry being fetched and the old copy it names being
+/// fetched in turn ([`Ftl::prefetch`]): by then the entry is in the cache.
+const HINT_LAG: usize = 4;
 
 impl PageFtl {
     /// Builds the FTL for `geo`.
@@ -455,6 +462,8 @@ impl PageFtl {
             retirement: Retirement::new(ID, geo.blocks, opts.pe_limit, needed),
             gc_threshold,
             stats: FtlStats::default(),
+            hints: [u32::MAX; HINT_LAG],
+            hint_at: 0,
         })
     }
 
@@ -940,6 +949,23 @@ impl Ftl for PageFtl {
         self.unmap(flash, lpn);
     }
 
+    /// Two steps, a few requests apart: the map entry of `lpn` now; and the valid bit
+    /// and block count of the old copy of the LPN hinted [`HINT_LAG`] hints ago, whose
+    /// map entry the first step fetched then (its write drops that copy).
+    #[inline]
+    fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
+        if let Some(e) = self.l2p.get(lpn.idx()) {
+            ftlab_core::prefetch::read(e);
+        }
+        let earlier = std::mem::replace(&mut self.hints[self.hint_at], lpn.0);
+        self.hint_at = (self.hint_at + 1) % HINT_LAG;
+        if let Some(&old) = self.l2p.get(earlier as usize) {
+            if old != UNMAPPED {
+                flash.prefetch_invalidate(Ppn(old));
+            }
+        }
+    }
+
     fn trim_recovery(&self) -> TrimRecovery {
         // Trims are not persisted and GC may erase a trimmed last version before an
         // older, stale copy of the page (module docs).
@@ -1176,6 +1202,41 @@ mod tests {
 
     fn die_of(f: &PageFtl, lpn: u32) -> u32 {
         f.l2p[lpn as usize] / f.geo.pages_per_block % f.geo.dies()
+    }
+
+    #[test]
+    fn prefetch_hints_change_nothing_whatever_they_name() {
+        let n = geo().logical_pages;
+        let mut rng = ftlab_core::rng::SplitMix64::new(11);
+        let lpns: Vec<u32> = (0..n)
+            .chain((0..20 * n).map(|_| rng.below(n as u64) as u32))
+            .collect();
+        let (mut plain, mut plain_flash) = ftl(DieAlloc::RoundRobin);
+        write_all(&mut plain, &mut plain_flash, lpns.iter().copied());
+        // The same writes, each after a hint: the LPN written 8 later, an unmapped
+        // or past-the-end one, or a wrong one.
+        let (mut hinted, mut flash) = ftl(DieAlloc::RoundRobin);
+        let mut version = vec![0u32; n as usize];
+        for (i, &l) in lpns.iter().enumerate() {
+            let hint = match i % 4 {
+                0 => lpns.get(i + 8).copied().unwrap_or(n),
+                1 => n + i as u32,
+                2 => u32::MAX,
+                _ => (l + 1) % n,
+            };
+            hinted.prefetch(&flash, Lpn(hint));
+            version[l as usize] += 1;
+            let tag = PageWrite {
+                lpn: Lpn(l),
+                version: version[l as usize],
+            };
+            hinted.write(&mut flash, &[tag]);
+        }
+        hinted.check(&flash).unwrap();
+        assert!(plain.stats.gc_pages_copied > 0, "GC must have run");
+        assert_eq!(hinted.l2p, plain.l2p);
+        assert_eq!(hinted.stats, plain.stats);
+        assert_eq!(flash.stats(), plain_flash.stats());
     }
 
     #[test]

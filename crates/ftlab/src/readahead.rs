@@ -17,6 +17,7 @@
 
 use crate::error::RunError;
 use ftlab_workload::{Record, RecordStream, TraceError};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -54,6 +55,14 @@ where
     if !enabled() {
         return open();
     }
+    spawn(open)
+}
+
+/// [`open`] on a reader thread, whatever [`enabled`] says.
+fn spawn<F>(open: F) -> Result<RecordStream, RunError>
+where
+    F: FnOnce() -> Result<RecordStream, RunError> + Send + 'static,
+{
     let (ready_tx, ready_rx) = sync_channel::<Result<(), RunError>>(1);
     let (tx, rx) = sync_channel::<Vec<Item>>(DEPTH);
     let (back_tx, back_rx) = channel::<Vec<Item>>();
@@ -129,14 +138,51 @@ impl Iterator for ReadAhead {
 
     #[inline]
     fn next(&mut self) -> Option<Item> {
-        if let Some(r) = self.cur.pop() {
-            return Some(r);
+        match self.take() {
+            None => self.refill(),
+            some => some,
         }
-        self.refill()
     }
 }
 
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // A later run on this thread without read-ahead must not see this one's hint.
+        HINT.set(NO_HINT);
+    }
+}
+
+/// How many records ahead of the one just taken [`hint`] looks: far enough that the
+/// memory arrives before that request runs, near enough that it is still cached.
+const HINT_AHEAD: usize = 8;
+const NO_HINT: u64 = u64::MAX;
+
+thread_local! {
+    static HINT: Cell<u64> = const { Cell::new(NO_HINT) };
+}
+
+/// The byte offset of a record [`HINT_AHEAD`] records after the one this thread last
+/// took from a read-ahead pass, for [`ftlab_core::engine::Engine::prefetch`]; `u64::MAX`
+/// (which the engine ignores) when there is none. A hint, not a promise: transforms
+/// between the reader and the engine may move or drop that record, and the last
+/// records of a batch hint nothing new, which only makes the prefetch useless.
+#[inline]
+pub fn hint() -> u64 {
+    HINT.get()
+}
+
 impl ReadAhead {
+    /// The next record of the current batch, setting the [`hint`].
+    #[inline]
+    fn take(&mut self) -> Option<Item> {
+        let r = self.cur.pop()?;
+        // The record HINT_AHEAD places on (the batch is reversed), if in this batch.
+        if let Some(Ok(ahead)) = self.cur.len().checked_sub(HINT_AHEAD).map(|i| &self.cur[i]) {
+            HINT.set(ahead.req.offset);
+        }
+        Some(r)
+    }
+
     #[cold]
     fn refill(&mut self) -> Option<Item> {
         let spent = std::mem::take(&mut self.cur);
@@ -147,7 +193,7 @@ impl ReadAhead {
         match self.rx.recv() {
             Ok(batch) => {
                 self.cur = batch;
-                self.cur.pop()
+                self.take()
             }
             Err(_) => {
                 // The pass is over, or the reader panicked (a bug in a reader or the
@@ -202,6 +248,26 @@ mod tests {
             let b: Vec<_> = open(move || Ok(records(n))).unwrap().collect();
             assert_eq!(a, b, "{n} records");
         }
+    }
+
+    #[test]
+    fn the_hint_names_the_record_eight_ahead_within_a_batch() {
+        let mut s = spawn(|| Ok(records(3000))).unwrap();
+        assert_eq!(hint(), NO_HINT, "nothing taken yet");
+        for i in 0..3000u64 {
+            let r = s.next().unwrap();
+            if let Ok(r) = r {
+                assert_eq!(r.req.offset, i * 4096);
+            }
+            let ahead = i + HINT_AHEAD as u64;
+            // In the pass and within its batch of 1024, not the error every 1000th.
+            if ahead < 3000 && ahead % BATCH as u64 > i % BATCH as u64 && ahead % 1000 != 999 {
+                assert_eq!(hint(), ahead * 4096, "after record {i}");
+            }
+        }
+        assert!(s.next().is_none());
+        drop(s);
+        assert_eq!(hint(), NO_HINT, "a closed pass leaves no hint");
     }
 
     #[test]

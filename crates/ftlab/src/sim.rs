@@ -8,7 +8,7 @@
 //! A panic inside a scheme is caught here, at the run boundary, and returned as a
 //! [`Failure::Internal`] with the seed, never as an abort of the caller.
 
-use crate::config::{Config, Precondition, TimingModel, VerifyLevel};
+use crate::config::{Config, DeviceLayout, Precondition, TimingModel, VerifyLevel};
 use crate::error::{setting, RunError};
 use crate::powerloss::PowerLossPlan;
 use crate::registry;
@@ -1213,8 +1213,14 @@ fn drive(
     }
     // Where the armed power cut's second loss strikes in its recovery, if planned.
     let mut recovery_cut = None;
+    // Prefetch hints from the read-ahead (the record a few ahead): worth asking only
+    // where the engine sees the reader's offsets, unmoved by a layout, shift or fold.
+    let hints = cfg.device_layout == DeviceLayout::Shared && cfg.shift_sectors == 0 && !cfg.fold;
     for item in stream {
         let mut rec = item.map_err(|e| name_source(e, cfg))?;
+        if hints {
+            engine.prefetch(crate::readahead::hint());
+        }
         // Closed-loop replay replaces the trace's timestamp by the admission time.
         rec.req.arrival = engine.admit(rec.req.arrival);
         if !measuring && rec.pass >= warmup {
