@@ -875,6 +875,12 @@ impl Flash {
         pbn
     }
 
+    /// The block of a page (a shift where pages per block are a power of two).
+    #[inline]
+    pub fn block_of(&self, ppn: Ppn) -> Pbn {
+        self.split(ppn).0
+    }
+
     /// Fetches what [`Flash::invalidate`] of `ppn` touches (its valid bit, its block's
     /// valid count) into the cache ahead of the call (a hint: no state changes; a page
     /// past the end is ignored).

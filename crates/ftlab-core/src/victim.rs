@@ -300,6 +300,39 @@ impl GreedyIndex {
         }
     }
 
+    /// Fetches the entry of `pbn` that [`GreedyIndex::decrement`] reads first (which
+    /// set the block is in) into the cache: a hint, no state changes; a block past the
+    /// end is ignored. [`GreedyIndex::prefetch_words`] is the next step.
+    #[inline]
+    pub fn prefetch_member(&self, pbn: Pbn) {
+        if let Some(m) = self.member.get(pbn.idx()) {
+            crate::prefetch::read(m);
+        }
+    }
+
+    /// Fetches the two bottom words a [`GreedyIndex::decrement`] of `pbn` would update
+    /// now (from the block's set number, which should be cached by then:
+    /// [`GreedyIndex::prefetch_member`]). A hint: no state changes, and a block that
+    /// is not indexed, or past the end, is ignored.
+    #[inline]
+    pub fn prefetch_words(&self, pbn: Pbn) {
+        let Some(&v) = self.member.get(pbn.idx()) else {
+            return;
+        };
+        if v == NOT_IN || v == 0 {
+            return;
+        }
+        let stride = self.buckets.stride;
+        let from = v as usize * stride + pbn.idx() / 64;
+        let words = &self.buckets.words;
+        if let Some(w) = words.get(from) {
+            crate::prefetch::read(w);
+        }
+        if let Some(w) = words.get(from - stride) {
+            crate::prefetch::read(w);
+        }
+    }
+
     /// The rest of [`GreedyIndex::decrement`] from set `v` to `v - 1` at bottom word
     /// `w`: the levels above a bottom word that emptied or filled, and the non-empty
     /// set.
@@ -649,6 +682,19 @@ impl Victims {
         self.greedy.decrement(pbn);
     }
 
+    /// [`GreedyIndex::prefetch_member`] of the greedy index (the one every policy
+    /// keeps; the cost-benefit ranks are not fetched).
+    #[inline]
+    pub fn prefetch_member(&self, pbn: Pbn) {
+        self.greedy.prefetch_member(pbn);
+    }
+
+    /// [`GreedyIndex::prefetch_words`] of the greedy index.
+    #[inline]
+    pub fn prefetch_words(&self, pbn: Pbn) {
+        self.greedy.prefetch_words(pbn);
+    }
+
     /// The cost-benefit index's part of [`Victims::decrement`].
     #[inline(never)]
     fn cost_benefit_decrement(&mut self, pbn: Pbn) {
@@ -767,6 +813,22 @@ impl Victims {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefetch_hints_leave_the_index_as_it_was() {
+        let mut g = GreedyIndex::new(300, 8);
+        for b in 0..200 {
+            g.insert(Pbn(b), b % 9);
+        }
+        let before: Vec<_> = g.ascending().collect();
+        // Indexed blocks, one with no valid page, unindexed ones and past the end.
+        for b in [0, 1, 9, 150, 199, 200, 299, 300, u32::MAX] {
+            g.prefetch_member(Pbn(b));
+            g.prefetch_words(Pbn(b));
+        }
+        assert_eq!(g.ascending().collect::<Vec<_>>(), before);
+        assert_eq!(g.min(), Some((Pbn(0), 0)));
+    }
 
     #[test]
     fn ascending_walks_fewest_valid_first_then_lowest_block() {

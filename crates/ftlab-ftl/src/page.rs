@@ -314,14 +314,17 @@ pub struct PageFtl {
     retirement: Retirement,
     gc_threshold: u32,
     stats: FtlStats,
-    /// The LPNs of the last [`HINT_LAG`] prefetch hints, oldest at `hint_at`.
+    /// The LPNs of the last [`HINT_LAG`] prefetch hints, the oldest at `hint_at`.
     hints: [u32; HINT_LAG],
     hint_at: usize,
 }
 
-/// Hints between a hint's map entry being fetched and the old copy it names being
-/// fetched in turn ([`Ftl::prefetch`]): by then the entry is in the cache.
-const HINT_LAG: usize = 4;
+/// Hints between one step of [`Ftl::prefetch`] and the next for the same LPN: long
+/// enough for the line the step before fetched to be in the cache.
+const HINT_STEP: usize = 4;
+/// The LPNs kept: two steps (the oldest, at `hint_at`, is two steps old; the one
+/// [`HINT_STEP`] after it, one step).
+const HINT_LAG: usize = 2 * HINT_STEP;
 
 impl PageFtl {
     /// Builds the FTL for `geo`.
@@ -949,21 +952,30 @@ impl Ftl for PageFtl {
         self.unmap(flash, lpn);
     }
 
-    /// Two steps, a few requests apart: the map entry of `lpn` now; and the valid bit
-    /// and block count of the old copy of the LPN hinted [`HINT_LAG`] hints ago, whose
-    /// map entry the first step fetched then (its write drops that copy).
+    /// Three steps, [`HINT_STEP`] hints apart, each using what the one before
+    /// fetched: the map entry of `lpn` now; for the LPN hinted one step ago, the old
+    /// copy's valid bit and block count and the victim index's entry of its block;
+    /// for the LPN hinted two steps ago, the two victim-set words its write will
+    /// update. So each load of a write's chain of dependent misses finds its line in.
     #[inline]
     fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
         if let Some(e) = self.l2p.get(lpn.idx()) {
             ftlab_core::prefetch::read(e);
         }
-        let earlier = std::mem::replace(&mut self.hints[self.hint_at], lpn.0);
-        self.hint_at = (self.hint_at + 1) % HINT_LAG;
-        if let Some(&old) = self.l2p.get(earlier as usize) {
-            if old != UNMAPPED {
-                flash.prefetch_invalidate(Ppn(old));
-            }
+        let at = self.hint_at;
+        let old_copy = |lpn: u32| match self.l2p.get(lpn as usize) {
+            Some(&p) if p != UNMAPPED => Some(Ppn(p)),
+            _ => None,
+        };
+        if let Some(old) = old_copy(self.hints[(at + HINT_STEP) % HINT_LAG]) {
+            flash.prefetch_invalidate(old);
+            self.index.prefetch_member(flash.block_of(old));
         }
+        if let Some(old) = old_copy(self.hints[at]) {
+            self.index.prefetch_words(flash.block_of(old));
+        }
+        self.hints[at] = lpn.0;
+        self.hint_at = (at + 1) % HINT_LAG;
     }
 
     fn trim_recovery(&self) -> TrimRecovery {

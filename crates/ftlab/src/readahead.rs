@@ -152,9 +152,10 @@ impl Drop for ReadAhead {
     }
 }
 
-/// How many records ahead of the one just taken [`hint`] looks: far enough that the
-/// memory arrives before that request runs, near enough that it is still cached.
-const HINT_AHEAD: usize = 8;
+/// How many records ahead of the one just taken [`hint`] looks: far enough for the
+/// page FTL's three steps of 4 requests each (`PageFtl::prefetch`), near enough that
+/// what they fetch is still cached when the request runs.
+const HINT_AHEAD: usize = 12;
 const NO_HINT: u64 = u64::MAX;
 
 thread_local! {
@@ -251,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn the_hint_names_the_record_eight_ahead_within_a_batch() {
+    fn the_hint_names_the_record_twelve_ahead_within_a_batch() {
         let mut s = spawn(|| Ok(records(3000))).unwrap();
         assert_eq!(hint(), NO_HINT, "nothing taken yet");
         for i in 0..3000u64 {
