@@ -115,6 +115,7 @@
 
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
+use crate::hints::{self, Hints};
 use crate::page::{DieAlloc, GcScope};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
@@ -228,6 +229,8 @@ pub struct Dftl {
     free_slots: Vec<u32>,
     /// LPN -> CMT slot, or NONE.
     lpn_slot: Vec<u32>,
+    /// The last prefetch hints ([`Ftl::prefetch`]).
+    hints: Hints,
 }
 
 impl Dftl {
@@ -317,6 +320,7 @@ impl Dftl {
             slot_dirty: vec![false; slots as usize],
             free_slots: (0..slots).rev().collect(),
             lpn_slot: vec![NONE; geo.logical_pages as usize],
+            hints: Hints::new(),
         })
     }
 
@@ -609,6 +613,33 @@ impl Ftl for Dftl {
             self.slot_dirty[slot as usize] = true;
         }
         self.stream_programs[0] += pages.len() as u64;
+    }
+
+    /// The chain of [`crate::hints`]: the CMT slot and the translation entry of `lpn`
+    /// now; the old copy of the LPN hinted a step ago (from its cached entry if it has
+    /// one, else from the translation page); the victim-set words of the one two steps
+    /// ago. The CMT's own arrays are small enough to stay cached.
+    #[inline]
+    fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
+        if let Some(s) = self.lpn_slot.get(lpn.idx()) {
+            ftlab_core::prefetch::read(s);
+            // An LPN's entry in `content` is at t * epp + off = the LPN.
+            ftlab_core::prefetch::read(&self.s.content[lpn.idx()]);
+        }
+        let (one, two) = self.hints.push(lpn.0);
+        let old_copy = |lpn: u32| {
+            let ppn = match *self.lpn_slot.get(lpn as usize)? {
+                NONE => self.s.content[lpn as usize],
+                slot => self.slot_ppn[slot as usize],
+            };
+            (ppn != NONE).then_some(Ppn(ppn))
+        };
+        if let Some(old) = old_copy(one) {
+            hints::old_copy(flash, &self.s.index, old);
+        }
+        if let Some(old) = old_copy(two) {
+            hints::old_copy_words(flash, &self.s.index, old);
+        }
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {

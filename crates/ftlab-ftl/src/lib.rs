@@ -13,6 +13,7 @@ mod demand;
 pub mod dftl;
 mod dievictims;
 pub mod fast;
+pub(crate) mod hints;
 mod logblock;
 pub mod page;
 mod scan;

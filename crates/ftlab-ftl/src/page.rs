@@ -135,6 +135,7 @@
 //!   controller bookkeeping that every scheme with GC needs and is not counted.
 
 use crate::dievictims::DieVictims;
+use crate::hints::{self, Hints};
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
@@ -314,17 +315,9 @@ pub struct PageFtl {
     retirement: Retirement,
     gc_threshold: u32,
     stats: FtlStats,
-    /// The LPNs of the last [`HINT_LAG`] prefetch hints, the oldest at `hint_at`.
-    hints: [u32; HINT_LAG],
-    hint_at: usize,
+    /// The last prefetch hints ([`Ftl::prefetch`]).
+    hints: Hints,
 }
-
-/// Hints between one step of [`Ftl::prefetch`] and the next for the same LPN: long
-/// enough for the line the step before fetched to be in the cache.
-const HINT_STEP: usize = 4;
-/// The LPNs kept: two steps (the oldest, at `hint_at`, is two steps old; the one
-/// [`HINT_STEP`] after it, one step).
-const HINT_LAG: usize = 2 * HINT_STEP;
 
 impl PageFtl {
     /// Builds the FTL for `geo`.
@@ -465,8 +458,7 @@ impl PageFtl {
             retirement: Retirement::new(ID, geo.blocks, opts.pe_limit, needed),
             gc_threshold,
             stats: FtlStats::default(),
-            hints: [u32::MAX; HINT_LAG],
-            hint_at: 0,
+            hints: Hints::new(),
         })
     }
 
@@ -952,30 +944,24 @@ impl Ftl for PageFtl {
         self.unmap(flash, lpn);
     }
 
-    /// Three steps, [`HINT_STEP`] hints apart, each using what the one before
-    /// fetched: the map entry of `lpn` now; for the LPN hinted one step ago, the old
-    /// copy's valid bit and block count and the victim index's entry of its block;
-    /// for the LPN hinted two steps ago, the two victim-set words its write will
-    /// update. So each load of a write's chain of dependent misses finds its line in.
+    /// The chain of [`crate::hints`]: the map entry of `lpn` now, the old copy of the
+    /// LPN hinted a step ago, the victim-set words of the one two steps ago.
     #[inline]
     fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
         if let Some(e) = self.l2p.get(lpn.idx()) {
             ftlab_core::prefetch::read(e);
         }
-        let at = self.hint_at;
+        let (one, two) = self.hints.push(lpn.0);
         let old_copy = |lpn: u32| match self.l2p.get(lpn as usize) {
             Some(&p) if p != UNMAPPED => Some(Ppn(p)),
             _ => None,
         };
-        if let Some(old) = old_copy(self.hints[(at + HINT_STEP) % HINT_LAG]) {
-            flash.prefetch_invalidate(old);
-            self.index.prefetch_member(flash.block_of(old));
+        if let Some(old) = old_copy(one) {
+            hints::old_copy(flash, &self.index, old);
         }
-        if let Some(old) = old_copy(self.hints[at]) {
-            self.index.prefetch_words(flash.block_of(old));
+        if let Some(old) = old_copy(two) {
+            hints::old_copy_words(flash, &self.index, old);
         }
-        self.hints[at] = lpn.0;
-        self.hint_at = (at + 1) % HINT_LAG;
     }
 
     fn trim_recovery(&self) -> TrimRecovery {

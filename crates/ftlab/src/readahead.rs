@@ -153,8 +153,9 @@ impl Drop for ReadAhead {
 }
 
 /// How many records ahead of the one just taken [`hint`] looks: far enough for the
-/// page FTL's three steps of 4 requests each (`PageFtl::prefetch`), near enough that
-/// what they fetch is still cached when the request runs.
+/// three links, 4 requests apart, of the schemes' hints (`ftlab_ftl`'s `hints`: page
+/// mapping, DFTL), near enough that what they fetch is still cached when the request
+/// runs.
 const HINT_AHEAD: usize = 12;
 const NO_HINT: u64 = u64::MAX;
 
