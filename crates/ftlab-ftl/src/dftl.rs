@@ -615,7 +615,7 @@ impl Ftl for Dftl {
         self.stream_programs[0] += pages.len() as u64;
     }
 
-    /// The chain of [`crate::hints`]: the CMT slot and the translation entry of `lpn`
+    /// The chain of the crate's `hints` module: the CMT slot and the translation entry of `lpn`
     /// now; the old copy of the LPN hinted a step ago (from its cached entry if it has
     /// one, else from the translation page); the victim-set words of the one two steps
     /// ago. The CMT's own arrays are small enough to stay cached.

@@ -944,7 +944,7 @@ impl Ftl for PageFtl {
         self.unmap(flash, lpn);
     }
 
-    /// The chain of [`crate::hints`]: the map entry of `lpn` now, the old copy of the
+    /// The chain of the crate's `hints` module: the map entry of `lpn` now, the old copy of the
     /// LPN hinted a step ago, the victim-set words of the one two steps ago.
     #[inline]
     fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {

@@ -163,7 +163,7 @@ thread_local! {
     static HINT: Cell<u64> = const { Cell::new(NO_HINT) };
 }
 
-/// The byte offset of a record [`HINT_AHEAD`] records after the one this thread last
+/// The byte offset of a record `HINT_AHEAD` (12) records after the one this thread last
 /// took from a read-ahead pass, for [`ftlab_core::engine::Engine::prefetch`]; `u64::MAX`
 /// (which the engine ignores) when there is none. A hint, not a promise: transforms
 /// between the reader and the engine may move or drop that record, and the last
