@@ -483,6 +483,11 @@ pub struct CachFtl {
     fg_img: Image,
     held: Vec<(PageTag, Ppn)>,
     copies: Vec<Ppn>,
+    /// PMR-GC's phase 1: the tags of the live pages, and their copies' addresses.
+    run_tags: Vec<PageTag>,
+    run_ppns: Vec<Ppn>,
+    /// PMR-GC's phase 2: the victim's offsets whose pages the switch moved.
+    switched: Vec<u64>,
     /// In place, the BMR blocks between their erase and the end of their program (the
     /// window of cach-ftl.txt Algorithm 2, lines 41-42; a pending BMR-GC job's and a
     /// foreground update's may be open together), with the pages whose only copy is
@@ -697,6 +702,9 @@ impl CachFtl {
             fg_img: Image::new(ppb),
             held: Vec::with_capacity(ppb as usize),
             copies: Vec::with_capacity(ppb as usize),
+            run_tags: Vec::with_capacity(ppb as usize),
+            run_ppns: Vec::with_capacity(ppb as usize),
+            switched: vec![0; (ppb as usize).div_ceil(64)],
             windows: Vec::with_capacity(2),
             staged: Vec::with_capacity(ppb as usize),
             dups: U32Map::with_max_len(if out_of_place { 0 } else { pmr_pages }),

@@ -184,12 +184,25 @@ impl CachFtl {
         }
     }
 
-    /// PMR block `pbn` is about to be erased: its pages leave `dups`.
+    /// PMR-GC victim `pbn` is about to be erased: its pages leave `dups`. The pages its
+    /// switch just moved (the bits of `switched`) are not looked at:
+    /// they were valid until that switch, and `dups` only ever names pages no longer
+    /// valid (a page leaves the PMR's map, or was never in it, before it is remembered),
+    /// so none of them is in it.
     fn forget_dups(&mut self, flash: &Flash, pbn: Pbn) {
         if self.dups.is_empty() {
             return;
         }
         for off in 0..flash.write_ptr(pbn) {
+            if self.switched[off as usize / 64] & (1 << (off % 64)) != 0 {
+                debug_assert!({
+                    let p = self.geo.ppn(pbn, off);
+                    flash
+                        .peek_tag(p)
+                        .is_none_or(|t| self.dups.get(t.lpn.0) != Some(p.0))
+                });
+                continue;
+            }
             let p = self.geo.ppn(pbn, off);
             if let Some(t) = flash.peek_tag(p) {
                 if self.dups.get(t.lpn.0) == Some(p.0) {
@@ -359,6 +372,26 @@ impl CachFtl {
             }
             1 => {
                 self.copies.clear();
+                if let Some(s) = self.pmr.copy_stream(victim) {
+                    // Every copy on one frontier: programmed a run per block.
+                    self.run_tags.clear();
+                    // Live iff still valid (see `pmr_cost`); the copies, programmed in
+                    // other blocks, leave the victim's validity bits as they are.
+                    let live = self.held.iter().filter(|&&(_, old)| flash.is_valid(old));
+                    self.run_tags.extend(live.map(|&(tag, _)| tag));
+                    self.run_ppns.clear();
+                    self.pmr
+                        .program_copies(flash, s, &self.run_tags, &mut self.run_ppns);
+                    let mut made = self.run_ppns.iter();
+                    for &(_, old) in &self.held {
+                        self.copies.push(if flash.is_valid(old) {
+                            *made.next().expect("a copy for every live page")
+                        } else {
+                            NO_COPY
+                        });
+                    }
+                    return;
+                }
                 for i in 0..self.held.len() {
                     let (tag, old) = self.held[i];
                     // Live iff still valid (see `pmr_cost`).
@@ -371,6 +404,8 @@ impl CachFtl {
                 }
             }
             _ => {
+                let first = self.geo.ppn(victim, 0).0;
+                self.switched.fill(0);
                 for i in 0..self.held.len() {
                     let ((tag, old), copy) = (self.held[i], self.copies[i]);
                     if copy == NO_COPY {
@@ -382,6 +417,8 @@ impl CachFtl {
                         let was = self.pmr.map.replace(tag.lpn.0, copy.0);
                         debug_assert_eq!(was, Some(old.0), "{:?} moved under PMR-GC", tag.lpn);
                         flash.invalidate(old);
+                        let off = old.0 - first;
+                        self.switched[off as usize / 64] |= 1 << (off % 64);
                         self.stats.gc_pages_copied += 1;
                     } else {
                         self.pmr.invalidate(flash, copy);

@@ -190,6 +190,61 @@ impl Pmr {
         }
     }
 
+    /// The stream every PMR-GC copy of `victim` goes to when that is one stream for all
+    /// of them (a single frontier, or the victim's die under `per_die`); `None` when the
+    /// allocation deals each copy on its own ([`Pmr::program`]).
+    #[inline]
+    pub(super) fn copy_stream(&self, victim: Pbn) -> Option<usize> {
+        if self.per_die() {
+            Some(self.die_sealed.on_die(victim).0)
+        } else {
+            (self.active.len() == 1).then_some(0)
+        }
+    }
+
+    /// PMR-GC copies of `victim`'s pages `tags`, in order, on stream `s` (from
+    /// [`Pmr::copy_stream`]): what as many [`Pmr::program_copy`] calls do (the same
+    /// pages, blocks opened and sealed at the same points, the same flash counts and
+    /// times), a run of pages per block ([`Flash::program_run`]) instead of a call per
+    /// page. Appends the copies' addresses to `out`.
+    pub(super) fn program_copies(
+        &mut self,
+        flash: &mut Flash,
+        s: usize,
+        tags: &[PageTag],
+        out: &mut Vec<Ppn>,
+    ) {
+        let per_die = self.per_die();
+        let mut rest = tags;
+        while !rest.is_empty() {
+            let active = match self.active[s] {
+                Some(a) => a,
+                None => {
+                    let a = self
+                        .free
+                        .pop_die(s)
+                        .expect("CACH-FTL: PMR has no free block (GC reserve broken)");
+                    self.active[s] = Some(a);
+                    a
+                }
+            };
+            let wp = flash.write_ptr(active);
+            let n = rest.len().min((self.ppb - wp) as usize);
+            let first = flash.geometry().ppn(active, wp);
+            let (run, after) = rest.split_at(n);
+            flash.program_run(first, run, Cause::Gc);
+            out.extend((0..n as u32).map(|i| Ppn(first.0 + i)));
+            if per_die && self.die_sealed.on_die(active).0 != s {
+                self.copies_off_die += n as u64;
+            }
+            if flash.is_full(active) {
+                self.seal(flash, active);
+                self.active[s] = None;
+            }
+            rest = after;
+        }
+    }
+
     /// Programs `tag` at the write frontier of die stream `s`.
     fn program_on(&mut self, flash: &mut Flash, s: usize, tag: PageTag, cause: Cause) -> Ppn {
         let active = match self.active[s] {

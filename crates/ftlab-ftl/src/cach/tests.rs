@@ -1251,3 +1251,68 @@ fn gc_per_die_needs_a_multi_die_allocation_and_names_both_options() {
     )
     .unwrap();
 }
+
+/// PMR-GC's phase 1 programs a victim's copies a run per block (`Pmr::program_copies`);
+/// that must leave what as many `Pmr::program_copy` calls leave: the same pages, the
+/// same blocks opened and sealed, the same flash counts. Runs of every length from 0 to
+/// three blocks and a half, from every frontier offset, so runs start mid-block, end on
+/// a block's last page and cross several blocks.
+#[test]
+fn pmr_copies_in_runs_program_what_page_by_page_copies_would() {
+    let g = geo(8, 16, 12);
+    let logical = g.logical_blocks();
+    let new_pmr = || {
+        Pmr::new(
+            &g,
+            Pbn(logical),
+            12,
+            1,
+            false,
+            ftlab_core::wear::Retirement::off(),
+            DieAlloc::Single,
+        )
+    };
+    let victim = Pbn(logical);
+    for lead in 0..8u32 {
+        for n in 0..28u32 {
+            let (mut fa, mut fb) = (Flash::new(&g), Flash::new(&g));
+            let (mut a, mut b) = (new_pmr(), new_pmr());
+            // The frontier `lead` pages into a block.
+            for l in 0..lead {
+                let tag = PageTag {
+                    lpn: Lpn(l),
+                    version: 1,
+                };
+                assert_eq!(
+                    a.program(&mut fa, tag, Cause::Host),
+                    b.program(&mut fb, tag, Cause::Host)
+                );
+            }
+            let tags: Vec<PageTag> = (0..n)
+                .map(|i| PageTag {
+                    lpn: Lpn(100 + i),
+                    version: 2,
+                })
+                .collect();
+            let one: Vec<Ppn> = tags
+                .iter()
+                .map(|&t| a.program_copy(&mut fa, victim, t))
+                .collect();
+            let s = b.copy_stream(victim).expect("one frontier");
+            let mut runs = Vec::new();
+            b.program_copies(&mut fb, s, &tags, &mut runs);
+            assert_eq!(one, runs, "lead {lead}, {n} copies");
+            assert_eq!(fa.stats(), fb.stats(), "lead {lead}, {n} copies");
+            for pbn in (0..g.blocks).map(Pbn) {
+                assert_eq!(fa.write_ptr(pbn), fb.write_ptr(pbn));
+                assert_eq!(fa.valid_count(pbn), fb.valid_count(pbn));
+                assert_eq!(a.is_sealed(pbn), b.is_sealed(pbn), "{pbn:?}");
+                assert_eq!(a.is_active(pbn), b.is_active(pbn), "{pbn:?}");
+            }
+            for ppn in &one {
+                assert_eq!(fa.peek_tag(*ppn), fb.peek_tag(*ppn));
+            }
+            assert_eq!(a.free_pages(&fa), b.free_pages(&fb));
+        }
+    }
+}
