@@ -439,6 +439,15 @@ impl Tags {
             Tags::Packed { words, .. } => words[j] = words[i],
         }
     }
+
+    /// [`Tags::copy`] of pages `i..i + n` to `j..j + n` (the two runs do not overlap).
+    #[inline]
+    fn copy_run(&mut self, i: usize, j: usize, n: usize) {
+        match self {
+            Tags::Wide(t) => t.copy_within(i..i + n, j),
+            Tags::Packed { words, .. } => words.copy_within(i..i + n, j),
+        }
+    }
 }
 
 /// What an operation records beyond the tally by kind.
@@ -972,6 +981,66 @@ impl Flash {
             }
         }
         tag
+    }
+
+    /// Moves `n` valid pages from `src` on to `dst` on, the next pages of their block:
+    /// what `n` calls of [`Flash::copy`] of page `src + i` to `dst + i` followed by
+    /// [`Flash::invalidate`] of the source do (the same flash state, counts, log entries
+    /// and times), in one call, for a merge's run of pages that keep their offsets.
+    ///
+    /// Panics if a source page is not valid, the two runs are not each within one block,
+    /// or `dst` is not its block's next page.
+    pub fn move_run(&mut self, src: Ppn, dst: Ppn, n: u32, cause: Cause) {
+        if n == 0 {
+            return;
+        }
+        if !matches!(self.record, Record::Count | Record::Clock) {
+            // The log, a model that needs each operation's cause, or an armed power
+            // cut (which may strike inside the run): page by page.
+            for i in 0..n {
+                self.copy(Ppn(src.0 + i), Ppn(dst.0 + i), cause);
+                self.invalidate(Ppn(src.0 + i));
+            }
+            return;
+        }
+        let ppb = self.geo.pages_per_block;
+        let (sb, so) = self.split(src);
+        let (db, doff) = self.split(dst);
+        assert!(
+            so + n <= ppb && sb != db,
+            "a run of {n} moves from {src:?} must stay in its block and leave it"
+        );
+        let (s, d, m) = (src.idx(), dst.idx(), n as usize);
+        let mut all_valid = true;
+        each_word_mask(s, s + m, |w, mask| {
+            all_valid &= self.valid[w] & mask == mask
+        });
+        assert!(
+            all_valid,
+            "a run of {n} moves from {src:?} holds a page that is not valid"
+        );
+        let wp = self.write_ptr[db.idx()];
+        assert!(
+            doff == wp && wp + n <= ppb,
+            "NAND refuses: a run of {n} programs from {dst:?} out of order or past the end \
+             of {db:?} (expects offset {wp})"
+        );
+        self.write_ptr[db.idx()] = wp + n;
+        if wp == 0 {
+            self.erased_blocks -= 1;
+        }
+        self.tags.copy_run(s, d, m);
+        clear_bits(&mut self.valid, s, s + m);
+        set_bits(&mut self.valid, d, d + m);
+        self.valid_count[sb.idx()] -= n;
+        self.valid_count[db.idx()] += n;
+        self.stats.page_reads[cause as usize] += n as u64;
+        self.stats.programs[cause as usize] += n as u64;
+        self.tally[OpKind::Read as usize] += n as u64;
+        self.tally[OpKind::Program as usize] += n as u64;
+        if self.record == Record::Clock {
+            self.clock.copy_run(sb, db, n);
+        }
     }
 
     /// [`Flash::copy`]'s recording by the log or a caused clock, or under an armed
@@ -1881,6 +1950,77 @@ mod tests {
         // The stop just past the copy that fills the destination, with valid pages
         // left behind it, is checked in some cases.
         assert!(filled > 20, "{filled}");
+    }
+
+    /// `move_run` (counted, either tag layout) against page-by-page copies and
+    /// invalidations, for runs inside a validity word, filling one or straddling two,
+    /// into a destination at any offset; and a run with a page that is not valid is
+    /// refused.
+    #[test]
+    fn move_run_equals_page_by_page_moves_for_any_block_size_and_tag_layout() {
+        let mut rng = crate::rng::SplitMix64::new(12);
+        for ppb in [5u32, 16, 48, 64, 100, 128] {
+            let g = geometry(ppb, 4, 100.0, 1);
+            for case in 0..40 {
+                let packed = case % 2 == 1;
+                let make = || {
+                    if packed {
+                        Flash::with_packed_tags(&g)
+                    } else {
+                        Flash::new(&g)
+                    }
+                };
+                // `run` only counts (the run form); `one` logs, as the reference.
+                let (mut run, mut one) = (make(), make());
+                run.set_logging(false);
+                let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
+                let dst_start = rng.below(ppb as u64) as u32;
+                let from = rng.below(ppb as u64) as u32;
+                let n = 1 + rng.below((ppb - from.max(dst_start)) as u64) as u32;
+                for f in [&mut run, &mut one] {
+                    for off in 0..ppb {
+                        let t = PageTag {
+                            lpn: Lpn(off),
+                            version: 1 + off % 7,
+                        };
+                        f.program(g.ppn(src, off), t, Cause::Host);
+                    }
+                    for off in 0..dst_start {
+                        f.program(g.ppn(dst, off), tag(2 * ppb + off), Cause::Host);
+                    }
+                }
+                run.move_run(g.ppn(src, from), g.ppn(dst, dst_start), n, Cause::Merge);
+                for i in 0..n {
+                    let (sp, dp) = (g.ppn(src, from + i), g.ppn(dst, dst_start + i));
+                    one.copy(sp, dp, Cause::Merge);
+                    one.invalidate(sp);
+                }
+                let at = format!("ppb {ppb}, case {case}, packed {packed}, {from}+{n}");
+                assert_eq!(run.stats(), one.stats(), "{at}");
+                assert_eq!(run.erased_blocks(), one.erased_blocks(), "{at}");
+                for b in [src, dst] {
+                    assert_eq!(run.valid_count(b), one.valid_count(b), "{at}");
+                    assert_eq!(run.write_ptr(b), one.write_ptr(b), "{at}");
+                }
+                for p in 0..g.physical_pages() {
+                    assert_eq!(run.state(Ppn(p)), one.state(Ppn(p)), "{at}: {p}");
+                    assert_eq!(run.peek_tag(Ppn(p)), one.peek_tag(Ppn(p)), "{at}: {p}");
+                }
+                run.check().unwrap();
+            }
+        }
+        // A run over an invalid page is refused, before it changes anything.
+        let g = geometry(16, 4, 100.0, 1);
+        let mut f = Flash::new(&g);
+        f.set_logging(false);
+        for off in 0..4 {
+            f.program(g.ppn(Pbn(1), off), tag(off), Cause::Host);
+        }
+        f.invalidate(g.ppn(Pbn(1), 2));
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f.move_run(g.ppn(Pbn(1), 0), g.ppn(Pbn(2), 0), 4, Cause::Merge)
+        }));
+        assert!(refused.is_err());
     }
 
     /// Runs `f`, which must be cut by the armed power cut; returns the cut.

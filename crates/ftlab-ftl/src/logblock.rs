@@ -905,8 +905,43 @@ pub(crate) fn compose_noting(
         "compose into {dst:?} must start at its write pointer"
     );
     assert_eq!(srcs.len() as u32, flash.geometry().pages_per_block);
-    for o in from..=last as u32 {
+    let mut o = from;
+    while o <= last as u32 {
         let dst_ppn = flash.geometry().ppn(dst, o);
+        // A run of copies from consecutive pages of one block (a merge's pages that keep
+        // their offsets), moved in one call: the same operations as page by page.
+        let run_from = match srcs[o as usize] {
+            Src::Copy(src) if flash.block_of(src) != dst => Some(src),
+            _ => None,
+        };
+        if let Some(src) = run_from {
+            let in_block = flash.geometry().pages_per_block - flash.geometry().offset_of(src);
+            let n = srcs[o as usize..=last]
+                .iter()
+                .take(in_block as usize)
+                .zip(src.0..)
+                .take_while(|&(s, p)| *s == Src::Copy(Ppn(p)))
+                .count() as u32;
+            if n > 1 {
+                #[cfg(debug_assertions)]
+                for i in 0..n {
+                    let tag = flash.peek_tag(Ppn(src.0 + i));
+                    debug_assert_eq!(
+                        tag.map(|t| t.lpn.0),
+                        Some(first_lpn + o + i),
+                        "copy of a misplaced page"
+                    );
+                }
+                flash.move_run(src, dst_ppn, n, Cause::Merge);
+                for i in 0..n {
+                    programmed(o + i);
+                }
+                done.copied += n as u64;
+                done.programmed += n as u64;
+                o += n;
+                continue;
+            }
+        }
         match srcs[o as usize] {
             Src::Hole => {
                 let filler = PageTag {
@@ -931,6 +966,7 @@ pub(crate) fn compose_noting(
         }
         programmed(o);
         done.programmed += 1;
+        o += 1;
     }
     done
 }
