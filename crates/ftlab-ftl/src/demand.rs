@@ -1043,6 +1043,8 @@ pub(crate) struct Space {
     /// A data-block GC's pending updates of uncached mappings: (translation page,
     /// entry, new PPN); empty between GC rounds.
     gc_batch: Vec<(u32, u32, u32)>,
+    /// `flush_gc_batch`'s scratch: the batch's translation pages.
+    gc_pages: Vec<u32>,
     /// Name for assertion messages.
     pub scheme: &'static str,
 }
@@ -1084,6 +1086,7 @@ impl Space {
             c: Counters::default(),
             gc_scratch: Vec::with_capacity(geo.pages_per_block as usize),
             gc_batch: Vec::with_capacity(geo.pages_per_block as usize),
+            gc_pages: Vec::with_capacity(geo.pages_per_block as usize),
             scheme,
         }
     }
@@ -1519,34 +1522,35 @@ impl Space {
     /// read and one write per distinct translation page ("batch updates" in \[11\];
     /// tpm.txt Fig. 2 shows the unbatched worst case), and empties it.
     fn flush_gc_batch(&mut self, flash: &mut Flash) {
-        let mut batch = std::mem::take(&mut self.gc_batch);
-        // By translation page only: a victim's valid pages have distinct LPNs, so the
-        // entries of one page touch distinct slots and their order does not matter; and
-        // under TPM (one translation page per data block) the keys are nearly all equal,
-        // which this sort passes in linear time.
-        batch.sort_unstable_by_key(|&(t, _, _)| t);
-        let mut i = 0;
-        let mut written = 0;
-        while i < batch.len() {
-            let t = batch[i].0;
+        let batch = std::mem::take(&mut self.gc_batch);
+        let mut pages = std::mem::take(&mut self.gc_pages);
+        // A victim's valid pages have distinct LPNs, so their entries touch distinct
+        // slots of `content` and land in any order, and reading or writing a translation
+        // page never looks at `content`: the entries land first, then each distinct
+        // translation page is read and written once, in ascending order. Only the page
+        // numbers are sorted (under TPM, one translation page per data block, they are
+        // nearly all equal, which the sort passes in linear time).
+        pages.clear();
+        for &(t, e, p) in &batch {
+            let idx = self.entry(t, e);
+            self.content[idx] = p;
+            pages.push(t);
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        for &t in &pages {
             let on_flash = self.read_tpage(flash, t, Why::Gc);
             assert!(
                 on_flash,
                 "{}: uncached mapping of translation page {t} is not on flash",
                 self.scheme
             );
-            while i < batch.len() && batch[i].0 == t {
-                let (_, e, p) = batch[i];
-                let idx = self.entry(t, e);
-                self.content[idx] = p;
-                i += 1;
-            }
             self.write_tpage(flash, t, Why::Gc);
-            written += 1;
         }
-        self.c.data_gc_tpages_max = self.c.data_gc_tpages_max.max(written);
-        batch.clear();
+        self.c.data_gc_tpages_max = self.c.data_gc_tpages_max.max(pages.len() as u32);
         self.gc_batch = batch;
+        self.gc_batch.clear();
+        self.gc_pages = pages;
     }
 
     /// Power-loss recovery, the part both schemes share (see the module header): reads
