@@ -816,6 +816,34 @@ impl Flash {
         self.sense(ppn, cause, OpKind::Read)
     }
 
+    /// Reads the valid pages of block `pbn` (data and spare) in page order, appending
+    /// each one's tag and address to `out`: what a [`Flash::read`] of each valid page
+    /// does (the same counts, log entries and times), the valid pages found a word of
+    /// validity bits at a time; a garbage collector's first pass over a victim.
+    pub fn read_valid(&mut self, pbn: Pbn, cause: Cause, out: &mut Vec<(PageTag, Ppn)>) {
+        let first = self.geo.ppn(pbn, 0).idx();
+        let end = first + self.write_ptr[pbn.idx()] as usize;
+        if !matches!(self.record, Record::Count | Record::Clock) {
+            // The log, a model that needs each operation's cause, or an armed power
+            // cut (which may strike between two reads): page by page.
+            for i in first..end {
+                if self.is_valid(Ppn(i as u32)) {
+                    out.push((self.read(Ppn(i as u32), cause), Ppn(i as u32)));
+                }
+            }
+            return;
+        }
+        let tags = &self.tags;
+        let (_, n) = each_set_bit(&self.valid, first, end, usize::MAX, |_, i| {
+            out.push((tags.get(i), Ppn(i as u32)));
+        });
+        self.stats.page_reads[cause as usize] += n as u64;
+        self.tally[OpKind::Read as usize] += n as u64;
+        if self.record == Record::Clock {
+            self.clock.read_run(pbn, n as u32);
+        }
+    }
+
     /// Reads only the spare area of a page.
     ///
     /// Panics if the page was never programmed since its block's last erase.
@@ -2021,6 +2049,56 @@ mod tests {
             f.move_run(g.ppn(Pbn(1), 0), g.ppn(Pbn(2), 0), 4, Cause::Merge)
         }));
         assert!(refused.is_err());
+    }
+
+    /// `read_valid` (counted, either tag layout) against a `read` of each valid page:
+    /// the same pages and tags in the same order, the same counts; blocks inside a
+    /// validity word, filling one or straddling two, partly written, with dead pages.
+    #[test]
+    fn read_valid_reads_what_page_by_page_reads_of_the_valid_pages_would() {
+        let mut rng = crate::rng::SplitMix64::new(13);
+        for ppb in [5u32, 16, 48, 64, 100, 128] {
+            let g = geometry(ppb, 4, 100.0, 1);
+            for case in 0..30 {
+                let packed = case % 2 == 1;
+                let make = || {
+                    if packed {
+                        Flash::with_packed_tags(&g)
+                    } else {
+                        Flash::new(&g)
+                    }
+                };
+                let (mut run, mut one) = (make(), make());
+                run.set_logging(false);
+                let b = Pbn(1 + rng.below(3) as u32);
+                let written = rng.below(ppb as u64 + 1) as u32;
+                let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
+                for f in [&mut run, &mut one] {
+                    for off in 0..written {
+                        let t = PageTag {
+                            lpn: Lpn(off),
+                            version: 1 + off % 5,
+                        };
+                        f.program(g.ppn(b, off), t, Cause::Host);
+                    }
+                    for &off in &dead {
+                        f.invalidate(g.ppn(b, off));
+                    }
+                }
+                let mut got = vec![(tag(9), Ppn(9))];
+                run.read_valid(b, Cause::Gc, &mut got);
+                let mut want = vec![(tag(9), Ppn(9))];
+                for off in 0..written {
+                    let p = g.ppn(b, off);
+                    if one.is_valid(p) {
+                        want.push((one.read(p, Cause::Gc), p));
+                    }
+                }
+                let at = format!("ppb {ppb}, case {case}, packed {packed}");
+                assert_eq!(got, want, "{at}");
+                assert_eq!(run.stats(), one.stats(), "{at}");
+            }
+        }
     }
 
     /// Runs `f`, which must be cut by the armed power cut; returns the cut.

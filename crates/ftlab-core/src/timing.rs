@@ -1076,6 +1076,14 @@ impl DieClock {
         self.done = self.done.max(end);
     }
 
+    /// `n` page reads of `block` in a row, as `n` calls of [`DieClock::op`] time them.
+    #[inline]
+    pub fn read_run(&mut self, block: Pbn, n: u32) {
+        for _ in 0..n {
+            self.op::<false>(OpKind::Read, block);
+        }
+    }
+
     /// `n` copies from `src` to `dst` in a row, as `n` calls of [`DieClock::copy`] time
     /// them (the same die and channel times, batch start and end): a garbage
     /// collector's run of copies between two blocks timed with the four free times in

@@ -363,12 +363,7 @@ impl CachFtl {
         match phase {
             0 => {
                 self.held.clear();
-                for off in 0..flash.write_ptr(victim) {
-                    let ppn = self.geo.ppn(victim, off);
-                    if flash.is_valid(ppn) {
-                        self.held.push((flash.read(ppn, Cause::Gc), ppn));
-                    }
-                }
+                flash.read_valid(victim, Cause::Gc, &mut self.held);
             }
             1 => {
                 self.copies.clear();
