@@ -1902,6 +1902,65 @@ mod tests {
         }
     }
 
+    /// The run form's flash `run` against the page-by-page reference `one`: the same
+    /// counts, erased blocks, block counts and write pointers, page states and tags.
+    fn assert_same_flash(run: &Flash, one: &Flash, at: &str) {
+        assert_eq!(run.stats(), one.stats(), "{at}");
+        assert_eq!(run.erased_blocks(), one.erased_blocks(), "{at}");
+        for b in (0..run.geometry().blocks).map(Pbn) {
+            assert_eq!(run.valid_count(b), one.valid_count(b), "{at}: {b:?}");
+            assert_eq!(run.write_ptr(b), one.write_ptr(b), "{at}: {b:?}");
+        }
+        for p in (0..run.geometry().physical_pages()).map(Ppn) {
+            assert_eq!(run.state(p), one.state(p), "{at}: {p:?}");
+            assert_eq!(run.peek_tag(p), one.peek_tag(p), "{at}: {p:?}");
+        }
+        run.check().unwrap();
+    }
+
+    /// Programs pages `0..written` of block `src` (LPN = offset, versions 1 to 5) and
+    /// invalidates the offsets `dead`; programs pages `0..dst_start` of block `dst`.
+    fn lay_out(
+        f: &mut Flash,
+        (src, written, dead): (Pbn, u32, &[u32]),
+        (dst, dst_start): (Pbn, u32),
+    ) {
+        let g = f.geometry().clone();
+        for off in 0..written {
+            let t = PageTag {
+                lpn: Lpn(off),
+                version: 1 + off % 5,
+            };
+            f.program(g.ppn(src, off), t, Cause::Host);
+        }
+        for off in 0..dst_start {
+            f.program(
+                g.ppn(dst, off),
+                tag(2 * g.pages_per_block + off),
+                Cause::Host,
+            );
+        }
+        for &off in dead {
+            f.invalidate(g.ppn(src, off));
+        }
+    }
+
+    /// Two flashes of geometry `g`, with packed or wide tags: the first only counts (the
+    /// run forms' fast path), the second logs every operation (the page-by-page
+    /// reference).
+    fn counted_and_logged(g: &Geometry, packed: bool) -> (Flash, Flash) {
+        let make = || {
+            if packed {
+                Flash::with_packed_tags(g)
+            } else {
+                Flash::new(g)
+            }
+        };
+        let (mut run, one) = (make(), make());
+        run.set_logging(false);
+        (run, one)
+    }
+
     /// `move_valid`'s run (counted, either tag layout) against page-by-page copies on
     /// blocks that sit inside a validity word, fill one, or straddle two.
     #[test]
@@ -1912,35 +1971,13 @@ mod tests {
             let g = geometry(ppb, 4, 100.0, 1);
             for case in 0..60 {
                 let packed = case % 2 == 1;
-                let make = || {
-                    if packed {
-                        Flash::with_packed_tags(&g)
-                    } else {
-                        Flash::new(&g)
-                    }
-                };
-                // `run` only counts (the run form); `one` logs, as the page-by-page
-                // reference.
-                let (mut run, mut one) = (make(), make());
-                run.set_logging(false);
+                let (mut run, mut one) = counted_and_logged(&g, packed);
                 let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
                 let written = 1 + rng.below(ppb as u64) as u32;
                 let dst_start = rng.below(ppb as u64) as u32;
                 let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
                 for f in [&mut run, &mut one] {
-                    for off in 0..written {
-                        let t = PageTag {
-                            lpn: Lpn(off),
-                            version: 1 + off % 5,
-                        };
-                        f.program(g.ppn(src, off), t, Cause::Host);
-                    }
-                    for off in 0..dst_start {
-                        f.program(g.ppn(dst, off), tag(2 * ppb + off), Cause::Host);
-                    }
-                    for &off in &dead {
-                        f.invalidate(g.ppn(src, off));
-                    }
+                    lay_out(f, (src, written, &dead), (dst, dst_start));
                 }
                 let from = rng.below(ppb as u64 + 1) as u32;
                 let first = (from..written).find(|&o| one.is_valid(g.ppn(src, o)));
@@ -1961,17 +1998,7 @@ mod tests {
                 let at = format!("ppb {ppb}, case {case}, packed {packed}");
                 assert_eq!(end, off.max(from), "{at}");
                 assert_eq!(got, want, "{at}");
-                assert_eq!(run.stats(), one.stats(), "{at}");
-                assert_eq!(run.erased_blocks(), one.erased_blocks(), "{at}");
-                for b in [src, dst] {
-                    assert_eq!(run.valid_count(b), one.valid_count(b), "{at}");
-                    assert_eq!(run.write_ptr(b), one.write_ptr(b), "{at}");
-                }
-                for p in 0..g.physical_pages() {
-                    assert_eq!(run.state(Ppn(p)), one.state(Ppn(p)), "{at}: {p}");
-                    assert_eq!(run.peek_tag(Ppn(p)), one.peek_tag(Ppn(p)), "{at}: {p}");
-                }
-                run.check().unwrap();
+                assert_same_flash(&run, &one, &at);
                 filled += usize::from(run.is_full(dst) && end < written);
             }
         }
@@ -1991,31 +2018,13 @@ mod tests {
             let g = geometry(ppb, 4, 100.0, 1);
             for case in 0..40 {
                 let packed = case % 2 == 1;
-                let make = || {
-                    if packed {
-                        Flash::with_packed_tags(&g)
-                    } else {
-                        Flash::new(&g)
-                    }
-                };
-                // `run` only counts (the run form); `one` logs, as the reference.
-                let (mut run, mut one) = (make(), make());
-                run.set_logging(false);
+                let (mut run, mut one) = counted_and_logged(&g, packed);
                 let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
                 let dst_start = rng.below(ppb as u64) as u32;
                 let from = rng.below(ppb as u64) as u32;
                 let n = 1 + rng.below((ppb - from.max(dst_start)) as u64) as u32;
                 for f in [&mut run, &mut one] {
-                    for off in 0..ppb {
-                        let t = PageTag {
-                            lpn: Lpn(off),
-                            version: 1 + off % 7,
-                        };
-                        f.program(g.ppn(src, off), t, Cause::Host);
-                    }
-                    for off in 0..dst_start {
-                        f.program(g.ppn(dst, off), tag(2 * ppb + off), Cause::Host);
-                    }
+                    lay_out(f, (src, ppb, &[]), (dst, dst_start));
                 }
                 run.move_run(g.ppn(src, from), g.ppn(dst, dst_start), n, Cause::Merge);
                 for i in 0..n {
@@ -2024,17 +2033,7 @@ mod tests {
                     one.invalidate(sp);
                 }
                 let at = format!("ppb {ppb}, case {case}, packed {packed}, {from}+{n}");
-                assert_eq!(run.stats(), one.stats(), "{at}");
-                assert_eq!(run.erased_blocks(), one.erased_blocks(), "{at}");
-                for b in [src, dst] {
-                    assert_eq!(run.valid_count(b), one.valid_count(b), "{at}");
-                    assert_eq!(run.write_ptr(b), one.write_ptr(b), "{at}");
-                }
-                for p in 0..g.physical_pages() {
-                    assert_eq!(run.state(Ppn(p)), one.state(Ppn(p)), "{at}: {p}");
-                    assert_eq!(run.peek_tag(Ppn(p)), one.peek_tag(Ppn(p)), "{at}: {p}");
-                }
-                run.check().unwrap();
+                assert_same_flash(&run, &one, &at);
             }
         }
         // A run over an invalid page is refused, before it changes anything.
@@ -2061,29 +2060,12 @@ mod tests {
             let g = geometry(ppb, 4, 100.0, 1);
             for case in 0..30 {
                 let packed = case % 2 == 1;
-                let make = || {
-                    if packed {
-                        Flash::with_packed_tags(&g)
-                    } else {
-                        Flash::new(&g)
-                    }
-                };
-                let (mut run, mut one) = (make(), make());
-                run.set_logging(false);
+                let (mut run, mut one) = counted_and_logged(&g, packed);
                 let b = Pbn(1 + rng.below(3) as u32);
                 let written = rng.below(ppb as u64 + 1) as u32;
                 let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
                 for f in [&mut run, &mut one] {
-                    for off in 0..written {
-                        let t = PageTag {
-                            lpn: Lpn(off),
-                            version: 1 + off % 5,
-                        };
-                        f.program(g.ppn(b, off), t, Cause::Host);
-                    }
-                    for &off in &dead {
-                        f.invalidate(g.ppn(b, off));
-                    }
+                    lay_out(f, (b, written, &dead), (Pbn(0), 0));
                 }
                 let mut got = vec![(tag(9), Ppn(9))];
                 run.read_valid(b, Cause::Gc, &mut got);

@@ -217,17 +217,7 @@ impl Pmr {
         let per_die = self.per_die();
         let mut rest = tags;
         while !rest.is_empty() {
-            let active = match self.active[s] {
-                Some(a) => a,
-                None => {
-                    let a = self
-                        .free
-                        .pop_die(s)
-                        .expect("CACH-FTL: PMR has no free block (GC reserve broken)");
-                    self.active[s] = Some(a);
-                    a
-                }
-            };
+            let active = self.frontier(s);
             let wp = flash.write_ptr(active);
             let n = rest.len().min((self.ppb - wp) as usize);
             let first = flash.geometry().ppn(active, wp);
@@ -245,9 +235,9 @@ impl Pmr {
         }
     }
 
-    /// Programs `tag` at the write frontier of die stream `s`.
-    fn program_on(&mut self, flash: &mut Flash, s: usize, tag: PageTag, cause: Cause) -> Ppn {
-        let active = match self.active[s] {
+    /// The active block of die stream `s`, opened from the free pool if it has none.
+    fn frontier(&mut self, s: usize) -> Pbn {
+        match self.active[s] {
             Some(a) => a,
             None => {
                 let a = self
@@ -257,7 +247,12 @@ impl Pmr {
                 self.active[s] = Some(a);
                 a
             }
-        };
+        }
+    }
+
+    /// Programs `tag` at the write frontier of die stream `s`.
+    fn program_on(&mut self, flash: &mut Flash, s: usize, tag: PageTag, cause: Cause) -> Ppn {
+        let active = self.frontier(s);
         let ppn = flash.geometry().ppn(active, flash.write_ptr(active));
         flash.program(ppn, tag, cause);
         if flash.is_full(active) {
