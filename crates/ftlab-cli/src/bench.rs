@@ -136,6 +136,12 @@ pub struct Measure {
     pub mapping_bytes: u64,
     /// Write amplification (a check that the work is the same from run to run).
     pub waf: Option<f64>,
+    /// In a median: the median over rounds of this case's flash operations/s relative
+    /// to page mapping's on the same workload in the same round ([`vs_page_by_round`]);
+    /// absent in one run's measure, in results saved before it existed, and without
+    /// page mapping's case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_page: Option<f64>,
 }
 
 impl Measure {
@@ -202,6 +208,7 @@ pub fn measure(case: &Case, size: Size) -> anyhow::Result<Measure> {
         logical_pages: logical_pages.into(),
         mapping_bytes: r.ftl.mapping_bytes,
         waf: r.waf,
+        vs_page: None,
     })
 }
 
@@ -270,6 +277,29 @@ pub fn median(mut runs: Vec<Measure>) -> Measure {
     m
 }
 
+/// For each case, the median over rounds of its flash operations/s relative to page
+/// mapping's on the same workload in the same round (`runs[case][round]`), or `None`
+/// where page mapping's case of that workload was not run. Pairing the two within a
+/// round keeps a drift of the machine's speed between rounds out of the ratio, which
+/// a ratio of the two medians would take in.
+pub fn vs_page_by_round(ids: &[&str], runs: &[Vec<Measure>]) -> Vec<Option<f64>> {
+    ids.iter()
+        .zip(runs)
+        .map(|(id, case)| {
+            let workload = id.split('/').next().unwrap_or("");
+            let page_id = format!("{workload}/page+none");
+            let page = &runs[ids.iter().position(|i| *i == page_id)?];
+            let mut ratios: Vec<f64> = case
+                .iter()
+                .zip(page)
+                .map(|(m, p)| m.flash_ops_per_s() / p.flash_ops_per_s())
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            ratios.get(ratios.len() / 2).copied()
+        })
+        .collect()
+}
+
 /// Reads a saved result, if the file exists.
 pub fn load(path: &Path) -> anyhow::Result<Option<Saved>> {
     match std::fs::read_to_string(path) {
@@ -297,9 +327,10 @@ pub fn table(now: &Saved, baseline: Option<&Saved>) -> String {
             .cases
             .iter()
             .find(|p| p.id == format!("{workload}/page+none"));
-        let vs_page = page.map_or("-".to_string(), |p| {
-            format!("{:.2}x", m.flash_ops_per_s() / p.flash_ops_per_s())
-        });
+        let vs_page = m
+            .vs_page
+            .or_else(|| page.map(|p| m.flash_ops_per_s() / p.flash_ops_per_s()))
+            .map_or("-".to_string(), |r| format!("{r:.2}x"));
         let vs_base = baseline
             .and_then(|b| b.cases.iter().find(|b| b.id == m.id))
             .map_or("-".to_string(), |b| {
@@ -441,12 +472,21 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     if progress {
         eprintln!();
     }
+    let ids: Vec<&str> = chosen.iter().map(|c| c.id.as_str()).collect();
+    let vs_page = vs_page_by_round(&ids, &runs);
     let now = Saved {
         version: env!("CARGO_PKG_VERSION").into(),
         size: args.size,
         rounds: args.rounds,
         machine: Machine::this(),
-        cases: runs.into_iter().map(median).collect(),
+        cases: runs
+            .into_iter()
+            .zip(vs_page)
+            .map(|(r, v)| Measure {
+                vs_page: v,
+                ..median(r)
+            })
+            .collect(),
     };
     let path = args
         .baseline
@@ -471,7 +511,8 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         print!("{}", table(&now, baseline.as_ref()));
         println!(
             "medians of {} round(s), {} ({} cores); vs page: flash ops/s relative to \
-             page mapping on the same workload; vs baseline: requests/s relative to {}",
+             page mapping on the same workload in the same round, the median over the \
+             rounds; vs baseline: requests/s relative to {}",
             now.rounds,
             now.machine.cpu,
             now.machine.cores,
@@ -541,9 +582,41 @@ mod tests {
             logical_pages: 1,
             mapping_bytes: 0,
             waf: None,
+            vs_page: None,
         };
         let got = median(vec![m(3.0, 1), m(1.0, 5), m(2.0, 2)]);
         assert_eq!(got.seconds, 2.0);
         assert_eq!(got.peak_rss, 5);
+    }
+
+    /// A round where the machine ran slow for page mapping but not for the case: the
+    /// ratio of the medians would take that in (2 / 2.2 = 0.91x); paired by round, the
+    /// case runs at half page mapping's pace in two rounds of three (0.5x).
+    #[test]
+    fn vs_page_pairs_each_case_with_page_mapping_in_the_same_round() {
+        let m = |id: &str, s: f64| Measure {
+            id: id.into(),
+            requests: 10,
+            flash_ops: 100,
+            seconds: s,
+            peak_rss: 0,
+            logical_pages: 1,
+            mapping_bytes: 0,
+            waf: None,
+            vs_page: None,
+        };
+        let ids = ["randwrite/page+none", "randwrite/x+none", "mixed/x+none"];
+        let runs = vec![
+            vec![m(ids[0], 1.0), m(ids[0], 3.0), m(ids[0], 2.0)],
+            vec![m(ids[1], 2.0), m(ids[1], 6.0), m(ids[1], 2.2)],
+            vec![m(ids[2], 1.0), m(ids[2], 1.0), m(ids[2], 1.0)],
+        ];
+        let got = vs_page_by_round(&ids, &runs);
+        assert_eq!(got[0], Some(1.0));
+        assert_eq!(got[1], Some(0.5));
+        assert_eq!(got[2], None, "no page mapping case on the mix");
+        let medians = (median(runs[1].clone()), median(runs[0].clone()));
+        let of_medians = medians.0.flash_ops_per_s() / medians.1.flash_ops_per_s();
+        assert!((of_medians - 2.0 / 2.2).abs() < 1e-9);
     }
 }
