@@ -478,19 +478,27 @@ impl Fast {
         }
         let lbn = self.geo.lbn_of(lpn);
         let o = self.geo.lpn_offset(lpn);
-        if let Some(s) = self.sw_of(lbn) {
+        let (sw, d) = (self.sw_of(lbn), self.dmap[lbn.idx()]);
+        self.live_outside_rw(flash, sw, d, o).map(|p| (p, false))
+    }
+
+    /// The live copy of the page at offset `o` of a logical block whose SW log is `sw`
+    /// and data block `d`, when it is in neither RW log: [`Fast::live`]'s second half,
+    /// for a merge that looks up every offset of one block.
+    #[inline]
+    fn live_outside_rw(&self, flash: &Flash, sw: Option<usize>, d: u32, o: u32) -> Option<Ppn> {
+        if let Some(s) = sw {
             let sw = &self.sw[s];
             let ppn = self.geo.ppn(sw.pbn, o);
             if o < sw.written && flash.is_valid(ppn) {
-                return Some((ppn, false));
+                return Some(ppn);
             }
         }
-        let d = self.dmap[lbn.idx()];
         if d == NONE {
             return None;
         }
         let ppn = self.geo.ppn(Pbn(d), o);
-        flash.is_valid(ppn).then_some((ppn, false))
+        flash.is_valid(ppn).then_some(ppn)
     }
 
     fn drop_live(&mut self, flash: &mut Flash, lpn: Lpn) {
@@ -725,10 +733,12 @@ impl Fast {
         let mut from_buffer = false;
         for o in 0..self.ppb {
             let lpn = first_lpn + o;
+            // `sw` and `d` stay as they are until the loop ends (the buffer's pages
+            // taken below invalidate only this offset's source).
             let src = if let Some(g) = self.index_remove(lpn) {
                 Some(self.rw_ppn(g))
             } else {
-                self.live(flash, Lpn(lpn)).map(|(p, _)| p)
+                self.live_outside_rw(flash, sw, d, o)
             };
             any |= src.is_some();
             self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
