@@ -1053,22 +1053,10 @@ impl Flash {
             "NAND refuses: a run of {n} programs from {dst:?} out of order or past the end \
              of {db:?} (expects offset {wp})"
         );
-        self.write_ptr[db.idx()] = wp + n;
-        if wp == 0 {
-            self.erased_blocks -= 1;
-        }
         self.tags.copy_run(s, d, m);
         clear_bits(&mut self.valid, s, s + m);
         set_bits(&mut self.valid, d, d + m);
-        self.valid_count[sb.idx()] -= n;
-        self.valid_count[db.idx()] += n;
-        self.stats.page_reads[cause as usize] += n as u64;
-        self.stats.programs[cause as usize] += n as u64;
-        self.tally[OpKind::Read as usize] += n as u64;
-        self.tally[OpKind::Program as usize] += n as u64;
-        if self.record == Record::Clock {
-            self.clock.copy_run(sb, db, n);
-        }
+        self.count_moves(sb, db, wp, n, cause);
     }
 
     /// [`Flash::copy`]'s recording by the log or a caused clock, or under an armed
@@ -1119,7 +1107,6 @@ impl Flash {
             }
             return off;
         }
-        let timed = self.record == Record::Clock;
         let first_dst = self.write_ptr[dst.idx()];
         debug_assert_ne!(src, dst, "a block's pages move to another block");
         let (s0, d0) = (
@@ -1153,25 +1140,35 @@ impl Flash {
         };
         clear_bits(&mut self.valid, from, stop);
         set_bits(&mut self.valid, d0, d0 + n);
-        if timed {
-            // The run's copies timed in one call, in the same order (the callback does
-            // not touch the flash).
-            self.clock.copy_run(src, dst, n as u32);
-        }
-        let n = n as u64;
-        if n > 0 {
-            if first_dst == 0 {
-                self.erased_blocks -= 1;
-            }
-            self.write_ptr[dst.idx()] = first_dst + n as u32;
-            self.valid_count[src.idx()] -= n as u32;
-            self.valid_count[dst.idx()] += n as u32;
-            self.stats.page_reads[cause as usize] += n;
-            self.stats.programs[cause as usize] += n;
-            self.tally[OpKind::Read as usize] += n;
-            self.tally[OpKind::Program as usize] += n;
-        }
+        // The run's copies timed in one call, in the same order (the callback does not
+        // touch the flash).
+        self.count_moves(src, dst, first_dst, n as u32, cause);
         (stop - s0) as u32
+    }
+
+    /// The bookkeeping of `n` copies from `src` to the pages of `dst` from `first_dst`
+    /// on, as many [`Flash::copy`] calls and source invalidations keep it (the
+    /// validity bits and tags aside): `dst`'s write pointer, both blocks' valid
+    /// counts, the read and program counts, and the clock under [`Record::Clock`].
+    #[inline(always)]
+    fn count_moves(&mut self, src: Pbn, dst: Pbn, first_dst: u32, n: u32, cause: Cause) {
+        if n == 0 {
+            return;
+        }
+        if self.record == Record::Clock {
+            self.clock.copy_run(src, dst, n);
+        }
+        if first_dst == 0 {
+            self.erased_blocks -= 1;
+        }
+        self.write_ptr[dst.idx()] = first_dst + n;
+        self.valid_count[src.idx()] -= n;
+        self.valid_count[dst.idx()] += n;
+        let n = n as u64;
+        self.stats.page_reads[cause as usize] += n;
+        self.stats.programs[cause as usize] += n;
+        self.tally[OpKind::Read as usize] += n;
+        self.tally[OpKind::Program as usize] += n;
     }
 
     /// Programs `tags` on consecutive pages from `first`, the next page of its block,

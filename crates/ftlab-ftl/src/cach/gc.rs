@@ -391,7 +391,7 @@ impl CachFtl {
                     let (tag, old) = self.held[i];
                     // Live iff still valid (see `pmr_cost`).
                     let copy = if flash.is_valid(old) {
-                        self.pmr.program_copy(flash, victim, tag)
+                        self.pmr.program(flash, tag, Cause::Gc)
                     } else {
                         NO_COPY
                     };

@@ -176,23 +176,9 @@ impl Pmr {
         self.program_on(flash, s, tag, cause)
     }
 
-    /// Programs a PMR-GC copy of a page of `victim`: on the victim's die under
-    /// `gc_scope = "per_die"`, else where the allocation deals it ([`Pmr::program`]).
-    pub(super) fn program_copy(&mut self, flash: &mut Flash, victim: Pbn, tag: PageTag) -> Ppn {
-        if self.per_die() {
-            let d = self.die_sealed.on_die(victim).0;
-            let ppn = self.program_on(flash, d, tag, Cause::Gc);
-            let b = flash.geometry().block_of(ppn);
-            self.copies_off_die += u64::from(self.die_sealed.on_die(b).0 != d);
-            ppn
-        } else {
-            self.program(flash, tag, Cause::Gc)
-        }
-    }
-
     /// The stream every PMR-GC copy of `victim` goes to when that is one stream for all
-    /// of them (a single frontier, or the victim's die under `per_die`); `None` when the
-    /// allocation deals each copy on its own ([`Pmr::program`]).
+    /// of them (a single frontier, or the victim's die under `gc_scope = "per_die"`);
+    /// `None` when the allocation deals each copy on its own ([`Pmr::program`]).
     #[inline]
     pub(super) fn copy_stream(&self, victim: Pbn) -> Option<usize> {
         if self.per_die() {
@@ -203,10 +189,11 @@ impl Pmr {
     }
 
     /// PMR-GC copies of `victim`'s pages `tags`, in order, on stream `s` (from
-    /// [`Pmr::copy_stream`]): what as many [`Pmr::program_copy`] calls do (the same
-    /// pages, blocks opened and sealed at the same points, the same flash counts and
-    /// times), a run of pages per block ([`Flash::program_run`]) instead of a call per
-    /// page. Appends the copies' addresses to `out`.
+    /// [`Pmr::copy_stream`]): the pages, in order, as many programs at the stream's
+    /// frontier would take them (blocks opened and sealed at the same points, the same
+    /// flash counts and times), a run of pages per block ([`Flash::program_run`])
+    /// instead of a call per page; under `per_die`, copies that land off the victim's
+    /// die are counted. Appends the copies' addresses to `out`.
     pub(super) fn program_copies(
         &mut self,
         flash: &mut Flash,

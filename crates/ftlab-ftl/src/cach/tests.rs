@@ -1253,7 +1253,7 @@ fn gc_per_die_needs_a_multi_die_allocation_and_names_both_options() {
 }
 
 /// PMR-GC's phase 1 programs a victim's copies a run per block (`Pmr::program_copies`);
-/// that must leave what as many `Pmr::program_copy` calls leave: the same pages, the
+/// that must leave what as many `Pmr::program` calls leave: the same pages, the
 /// same blocks opened and sealed, the same flash counts. Runs of every length from 0 to
 /// three blocks and a half, from every frontier offset, so runs start mid-block, end on
 /// a block's last page and cross several blocks.
@@ -1296,7 +1296,7 @@ fn pmr_copies_in_runs_program_what_page_by_page_copies_would() {
                 .collect();
             let one: Vec<Ppn> = tags
                 .iter()
-                .map(|&t| a.program_copy(&mut fa, victim, t))
+                .map(|&t| a.program(&mut fa, t, Cause::Gc))
                 .collect();
             let s = b.copy_stream(victim).expect("one frontier");
             let mut runs = Vec::new();
