@@ -1089,6 +1089,51 @@ impl Flash {
         cause: Cause,
         mut moved: impl FnMut(PageTag, Ppn, Ppn),
     ) -> u32 {
+        self.move_valid_inner(src, from, dst, cause, 0, |tag, s, d, _| moved(tag, s, d))
+    }
+
+    /// [`Flash::move_valid`] for pages that carry `words` spare words beside the tag
+    /// ([`Flash::program_with_spare`]): `moved(tag, from, to, spare)` writes the copy's
+    /// spare words into `spare`. The same flash state, counts, log entries and times as
+    /// a [`Flash::read`] of each valid page, its [`Flash::invalidate`] and a
+    /// [`Flash::program_with_spare`] of the copy with those words; an armed power cut
+    /// counts the read and the program as two operations, as those calls do (and a
+    /// torn program leaves the copy without words). The source's words are not
+    /// copied: a relocating FTL rewrites them.
+    ///
+    /// Panics if `words` is 0 or differs from the words per page already in use.
+    #[inline]
+    pub fn move_valid_with_spare(
+        &mut self,
+        src: Pbn,
+        from: u32,
+        dst: Pbn,
+        cause: Cause,
+        words: usize,
+        moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32]),
+    ) -> u32 {
+        assert!(words > 0, "move_valid_with_spare without words");
+        if self.spare_words_per_page == 0 {
+            self.spare_words_per_page = words;
+            self.spare_words = vec![0; self.geo.physical_pages() as usize * words];
+        }
+        let n = self.spare_words_per_page;
+        assert_eq!(words, n, "spare words per page are fixed at {n}");
+        self.move_valid_inner(src, from, dst, cause, n, moved)
+    }
+
+    /// [`Flash::move_valid`] with `words` spare words per copy handed to `moved`
+    /// (none when 0).
+    #[inline(always)]
+    fn move_valid_inner(
+        &mut self,
+        src: Pbn,
+        from: u32,
+        dst: Pbn,
+        cause: Cause,
+        words: usize,
+        mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32]),
+    ) -> u32 {
         let ppb = self.geo.pages_per_block;
         let end = self.write_ptr[src.idx()];
         let mut off = from;
@@ -1100,9 +1145,20 @@ impl Flash {
                 off += 1;
                 if self.is_valid(sp) {
                     let dp = self.geo.ppn(dst, self.write_ptr[dst.idx()]);
-                    let tag = self.copy(sp, dp, cause);
-                    self.invalidate(sp);
-                    moved(tag, sp, dp);
+                    let tag = if words == 0 {
+                        let tag = self.copy(sp, dp, cause);
+                        self.invalidate(sp);
+                        tag
+                    } else {
+                        // A read and a program, as program_with_spare's callers do: an
+                        // armed cut counts them as two operations.
+                        let tag = self.read(sp, cause);
+                        self.invalidate(sp);
+                        self.program(dp, tag, cause);
+                        tag
+                    };
+                    let at = dp.idx() * words;
+                    moved(tag, sp, dp, &mut self.spare_words[at..at + words]);
                 }
             }
             return off;
@@ -1115,26 +1171,31 @@ impl Flash {
         );
         let (from, to, room) = (s0 + from as usize, s0 + end as usize, ppb - first_dst);
         let valid = &self.valid[..];
+        let spare = &mut self.spare_words[d0 * words..(d0 + room as usize) * words];
         // The tag layout matched once per run, the valid pages found a word at a time;
         // the validity bits change after the run (the callback cannot see the flash).
         let (stop, n) = match &mut self.tags {
             Tags::Wide(t) => each_set_bit(valid, from, to, room as usize, |k, sp| {
                 let tag = t[sp];
                 t[d0 + k] = tag;
-                moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32));
+                let words = &mut spare[k * words..(k + 1) * words];
+                moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
             }),
             Tags::Packed {
-                words, lpn_bits, ..
+                words: packed,
+                lpn_bits,
+                ..
             } => {
                 let (bits, mask) = (*lpn_bits, (1u32 << *lpn_bits) - 1);
                 each_set_bit(valid, from, to, room as usize, |k, sp| {
-                    let w = words[sp];
-                    words[d0 + k] = w;
+                    let w = packed[sp];
+                    packed[d0 + k] = w;
                     let tag = PageTag {
                         lpn: Lpn(w & mask),
                         version: w >> bits,
                     };
-                    moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32));
+                    let words = &mut spare[k * words..(k + 1) * words];
+                    moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
                 })
             }
         };
@@ -2002,6 +2063,75 @@ mod tests {
         // The stop just past the copy that fills the destination, with valid pages
         // left behind it, is checked in some cases.
         assert!(filled > 20, "{filled}");
+    }
+
+    /// `move_valid_with_spare`, counted (the run) and logged (page by page), against a
+    /// read, an invalidation and a `program_with_spare` of each valid page: the same
+    /// flash, the same spare words, the same log and callbacks.
+    #[test]
+    fn move_valid_with_spare_equals_reading_and_programming_with_spare_page_by_page() {
+        let mut rng = crate::rng::SplitMix64::new(13);
+        let words = 3;
+        // The spare words a copy gets: its source, its destination and a running count.
+        let spare_of = |calls: u32, s: Ppn, d: Ppn| [s.0, d.0, calls];
+        for ppb in [5u32, 16, 64, 100, 128] {
+            let g = geometry(ppb, 4, 100.0, 1);
+            for case in 0..40 {
+                let packed = case % 2 == 1;
+                let (mut run, mut one) = counted_and_logged(&g, packed);
+                let (_, mut logged) = counted_and_logged(&g, packed);
+                let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
+                let written = 1 + rng.below(ppb as u64) as u32;
+                let dst_start = rng.below(ppb as u64) as u32;
+                let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
+                for f in [&mut run, &mut one, &mut logged] {
+                    lay_out(f, (src, written, &dead), (dst, dst_start));
+                }
+                let from = rng.below(ppb as u64 + 1) as u32;
+                let mut ends = Vec::new();
+                let mut got = Vec::new();
+                for f in [&mut run, &mut logged] {
+                    let mut calls = 0;
+                    let mut seen = Vec::new();
+                    ends.push(f.move_valid_with_spare(
+                        src,
+                        from,
+                        dst,
+                        Cause::Merge,
+                        words,
+                        |t, s, d, w| {
+                            calls += 1;
+                            w.copy_from_slice(&spare_of(calls, s, d));
+                            seen.push((t, s, d));
+                        },
+                    ));
+                    got.push(seen);
+                }
+                let (mut off, mut want, mut calls) = (from, Vec::new(), 0);
+                while off < written && !one.is_full(dst) {
+                    let sp = g.ppn(src, off);
+                    off += 1;
+                    if one.is_valid(sp) {
+                        let dp = g.ppn(dst, one.write_ptr(dst));
+                        let t = one.read(sp, Cause::Merge);
+                        one.invalidate(sp);
+                        calls += 1;
+                        one.program_with_spare(dp, t, &spare_of(calls, sp, dp), Cause::Merge);
+                        want.push((t, sp, dp));
+                    }
+                }
+                let at = format!("ppb {ppb}, case {case}, packed {packed}");
+                assert_eq!(ends, [off.max(from); 2], "{at}");
+                assert_eq!(got, [want.clone(), want.clone()], "{at}");
+                assert_same_flash(&run, &one, &at);
+                assert_same_flash(&logged, &one, &at);
+                assert_eq!(logged.log_ops(), one.log_ops(), "{at}");
+                for &(_, _, dp) in &want {
+                    assert_eq!(run.spare_words(dp), one.spare_words(dp), "{at}: {dp:?}");
+                    assert_eq!(logged.spare_words(dp), one.spare_words(dp), "{at}: {dp:?}");
+                }
+            }
+        }
     }
 
     /// `move_run` (counted, either tag layout) against page-by-page copies and

@@ -64,6 +64,9 @@ pub struct AddressSplit {
     pub t: u32,
     /// Pages per block.
     pub pages_per_block: u32,
+    /// log2 of the pages per block and of N when both are powers of two (the usual
+    /// case): [`AddressSplit::split`] shifts and masks instead of dividing.
+    shifts: Option<(u32, u32)>,
 }
 
 /// Where one logical page's mapping lives.
@@ -100,6 +103,8 @@ impl AddressSplit {
             m: bits - t,
             t,
             pages_per_block,
+            shifts: (pages_per_block.is_power_of_two() && n.is_power_of_two())
+                .then(|| (pages_per_block.trailing_zeros(), n.trailing_zeros())),
         }
     }
 
@@ -118,12 +123,20 @@ impl AddressSplit {
     /// Splits logical page `lpn`.
     #[inline]
     pub fn split(&self, lpn: u32) -> Split {
-        let lbn = lpn / self.pages_per_block;
-        let page = lpn % self.pages_per_block;
+        let (lbn, page, superblock, pgd_index) = match self.shifts {
+            Some((p, n)) => {
+                let lbn = lpn >> p;
+                (lbn, lpn & ((1 << p) - 1), lbn >> n, lbn & ((1 << n) - 1))
+            }
+            None => {
+                let lbn = lpn / self.pages_per_block;
+                (lbn, lpn % self.pages_per_block, lbn / self.n, lbn % self.n)
+            }
+        };
         Split {
             lbn,
-            superblock: lbn / self.n,
-            pgd_index: lbn % self.n,
+            superblock,
+            pgd_index,
             pmd_index: page >> self.t,
             pte_index: page & ((1 << self.t) - 1),
         }
@@ -242,6 +255,31 @@ mod tests {
         // The last page of the block is in the last PT.
         let y = s.split(17 * 64 + 63);
         assert_eq!((y.pmd_index, y.pte_index), (3, 15));
+    }
+
+    #[test]
+    fn split_by_shifts_equals_split_by_division() {
+        // Powers of two take the shifts; any other block size or N divides. Both must
+        // name the same place for every page.
+        for (n, ppb, t) in [
+            (4, 64, 4),
+            (4, 128, 4),
+            (8, 256, 3),
+            (1, 32, 5),
+            (3, 64, 4),
+            (4, 96, 4),
+            (5, 192, 2),
+        ] {
+            let s = AddressSplit::new(n, ppb, t);
+            assert_eq!(
+                s.shifts.is_some(),
+                n.is_power_of_two() && ppb.is_power_of_two()
+            );
+            let by_division = AddressSplit { shifts: None, ..s };
+            for lpn in (0..5000).chain([u32::MAX / 2, u32::MAX]) {
+                assert_eq!(s.split(lpn), by_division.split(lpn), "{n} {ppb} {t} {lpn}");
+            }
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! holds the whole superblock's map while it is reorganised ("LoadAllMapTable").
 
 use super::cache::NONE;
-use super::snapshot::Event;
+use super::layout::Split;
+use super::snapshot::{note_in, Event};
 use super::SuperblockFtl;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::{Pbn, Ppn};
@@ -47,6 +48,22 @@ impl Workspace {
     pub(super) fn pt(&self, k: usize, i: usize) -> &[u32] {
         let a = (k * self.pmd_len + i) * self.pt_len;
         &self.pt[a..a + self.pt_len]
+    }
+
+    /// A merge moved the page `sp` names from `src` to `dst`: its PT entry follows.
+    /// Returns the page's PGD and PMD indices.
+    #[inline]
+    fn moved(&mut self, sp: &Split, src: Ppn, dst: Ppn) -> (usize, usize) {
+        debug_assert_eq!(sp.superblock, self.sb);
+        let (k, i, j) = (
+            sp.pgd_index as usize,
+            sp.pmd_index as usize,
+            sp.pte_index as usize,
+        );
+        let e = (k * self.pmd_len + i) * self.pt_len + j;
+        debug_assert_eq!(self.pt[e], src.0, "{sp:?} was not mapped to {src:?}");
+        self.pt[e] = dst.0;
+        (k, i)
     }
 }
 
@@ -140,23 +157,14 @@ impl SuperblockFtl {
         let tag = flash.read(src, Cause::Merge);
         flash.invalidate(src);
         let sp = self.split.split(tag.lpn.0);
-        debug_assert_eq!(sp.superblock, self.ws.sb);
-        let (k, i, j) = (
-            sp.pgd_index as usize,
-            sp.pmd_index as usize,
-            sp.pte_index as usize,
-        );
-        let (pl, tl) = (self.ws.pmd_len, self.ws.pt_len);
-        let e = (k * pl + i) * tl + j;
-        debug_assert_eq!(self.ws.pt[e], src.0, "{tag:?} was not mapped to {src:?}");
-        self.ws.pt[e] = dst.0;
+        let (k, i) = self.ws.moved(&sp, src, dst);
         if self.mappages.is_some() {
             flash.program(dst, tag, Cause::Merge);
             self.ws.dirty = true;
             self.stats.merge_pages_copied += 1;
             return;
         }
-        self.ws.pmd[k * pl + i] = dst.0;
+        self.ws.pmd[k * self.ws.pmd_len + i] = dst.0;
         self.pgd[sp.lbn as usize] = dst.0;
         // The PMD and the PT go straight into the page's spare (no staging copy).
         flash.program_with_spare_parts(dst, tag, self.ws.pmd(k), self.ws.pt(k, i), Cause::Merge);
@@ -167,6 +175,37 @@ impl SuperblockFtl {
         self.stats.merge_pages_copied += 1;
     }
 
+    /// [`SuperblockFtl::copy_ws`] of every valid page of `src` from offset `from` on
+    /// into block `dst` until it is full, with the map in spare areas: the same
+    /// operations, spares and events, a destination block at a time
+    /// ([`Flash::move_valid_with_spare`]). Returns the offset in `src` to resume from.
+    fn copy_ws_run(&mut self, flash: &mut Flash, src: Pbn, from: u32, dst: Pbn) -> u32 {
+        debug_assert!(self.mappages.is_none());
+        let pl = self.ws.pmd_len;
+        let words = pl + self.ws.pt_len;
+        let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
+        let mut copied = 0;
+        let off =
+            flash.move_valid_with_spare(src, from, dst, Cause::Merge, words, |tag, s, d, spare| {
+                let sp = split.split(tag.lpn.0);
+                let (k, i) = ws.moved(&sp, s, d);
+                ws.pmd[k * pl + i] = d.0;
+                pgd[sp.lbn as usize] = d.0;
+                spare[..pl].copy_from_slice(ws.pmd(k));
+                spare[pl..].copy_from_slice(ws.pt(k, i));
+                note_in(
+                    snap,
+                    Event::Write {
+                        lpn: tag.lpn.0,
+                        ppn: d.0,
+                    },
+                );
+                copied += 1;
+            });
+        self.stats.merge_pages_copied += copied;
+        off
+    }
+
     /// SimpleCopyAndCompact (Fig. 9): copies the valid pages of `src` into the last
     /// U-block, continuing in a reserved block when it fills, and erases `src`. Returns
     /// whether no reserved block was needed (Fig. 9's `ret = 1`): then `src` is a free
@@ -175,35 +214,33 @@ impl SuperblockFtl {
         let valid = flash.valid_count(src);
         self.sample_u(flash, src);
         let mut fits = true;
-        for off in 0..flash.write_ptr(src) {
-            let p = self.geo.ppn(src, off);
-            if !flash.is_valid(p) {
-                continue;
+        if self.mappages.is_none() {
+            // The map in spare areas: every valid page is copied, a destination block
+            // at a time.
+            let mut off = 0;
+            while flash.valid_count(src) > 0 {
+                fits &= self.copy_frontier(flash, sb);
+                let f = Pbn(self.frontier[sb as usize]);
+                off = self.copy_ws_run(flash, src, off, f);
             }
-            if self.home() == Some(super::Home::UBlock) && self.map_pgd[sb as usize] == p.0 {
-                // The superblock's map page: rewritten after the merge, not copied.
-                flash.invalidate(p);
-                self.map_pgd[sb as usize] = NONE;
-                self.ws.dirty = true;
-                continue;
-            }
-            let f = self.frontier[sb as usize];
-            if f == NONE || flash.is_full(Pbn(f)) {
-                fits = false;
-                if self.reserved.is_empty() {
-                    self.retirement.exhausted();
+        } else {
+            for off in 0..flash.write_ptr(src) {
+                let p = self.geo.ppn(src, off);
+                if !flash.is_valid(p) {
+                    continue;
                 }
-                let d = self
-                    .reserved
-                    .pop()
-                    .expect("superblock: reserved block missing during a merge");
-                self.attach(sb, d, true);
-                self.frontier[sb as usize] = d.0;
-                self.note_now(flash, Event::Alloc { sb, pbn: d.0 });
+                if self.home() == Some(super::Home::UBlock) && self.map_pgd[sb as usize] == p.0 {
+                    // The superblock's map page: rewritten after the merge, not copied.
+                    flash.invalidate(p);
+                    self.map_pgd[sb as usize] = NONE;
+                    self.ws.dirty = true;
+                    continue;
+                }
+                fits &= self.copy_frontier(flash, sb);
+                let f = Pbn(self.frontier[sb as usize]);
+                let dst = self.geo.ppn(f, flash.write_ptr(f));
+                self.copy_ws(flash, p, dst);
             }
-            let f = Pbn(self.frontier[sb as usize]);
-            let dst = self.geo.ppn(f, flash.write_ptr(f));
-            self.copy_ws(flash, p, dst);
         }
         // Detached (and logged) only now, with every valid page copied: a snapshot
         // written while the copies run (a reserved block's allocation, a full snapshot)
@@ -233,6 +270,26 @@ impl SuperblockFtl {
             (_, false) => self.stats.merges_full += 1,
         }
         fits
+    }
+
+    /// Makes sure `sb`'s frontier (its last U-block) has a free page for a merge's
+    /// copy, continuing in a reserved block when it has none; returns whether it had.
+    fn copy_frontier(&mut self, flash: &mut Flash, sb: u32) -> bool {
+        let f = self.frontier[sb as usize];
+        if f != NONE && !flash.is_full(Pbn(f)) {
+            return true;
+        }
+        if self.reserved.is_empty() {
+            self.retirement.exhausted();
+        }
+        let d = self
+            .reserved
+            .pop()
+            .expect("superblock: reserved block missing during a merge");
+        self.attach(sb, d, true);
+        self.frontier[sb as usize] = d.0;
+        self.note_now(flash, Event::Alloc { sb, pbn: d.0 });
+        false
     }
 
     /// The block of `sb` with the fewest valid pages (ties: allocation order), never the

@@ -261,13 +261,20 @@ impl SnapLog {
     }
 }
 
+/// Records an event for the next partial snapshot in `snap`, if snapshots are on (for a
+/// caller that holds other fields of the FTL borrowed).
+#[inline]
+pub(super) fn note_in(snap: &mut Option<SnapLog>, ev: Event) {
+    if let Some(log) = snap {
+        log.pending.push(ev);
+    }
+}
+
 impl SuperblockFtl {
     /// Records an event for the next partial snapshot.
     #[inline]
     pub(super) fn note(&mut self, ev: Event) {
-        if let Some(log) = &mut self.snap {
-            log.pending.push(ev);
-        }
+        note_in(&mut self.snap, ev);
     }
 
     /// Records an event and writes the partial snapshot now (block allocation, emptied
