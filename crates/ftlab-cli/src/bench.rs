@@ -137,9 +137,8 @@ pub struct Measure {
     /// Write amplification (a check that the work is the same from run to run).
     pub waf: Option<f64>,
     /// In a median: the median over rounds of this case's flash operations/s relative
-    /// to page mapping's on the same workload in the same round ([`vs_page_by_round`]);
-    /// absent in one run's measure, in results saved before it existed, and without
-    /// page mapping's case.
+    /// to page mapping's on the same workload run just before it ([`vs_partner`]);
+    /// absent in one run's measure and in results saved before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_page: Option<f64>,
 }
@@ -277,27 +276,26 @@ pub fn median(mut runs: Vec<Measure>) -> Measure {
     m
 }
 
-/// For each case, the median over rounds of its flash operations/s relative to page
-/// mapping's on the same workload in the same round (`runs[case][round]`), or `None`
-/// where page mapping's case of that workload was not run. Pairing the two within a
-/// round keeps a drift of the machine's speed between rounds out of the ratio, which
-/// a ratio of the two medians would take in.
-pub fn vs_page_by_round(ids: &[&str], runs: &[Vec<Measure>]) -> Vec<Option<f64>> {
-    ids.iter()
-        .zip(runs)
-        .map(|(id, case)| {
-            let workload = id.split('/').next().unwrap_or("");
-            let page_id = format!("{workload}/page+none");
-            let page = &runs[ids.iter().position(|i| *i == page_id)?];
-            let mut ratios: Vec<f64> = case
-                .iter()
-                .zip(page)
-                .map(|(m, p)| m.flash_ops_per_s() / p.flash_ops_per_s())
-                .collect();
-            ratios.sort_by(f64::total_cmp);
-            ratios.get(ratios.len() / 2).copied()
-        })
-        .collect()
+/// The page-mapping case of the workload of case `id` (`randwrite/page+none` for
+/// `randwrite/fast+fab`).
+pub fn page_case_of(id: &str) -> String {
+    let workload = id.split('/').next().unwrap_or("");
+    format!("{workload}/page+none")
+}
+
+/// The median over rounds of a case's flash operations/s relative to its partner's,
+/// page mapping run on the same workload just before it
+/// (`case[round]`, `partner[round]`), or `None` without rounds. Pairing each run with
+/// an adjacent page-mapping run keeps the machine's drift out of the ratio, which a
+/// ratio of the two medians, or of runs half a round apart, takes in.
+pub fn vs_partner(case: &[Measure], partner: &[Measure]) -> Option<f64> {
+    let mut ratios: Vec<f64> = case
+        .iter()
+        .zip(partner)
+        .map(|(m, p)| m.flash_ops_per_s() / p.flash_ops_per_s())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied()
 }
 
 /// Reads a saved result, if the file exists.
@@ -444,9 +442,23 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         Size::Quick => "quick",
     };
     let mut runs: Vec<Vec<Measure>> = vec![Vec::new(); chosen.len()];
+    // Each other case's partner: page mapping on its workload, run just before it.
+    let mut partners: Vec<Vec<Measure>> = vec![Vec::new(); chosen.len()];
     let total = chosen.len() as u32 * args.rounds;
     let mut done = 0;
     let progress = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let one = |id: &str| -> anyhow::Result<Measure> {
+        let out = std::process::Command::new(&exe)
+            .args(["bench", "--size", size, "--one", id])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("starting {}", exe.display()))?;
+        if !out.status.success() {
+            bail!("{id}: the case failed ({})", out.status);
+        }
+        serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("{id}: reading the child's measure"))
+    };
     for round in 1..=args.rounds {
         for (i, c) in chosen.iter().enumerate() {
             done += 1;
@@ -456,24 +468,27 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
                     args.rounds, c.id
                 );
             }
-            let out = std::process::Command::new(&exe)
-                .args(["bench", "--size", size, "--one", &c.id])
-                .stderr(std::process::Stdio::inherit())
-                .output()
-                .with_context(|| format!("starting {}", exe.display()))?;
-            if !out.status.success() {
-                bail!("{}: the case failed ({})", c.id, out.status);
+            let page = page_case_of(&c.id);
+            if c.id != page {
+                partners[i].push(one(&page)?);
             }
-            let m: Measure = serde_json::from_slice(&out.stdout)
-                .with_context(|| format!("{}: reading the child's measure", c.id))?;
-            runs[i].push(m);
+            runs[i].push(one(&c.id)?);
         }
     }
     if progress {
         eprintln!();
     }
-    let ids: Vec<&str> = chosen.iter().map(|c| c.id.as_str()).collect();
-    let vs_page = vs_page_by_round(&ids, &runs);
+    let vs_page: Vec<Option<f64>> = runs
+        .iter()
+        .zip(&partners)
+        .map(|(r, p)| {
+            if p.is_empty() {
+                vs_partner(r, r)
+            } else {
+                vs_partner(r, p)
+            }
+        })
+        .collect();
     let now = Saved {
         version: env!("CARGO_PKG_VERSION").into(),
         size: args.size,
@@ -511,8 +526,8 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         print!("{}", table(&now, baseline.as_ref()));
         println!(
             "medians of {} round(s), {} ({} cores); vs page: flash ops/s relative to \
-             page mapping on the same workload in the same round, the median over the \
-             rounds; vs baseline: requests/s relative to {}",
+             page mapping on the same workload run just before the case, the median over \
+             the rounds; vs baseline: requests/s relative to {}",
             now.rounds,
             now.machine.cpu,
             now.machine.cores,
@@ -593,9 +608,9 @@ mod tests {
     /// ratio of the medians would take that in (2 / 2.2 = 0.91x); paired by round, the
     /// case runs at half page mapping's pace in two rounds of three (0.5x).
     #[test]
-    fn vs_page_pairs_each_case_with_page_mapping_in_the_same_round() {
-        let m = |id: &str, s: f64| Measure {
-            id: id.into(),
+    fn vs_page_pairs_each_run_with_the_page_mapping_run_just_before_it() {
+        let m = |s: f64| Measure {
+            id: "randwrite/x+none".into(),
             requests: 10,
             flash_ops: 100,
             seconds: s,
@@ -605,18 +620,16 @@ mod tests {
             waf: None,
             vs_page: None,
         };
-        let ids = ["randwrite/page+none", "randwrite/x+none", "mixed/x+none"];
-        let runs = vec![
-            vec![m(ids[0], 1.0), m(ids[0], 3.0), m(ids[0], 2.0)],
-            vec![m(ids[1], 2.0), m(ids[1], 6.0), m(ids[1], 2.2)],
-            vec![m(ids[2], 1.0), m(ids[2], 1.0), m(ids[2], 1.0)],
-        ];
-        let got = vs_page_by_round(&ids, &runs);
-        assert_eq!(got[0], Some(1.0));
-        assert_eq!(got[1], Some(0.5));
-        assert_eq!(got[2], None, "no page mapping case on the mix");
-        let medians = (median(runs[1].clone()), median(runs[0].clone()));
-        let of_medians = medians.0.flash_ops_per_s() / medians.1.flash_ops_per_s();
+        // The machine halves its speed in round 2: each pair keeps the ratio 0.5, a
+        // ratio of medians would not.
+        let page = [m(1.0), m(3.0), m(2.0)];
+        let case = [m(2.0), m(6.0), m(2.2)];
+        assert_eq!(vs_partner(&case, &page), Some(0.5));
+        assert_eq!(vs_partner(&page, &page), Some(1.0));
+        assert_eq!(vs_partner(&[], &[]), None);
+        let of_medians =
+            median(case.to_vec()).flash_ops_per_s() / median(page.to_vec()).flash_ops_per_s();
         assert!((of_medians - 2.0 / 2.2).abs() < 1e-9);
+        assert_eq!(page_case_of("mixed/fast+fab"), "mixed/page+none");
     }
 }

@@ -511,6 +511,7 @@ impl Fast {
     }
 
     /// Maps `lpn` to RW log page `g`, keeping BA-VBS's per-block counts.
+    #[inline]
     fn index_insert(&mut self, lpn: u32, g: u32) {
         self.index.insert(lpn, g);
         if self.ba_gc {
@@ -519,6 +520,7 @@ impl Fast {
     }
 
     /// Unmaps `lpn` from the RW logs, keeping BA-VBS's per-block counts.
+    #[inline]
     fn index_remove(&mut self, lpn: u32) -> Option<u32> {
         let g = self.index.remove(lpn);
         if g.is_some() && self.ba_gc {

@@ -1174,8 +1174,15 @@ impl LpnIndex {
     #[inline]
     pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
         if !self.has(key) {
+            // The usual answer (a merge asks for each page of a block): no call.
             return None;
         }
+        self.remove_present(key)
+    }
+
+    /// [`LpnIndex::remove`] of a key whose presence bit is set.
+    #[inline(never)]
+    fn remove_present(&mut self, key: u32) -> Option<u32> {
         let mut hole = self.find(key).ok()?;
         let val = self.vals[hole];
         self.len -= 1;
