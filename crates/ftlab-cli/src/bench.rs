@@ -60,11 +60,15 @@ pub struct Case {
 }
 
 /// Buffered cases (besides every FTL with no buffer): the block-level buffers on the
-/// log-block schemes they were written for, and a page-level one on page mapping.
-const BUFFERED: [(&str, &str); 4] = [
+/// log-block schemes they were written for, and each buffer on page mapping, the
+/// yardstick of the FTL under it ([`page_case_of`]).
+const BUFFERED: [(&str, &str); 7] = [
     ("page", "lru"),
+    ("page", "bplru"),
     ("bast", "bplru"),
+    ("page", "fab"),
     ("fast", "fab"),
+    ("page", "coop"),
     ("fast", "coop"),
 ];
 
@@ -137,8 +141,9 @@ pub struct Measure {
     /// Write amplification (a check that the work is the same from run to run).
     pub waf: Option<f64>,
     /// In a median: the median over rounds of this case's flash operations/s relative
-    /// to page mapping's on the same workload run just before it ([`vs_partner`]);
-    /// absent in one run's measure and in results saved before it existed.
+    /// to page mapping's on the same workload under the same buffer, run just before
+    /// it ([`vs_partner`]); absent in one run's measure and in results saved before it
+    /// existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_page: Option<f64>,
 }
@@ -276,15 +281,18 @@ pub fn median(mut runs: Vec<Measure>) -> Measure {
     m
 }
 
-/// The page-mapping case of the workload of case `id` (`randwrite/page+none` for
-/// `randwrite/fast+fab`).
+/// The page-mapping case case `id` is measured against: page mapping on the same
+/// workload under the same buffer (`randwrite/page+fab` for `randwrite/fast+fab`), so
+/// the ratio compares the FTLs' own work; the buffer's cost shows as page+buffer
+/// against page+none.
 pub fn page_case_of(id: &str) -> String {
-    let workload = id.split('/').next().unwrap_or("");
-    format!("{workload}/page+none")
+    let (workload, rest) = id.split_once('/').unwrap_or((id, ""));
+    let buffer = rest.split_once('+').map_or("none", |(_, b)| b);
+    format!("{workload}/page+{buffer}")
 }
 
 /// The median over rounds of a case's flash operations/s relative to its partner's,
-/// page mapping run on the same workload just before it
+/// page mapping run on the same workload under the same buffer just before it
 /// (`case[round]`, `partner[round]`), or `None` without rounds. Pairing each run with
 /// an adjacent page-mapping run keeps the machine's drift out of the ratio, which a
 /// ratio of the two medians, or of runs half a round apart, takes in.
@@ -310,7 +318,8 @@ pub fn load(path: &Path) -> anyhow::Result<Option<Saved>> {
 }
 
 /// The table `ftlab bench` prints: one row per case, page mapping's flash operations/s
-/// on the same workload as the yardstick, and the ratio to the baseline's requests/s.
+/// under the same buffer on the same workload as the yardstick, and the ratio to the
+/// baseline's requests/s.
 pub fn table(now: &Saved, baseline: Option<&Saved>) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -320,11 +329,8 @@ pub fn table(now: &Saved, baseline: Option<&Saved>) -> String {
         "case", "req/s", "flash ops/s", "ns/op", "vs page", "RSS MiB", "B/lpage", "vs baseline"
     );
     for m in &now.cases {
-        let workload = m.id.split('/').next().unwrap_or("");
-        let page = now
-            .cases
-            .iter()
-            .find(|p| p.id == format!("{workload}/page+none"));
+        let page_id = page_case_of(&m.id);
+        let page = now.cases.iter().find(|p| p.id == page_id);
         let vs_page = m
             .vs_page
             .or_else(|| page.map(|p| m.flash_ops_per_s() / p.flash_ops_per_s()))
@@ -526,8 +532,8 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         print!("{}", table(&now, baseline.as_ref()));
         println!(
             "medians of {} round(s), {} ({} cores); vs page: flash ops/s relative to \
-             page mapping on the same workload run just before the case, the median over \
-             the rounds; vs baseline: requests/s relative to {}",
+             page mapping on the same workload under the same buffer, run just before \
+             the case, the median over the rounds; vs baseline: requests/s relative to {}",
             now.rounds,
             now.machine.cpu,
             now.machine.cores,
@@ -630,6 +636,16 @@ mod tests {
         let of_medians =
             median(case.to_vec()).flash_ops_per_s() / median(page.to_vec()).flash_ops_per_s();
         assert!((of_medians - 2.0 / 2.2).abs() < 1e-9);
-        assert_eq!(page_case_of("mixed/fast+fab"), "mixed/page+none");
+        assert_eq!(page_case_of("mixed/fast+none"), "mixed/page+none");
+        assert_eq!(page_case_of("randwrite/fast+fab"), "randwrite/page+fab");
+        assert_eq!(page_case_of("randwrite/page+lru"), "randwrite/page+lru");
+        for c in cases() {
+            let page = page_case_of(&c.id);
+            assert!(
+                cases().iter().any(|p| p.id == page),
+                "{} has no {page}",
+                c.id
+            );
+        }
     }
 }

@@ -73,3 +73,34 @@ fn bench_refuses_a_filter_that_matches_nothing_and_names_the_cases() {
         "{err}"
     );
 }
+
+#[test]
+fn a_case_run_alone_is_still_compared_with_page_mapping_under_its_buffer() {
+    let out = ftlab()
+        .args([
+            "bench",
+            "--size",
+            "quick",
+            "--rounds",
+            "1",
+            "--only",
+            "randwrite/fast+fab",
+            "--json",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    // Only the chosen case is reported; its partner (page mapping under FAB) ran beside
+    // it and gives the ratio.
+    assert_eq!(cases.len(), 1, "{v}");
+    assert_eq!(cases[0]["id"], "randwrite/fast+fab");
+    let r = cases[0]["vs_page"].as_f64().unwrap();
+    assert!(r > 0.0 && r.is_finite(), "{v}");
+}

@@ -366,6 +366,23 @@ fn pack(tag: PageTag, lpn_bits: u32, lpn_end: u64, version_end: u64) -> u32 {
 }
 
 impl Tags {
+    /// Prefetch hints for the tags of pages `[from, to)` (one per cache line).
+    #[inline]
+    fn prefetch(&self, from: usize, to: usize) {
+        match self {
+            Tags::Wide(t) => {
+                for i in (from..to.min(t.len())).step_by(64 / std::mem::size_of::<PageTag>()) {
+                    crate::prefetch::read(&t[i]);
+                }
+            }
+            Tags::Packed { words, .. } => {
+                for i in (from..to.min(words.len())).step_by(16) {
+                    crate::prefetch::read(&words[i]);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn get(&self, i: usize) -> PageTag {
         match self {
@@ -1170,6 +1187,11 @@ impl Flash {
             self.geo.ppn(dst, first_dst).idx(),
         );
         let (from, to, room) = (s0 + from as usize, s0 + end as usize, ppb - first_dst);
+        // The run reads the source's tags and writes the destination's in order: asked
+        // for all at once, their cache lines arrive together, not one miss at a time.
+        self.tags.prefetch(from, to);
+        self.tags
+            .prefetch(d0, d0 + (room as usize).min(to.saturating_sub(from)));
         let valid = &self.valid[..];
         let spare = &mut self.spare_words[d0 * words..(d0 + room as usize) * words];
         // The tag layout matched once per run, the valid pages found a word at a time;
