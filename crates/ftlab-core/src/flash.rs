@@ -353,6 +353,25 @@ fn each_set_bit(
     }
 }
 
+/// How many copies ahead [`Flash::move_valid_with_spare`] asks for a copy's spare
+/// words: far enough for the line to arrive before the copy writes it.
+const SPARE_AHEAD: usize = 8;
+
+/// A run of moves with spare words (`words` a page, `spare` the destination's) fetches
+/// the spare words of copy `k + SPARE_AHEAD` while it does copy `k`: the words are
+/// written, never read, so each line is a store miss the copy would otherwise wait on.
+#[inline(always)]
+fn prefetch_spare(spare: &[u32], k: usize, words: usize) {
+    if words > 0 {
+        // The first and the last word: a page's words may straddle two lines.
+        let at = (k + SPARE_AHEAD) * words;
+        if let Some(w) = spare.get(at) {
+            crate::prefetch::read(w);
+            crate::prefetch::read(&spare[(at + words).min(spare.len()) - 1]);
+        }
+    }
+}
+
 /// A tag as one packed word: the LPN in the low `lpn_bits`, the version above; panics
 /// if either does not fit (below `lpn_end`, `version_end`).
 #[inline(always)]
@@ -1200,6 +1219,7 @@ impl Flash {
             Tags::Wide(t) => each_set_bit(valid, from, to, room as usize, |k, sp| {
                 let tag = t[sp];
                 t[d0 + k] = tag;
+                prefetch_spare(spare, k, words);
                 let words = &mut spare[k * words..(k + 1) * words];
                 moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
             }),
@@ -1216,6 +1236,7 @@ impl Flash {
                         lpn: Lpn(w & mask),
                         version: w >> bits,
                     };
+                    prefetch_spare(spare, k, words);
                     let words = &mut spare[k * words..(k + 1) * words];
                     moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
                 })
