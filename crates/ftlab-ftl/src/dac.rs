@@ -127,6 +127,7 @@
 use crate::auto::AutoOr;
 use crate::demand::{DiePools, DieStreams};
 use crate::dievictims::DieVictims;
+use crate::hints::{self, Hints};
 use crate::page::{DieAlloc, GcScope};
 use crate::scan::{self, UNMAPPED};
 use ftlab_core::flash::{Cause, Flash};
@@ -229,6 +230,8 @@ pub struct DacFtl {
     stream_blocks: [u64; 2],
     free: DiePools,
     index: Victims,
+    /// The last prefetch hints ([`Ftl::prefetch`]).
+    hints: Hints,
     /// Under `gc_scope = "per_die"`: each die's sealed blocks (empty under `global`).
     die_index: DieVictims,
     /// Under `per_die`: the die whose host write started the collection running.
@@ -357,6 +360,7 @@ impl DacFtl {
                 )
             },
             index: Victims::new(geo.blocks, geo.pages_per_block, policy),
+            hints: Hints::new(),
             die_index: DieVictims::new(
                 geo.blocks,
                 geo.pages_per_block,
@@ -678,6 +682,21 @@ impl Ftl for DacFtl {
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
         self.unmap(flash, lpn);
+    }
+
+    /// `page`'s chain of the crate's `hints` module: the map entry of `lpn` now, the
+    /// old copy of the LPN hinted a step ago, the victim-set words of the one two steps
+    /// ago (a block's region, one byte, stays cached).
+    #[inline]
+    fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
+        hints::flat_map(
+            flash,
+            &self.index,
+            &mut self.hints,
+            &self.l2p,
+            UNMAPPED,
+            lpn,
+        );
     }
 
     fn trim_recovery(&self) -> TrimRecovery {

@@ -13,7 +13,7 @@
 
 use ftlab_core::flash::Flash;
 use ftlab_core::victim::Victims;
-use ftlab_core::Ppn;
+use ftlab_core::{Lpn, Ppn};
 
 /// Hints between one link of the chain and the next for the same LPN: long enough for
 /// the line the link before fetched to be in the cache.
@@ -45,6 +45,34 @@ impl Hints {
         let two = std::mem::replace(&mut self.lpns[at], lpn);
         self.at = (at + 1) % LAG;
         (one, two)
+    }
+}
+
+/// The whole chain for a scheme whose map is one flat table from LPN to PPN (`map`,
+/// `none` where unmapped): the entry of `lpn` now, the old copy of the LPN hinted a step
+/// ago, the victim-set words of the one two steps ago.
+#[inline]
+pub(crate) fn flat_map(
+    flash: &Flash,
+    index: &Victims,
+    hints: &mut Hints,
+    map: &[u32],
+    none: u32,
+    lpn: Lpn,
+) {
+    if let Some(e) = map.get(lpn.idx()) {
+        ftlab_core::prefetch::read(e);
+    }
+    let (one, two) = hints.push(lpn.0);
+    let old_copy = |lpn: u32| match map.get(lpn as usize) {
+        Some(&p) if p != none => Some(Ppn(p)),
+        _ => None,
+    };
+    if let Some(old) = old_copy(one) {
+        self::old_copy(flash, index, old);
+    }
+    if let Some(old) = old_copy(two) {
+        old_copy_words(flash, index, old);
     }
 }
 
@@ -122,6 +150,23 @@ mod tests {
             let geo = geometry(2048, 16, 1024, 15.0);
             let opts = ftlab_core::options::from_pairs("dftl", &[("cmt_bytes", "1024")]).unwrap();
             Box::new(crate::dftl::Dftl::new(&geo, &opts).unwrap())
+        });
+    }
+
+    #[test]
+    fn hints_change_nothing_under_tpm() {
+        hints_change_nothing(|| {
+            let geo = geometry(2048, 16, 1024, 15.0);
+            let opts = ftlab_core::options::from_pairs("tpm", &[("cmt_bytes", "2048")]).unwrap();
+            Box::new(crate::tpm::Tpm::new(&geo, &opts).unwrap())
+        });
+    }
+
+    #[test]
+    fn hints_change_nothing_under_dac() {
+        hints_change_nothing(|| {
+            let geo = geometry(2048, 16, 1024, 15.0);
+            Box::new(crate::dac::DacFtl::new(&geo, &Default::default()).unwrap())
         });
     }
 

@@ -948,20 +948,14 @@ impl Ftl for PageFtl {
     /// LPN hinted a step ago, the victim-set words of the one two steps ago.
     #[inline]
     fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
-        if let Some(e) = self.l2p.get(lpn.idx()) {
-            ftlab_core::prefetch::read(e);
-        }
-        let (one, two) = self.hints.push(lpn.0);
-        let old_copy = |lpn: u32| match self.l2p.get(lpn as usize) {
-            Some(&p) if p != UNMAPPED => Some(Ppn(p)),
-            _ => None,
-        };
-        if let Some(old) = old_copy(one) {
-            hints::old_copy(flash, &self.index, old);
-        }
-        if let Some(old) = old_copy(two) {
-            hints::old_copy_words(flash, &self.index, old);
-        }
+        hints::flat_map(
+            flash,
+            &self.index,
+            &mut self.hints,
+            &self.l2p,
+            UNMAPPED,
+            lpn,
+        );
     }
 
     fn trim_recovery(&self) -> TrimRecovery {

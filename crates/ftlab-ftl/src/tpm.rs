@@ -128,6 +128,7 @@
 
 use crate::auto::AutoOr;
 use crate::demand::{self, Demand, DieStreams, Kind, Space, Why, NONE};
+use crate::hints::{self, Hints};
 use crate::page::{DieAlloc, GcScope};
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{Ftl, FtlStats, RecoverError, TrimRecovery};
@@ -222,6 +223,8 @@ impl Default for TpmOptions {
 /// The TPM FTL.
 pub struct Tpm {
     s: Space,
+    /// The last prefetch hints ([`Ftl::prefetch`]).
+    hints: Hints,
     lru: Lru,
     slot_tpage: Vec<u32>,
     slot_updates: Vec<u32>,
@@ -354,6 +357,7 @@ impl Tpm {
             } else {
                 space
             },
+            hints: Hints::new(),
             lru: Lru::new(slots),
             slot_tpage: vec![NONE; slots as usize],
             slot_updates: vec![0; slots as usize],
@@ -847,6 +851,16 @@ impl Ftl for Tpm {
             self.s.content[i] = dst.0;
             self.slot_updates[slot as usize] += 1;
         }
+    }
+
+    /// The chain of the crate's `hints` module: the translation entry of `lpn` now
+    /// (cached or not, a translation page's entries live in `content`); the old copy of
+    /// the LPN hinted a step ago; the victim-set words of the one two steps ago.
+    #[inline]
+    fn prefetch(&mut self, flash: &Flash, lpn: Lpn) {
+        // An LPN's entry in `content` is at t * epp + off = the LPN.
+        let (s, hints) = (&self.s, &mut self.hints);
+        hints::flat_map(flash, &s.index, hints, &s.content, NONE, lpn);
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
