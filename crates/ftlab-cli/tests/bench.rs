@@ -7,6 +7,17 @@ fn ftlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ftlab"))
 }
 
+/// `ftlab bench ARGS`, which must succeed; its standard output.
+fn bench(args: &[&std::ffi::OsStr]) -> String {
+    let out = ftlab().arg("bench").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 #[test]
 fn bench_compares_with_the_previous_run_and_saves_the_new_one() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -14,20 +25,21 @@ fn bench_compares_with_the_previous_run_and_saves_the_new_one() {
     std::fs::create_dir_all(&dir).unwrap();
     let base = dir.join("baseline.json");
     let run = |extra: &[&str]| {
-        let out = ftlab()
-            .args(["bench", "--size", "quick", "--rounds", "1", "--only"])
-            .arg("randwrite/page+none")
-            .arg("--baseline")
-            .arg(&base)
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        let mut args: Vec<&std::ffi::OsStr> = [
+            "--size",
+            "quick",
+            "--rounds",
+            "1",
+            "--only",
+            "randwrite/page+none",
+            "--baseline",
+        ]
+        .iter()
+        .map(|a| a.as_ref())
+        .collect();
+        args.push(base.as_os_str());
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        bench(&args)
     };
     let first = run(&[]);
     assert!(first.contains("randwrite/page+none"), "{first}");
@@ -76,26 +88,18 @@ fn bench_refuses_a_filter_that_matches_nothing_and_names_the_cases() {
 
 #[test]
 fn a_case_run_alone_is_still_compared_with_page_mapping_under_its_buffer() {
-    let out = ftlab()
-        .args([
-            "bench",
-            "--size",
-            "quick",
-            "--rounds",
-            "1",
-            "--only",
-            "randwrite/fast+fab",
-            "--json",
-            "--no-save",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = [
+        "--size",
+        "quick",
+        "--rounds",
+        "1",
+        "--only",
+        "randwrite/fast+fab",
+        "--json",
+        "--no-save",
+    ];
+    let out = bench(&args.map(std::ffi::OsStr::new));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let cases = v["cases"].as_array().unwrap();
     // Only the chosen case is reported; its partner (page mapping under FAB) ran beside
     // it and gives the ratio.

@@ -1148,13 +1148,7 @@ impl Flash {
         words: usize,
         moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32]),
     ) -> u32 {
-        assert!(words > 0, "move_valid_with_spare without words");
-        if self.spare_words_per_page == 0 {
-            self.spare_words_per_page = words;
-            self.spare_words = vec![0; self.geo.physical_pages() as usize * words];
-        }
-        let n = self.spare_words_per_page;
-        assert_eq!(words, n, "spare words per page are fixed at {n}");
+        let n = self.spare_store(words);
         self.move_valid_inner(src, from, dst, cause, n, moved)
     }
 
@@ -1337,18 +1331,25 @@ impl Flash {
         tail: &[u32],
         cause: Cause,
     ) {
-        let len = head.len() + tail.len();
-        if self.spare_words_per_page == 0 {
-            assert!(len > 0, "program_with_spare without words");
-            self.spare_words_per_page = len;
-            self.spare_words = vec![0; self.geo.physical_pages() as usize * len];
-        }
-        let n = self.spare_words_per_page;
-        assert_eq!(len, n, "spare words per page are fixed at {n}");
+        let n = self.spare_store(head.len() + tail.len());
         self.program(ppn, tag, cause);
         let at = ppn.idx() * n;
         self.spare_words[at..at + head.len()].copy_from_slice(head);
         self.spare_words[at + head.len()..at + n].copy_from_slice(tail);
+    }
+
+    /// The spare-word store for `words` words a page, sized (pages x words) on its
+    /// first use; returns `words`. Panics if `words` is 0 or differs from the words per
+    /// page already in use.
+    fn spare_store(&mut self, words: usize) -> usize {
+        if self.spare_words_per_page == 0 {
+            assert!(words > 0, "spare words stored without words");
+            self.spare_words_per_page = words;
+            self.spare_words = vec![0; self.geo.physical_pages() as usize * words];
+        }
+        let n = self.spare_words_per_page;
+        assert_eq!(words, n, "spare words per page are fixed at {n}");
+        n
     }
 
     /// The extra spare words of a page programmed with [`Flash::program_with_spare`]
