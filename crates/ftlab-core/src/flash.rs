@@ -2047,6 +2047,51 @@ mod tests {
         }
     }
 
+    /// A random case for the run forms of moves, laid out on each of `flashes`: source
+    /// block 1, 2 or 3 with its first `written` pages programmed and about a third of
+    /// them dead, destination block 5 programmed up to a random offset. Returns the
+    /// source, the destination, `written` and a random offset to move from.
+    fn random_move_case(
+        rng: &mut crate::rng::SplitMix64,
+        g: &Geometry,
+        flashes: &mut [&mut Flash],
+    ) -> (Pbn, Pbn, u32, u32) {
+        let ppb = g.pages_per_block;
+        let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
+        let written = 1 + rng.below(ppb as u64) as u32;
+        let dst_start = rng.below(ppb as u64) as u32;
+        let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
+        for f in flashes.iter_mut() {
+            lay_out(f, (src, written, &dead), (dst, dst_start));
+        }
+        let from = rng.below(ppb as u64 + 1) as u32;
+        (src, dst, written, from)
+    }
+
+    /// The page-by-page reference of a run of moves on `one`: each valid page of `src`
+    /// among its first `written`, from offset `from` on, until `dst` is full, moved to
+    /// `dst`'s next page by `step(one, from, to)`, which returns the page's tag.
+    /// Returns the offset reached and the moves.
+    fn moves_page_by_page(
+        one: &mut Flash,
+        (src, from, written): (Pbn, u32, u32),
+        dst: Pbn,
+        mut step: impl FnMut(&mut Flash, Ppn, Ppn) -> PageTag,
+    ) -> (u32, Vec<(PageTag, Ppn, Ppn)>) {
+        let g = one.geometry().clone();
+        let (mut off, mut moves) = (from, Vec::new());
+        while off < written && !one.is_full(dst) {
+            let sp = g.ppn(src, off);
+            off += 1;
+            if one.is_valid(sp) {
+                let dp = g.ppn(dst, one.write_ptr(dst));
+                let t = step(one, sp, dp);
+                moves.push((t, sp, dp));
+            }
+        }
+        (off, moves)
+    }
+
     /// Two flashes of geometry `g`, with packed or wide tags: the first only counts (the
     /// run forms' fast path), the second logs every operation (the page-by-page
     /// reference).
@@ -2074,29 +2119,18 @@ mod tests {
             for case in 0..60 {
                 let packed = case % 2 == 1;
                 let (mut run, mut one) = counted_and_logged(&g, packed);
-                let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
-                let written = 1 + rng.below(ppb as u64) as u32;
-                let dst_start = rng.below(ppb as u64) as u32;
-                let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
-                for f in [&mut run, &mut one] {
-                    lay_out(f, (src, written, &dead), (dst, dst_start));
-                }
-                let from = rng.below(ppb as u64 + 1) as u32;
+                let (src, dst, written, from) =
+                    random_move_case(&mut rng, &g, &mut [&mut run, &mut one]);
                 let first = (from..written).find(|&o| one.is_valid(g.ppn(src, o)));
                 assert_eq!(run.next_valid(src, from), first, "ppb {ppb}, case {case}");
                 let mut got = Vec::new();
                 let end = run.move_valid(src, from, dst, Cause::Gc, |t, s, p| got.push((t, s, p)));
-                let (mut off, mut want) = (from, Vec::new());
-                while off < written && !one.is_full(dst) {
-                    let sp = g.ppn(src, off);
-                    off += 1;
-                    if one.is_valid(sp) {
-                        let dp = g.ppn(dst, one.write_ptr(dst));
+                let (off, want) =
+                    moves_page_by_page(&mut one, (src, from, written), dst, |one, sp, dp| {
                         let t = one.copy(sp, dp, Cause::Gc);
                         one.invalidate(sp);
-                        want.push((t, sp, dp));
-                    }
-                }
+                        t
+                    });
                 let at = format!("ppb {ppb}, case {case}, packed {packed}");
                 assert_eq!(end, off.max(from), "{at}");
                 assert_eq!(got, want, "{at}");
@@ -2124,14 +2158,8 @@ mod tests {
                 let packed = case % 2 == 1;
                 let (mut run, mut one) = counted_and_logged(&g, packed);
                 let (_, mut logged) = counted_and_logged(&g, packed);
-                let (src, dst) = (Pbn(1 + rng.below(3) as u32), Pbn(5));
-                let written = 1 + rng.below(ppb as u64) as u32;
-                let dst_start = rng.below(ppb as u64) as u32;
-                let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
-                for f in [&mut run, &mut one, &mut logged] {
-                    lay_out(f, (src, written, &dead), (dst, dst_start));
-                }
-                let from = rng.below(ppb as u64 + 1) as u32;
+                let (src, dst, written, from) =
+                    random_move_case(&mut rng, &g, &mut [&mut run, &mut one, &mut logged]);
                 let mut ends = Vec::new();
                 let mut got = Vec::new();
                 for f in [&mut run, &mut logged] {
@@ -2151,19 +2179,15 @@ mod tests {
                     ));
                     got.push(seen);
                 }
-                let (mut off, mut want, mut calls) = (from, Vec::new(), 0);
-                while off < written && !one.is_full(dst) {
-                    let sp = g.ppn(src, off);
-                    off += 1;
-                    if one.is_valid(sp) {
-                        let dp = g.ppn(dst, one.write_ptr(dst));
+                let mut calls = 0;
+                let (off, want) =
+                    moves_page_by_page(&mut one, (src, from, written), dst, |one, sp, dp| {
                         let t = one.read(sp, Cause::Merge);
                         one.invalidate(sp);
                         calls += 1;
                         one.program_with_spare(dp, t, &spare_of(calls, sp, dp), Cause::Merge);
-                        want.push((t, sp, dp));
-                    }
-                }
+                        t
+                    });
                 let at = format!("ppb {ppb}, case {case}, packed {packed}");
                 assert_eq!(ends, [off.max(from); 2], "{at}");
                 assert_eq!(got, [want.clone(), want.clone()], "{at}");

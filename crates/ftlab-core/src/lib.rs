@@ -3,9 +3,10 @@
 //! the [`u32map`] map, the [`victim`] index, the [`wear`] heap). FTLs and buffers plug in through the
 //! [`ftl::Ftl`] and [`buffer::Buffer`] traits; see `docs/design.md` for how the pieces
 //! fit.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
+pub mod bitsets;
 pub mod buffer;
 pub mod engine;
 pub mod flash;

@@ -197,6 +197,7 @@ use crate::auto::AutoOr;
 use crate::dievictims::DieVictims;
 use crate::page::DieAlloc;
 use crate::scan;
+use ftlab_core::bitsets::Bitsets;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::ftl::{FtlStats, RecoverError};
 use ftlab_core::geometry::Geometry;
@@ -553,50 +554,6 @@ impl Counters {
         );
         e.counter("gc_data_blocks", "blocks", self.data_victims as f64);
         e.counter("gc_translation_blocks", "blocks", self.trans_victims as f64);
-    }
-}
-
-/// A set of numbers below a bound, emptied in ascending order: one bit per number and
-/// one summary bit per word of them, so the members come out sorted in time linear in
-/// their count (plus one summary word per 4,096 numbers), without a sort.
-#[derive(Clone, Debug)]
-pub(crate) struct AscendingSet {
-    bits: Vec<u64>,
-    summary: Vec<u64>,
-}
-
-impl AscendingSet {
-    /// An empty set of numbers below `n`.
-    pub(crate) fn new(n: u32) -> AscendingSet {
-        let words = (n as usize).div_ceil(64);
-        AscendingSet {
-            bits: vec![0; words],
-            summary: vec![0; words.div_ceil(64)],
-        }
-    }
-
-    /// Adds `x` (again is nothing).
-    #[inline]
-    pub(crate) fn insert(&mut self, x: u32) {
-        let w = x as usize / 64;
-        self.bits[w] |= 1 << (x % 64);
-        self.summary[w / 64] |= 1 << (w % 64);
-    }
-
-    /// Appends the members to `out` in ascending order and empties the set.
-    pub(crate) fn drain_into(&mut self, out: &mut Vec<u32>) {
-        for (s, summary) in self.summary.iter_mut().enumerate() {
-            let mut words = std::mem::take(summary);
-            while words != 0 {
-                let w = s * 64 + words.trailing_zeros() as usize;
-                words &= words - 1;
-                let mut bits = std::mem::take(&mut self.bits[w]);
-                while bits != 0 {
-                    out.push((w * 64) as u32 + bits.trailing_zeros());
-                    bits &= bits - 1;
-                }
-            }
-        }
     }
 }
 
@@ -1090,7 +1047,7 @@ pub(crate) struct Space {
     /// `flush_gc_batch`'s scratch: the batch's translation pages.
     gc_pages: Vec<u32>,
     /// `flush_gc_batch`'s set of the batch's translation pages (empty between calls).
-    gc_tpages: AscendingSet,
+    gc_tpages: Bitsets,
     /// Name for assertion messages.
     pub scheme: &'static str,
 }
@@ -1133,7 +1090,7 @@ impl Space {
             gc_scratch: Vec::with_capacity(geo.pages_per_block as usize),
             gc_batch: Vec::with_capacity(geo.pages_per_block as usize),
             gc_pages: Vec::with_capacity(geo.pages_per_block as usize),
-            gc_tpages: AscendingSet::new(lay.tpages),
+            gc_tpages: Bitsets::new(1, lay.tpages),
             scheme,
         }
     }
@@ -1576,14 +1533,15 @@ impl Space {
         // page never looks at `content`: the entries land first, then each distinct
         // translation page is read and written once, in ascending order. Only the page
         // numbers are ordered, by a set that hands them out in ascending order
-        // (`AscendingSet`: a sort of a GC's hundred-odd numbers was 8% of a DFTL run).
+        // (`Bitsets::pop_first`: a sort of a GC's hundred-odd numbers was 8% of a DFTL
+        // run).
         pages.clear();
         for &(t, e, p) in &batch {
             let idx = self.entry(t, e);
             self.content[idx] = p;
-            self.gc_tpages.insert(t);
+            self.gc_tpages.insert(0, t);
         }
-        self.gc_tpages.drain_into(&mut pages);
+        pages.extend(std::iter::from_fn(|| self.gc_tpages.pop_first(0)));
         for &t in &pages {
             let on_flash = self.read_tpage(flash, t, Why::Gc);
             assert!(
@@ -1959,31 +1917,6 @@ mod tests {
     /// flash (every page's state and tag, the counts), the same FTL counters and deep
     /// checks, and the same data read back. Fails if a run skips a mapping update, a
     /// seal or a counter.
-    #[test]
-    fn ascending_set_hands_out_each_member_once_in_ascending_order() {
-        let mut rng = ftlab_core::rng::SplitMix64::new(3);
-        for n in [1u32, 63, 64, 65, 256, 4095, 4096, 4097, 262_144] {
-            let mut set = AscendingSet::new(n);
-            for round in 0..20 {
-                let count = rng.below(300) as usize;
-                let xs: Vec<u32> = (0..count).map(|_| rng.below(n as u64) as u32).collect();
-                for &x in &xs {
-                    set.insert(x);
-                }
-                let mut want = xs.clone();
-                want.sort_unstable();
-                want.dedup();
-                let mut got = vec![7];
-                set.drain_into(&mut got);
-                assert_eq!(got[0], 7, "appends");
-                assert_eq!(got[1..], want[..], "n {n}, round {round}");
-                let mut again = Vec::new();
-                set.drain_into(&mut again);
-                assert!(again.is_empty(), "n {n}: drained sets are empty");
-            }
-        }
-    }
-
     #[test]
     fn gc_in_runs_does_what_page_by_page_does() {
         fn both_ways<F: Demand + ftlab_core::ftl::Ftl>(

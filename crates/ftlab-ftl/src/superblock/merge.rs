@@ -65,6 +65,22 @@ impl Workspace {
         self.pt[e] = dst.0;
         (k, i)
     }
+
+    /// [`Workspace::moved`] with the map in spare areas: the PMD entry of the page's PT
+    /// and its logical block's newest page (`pgd`) follow too.
+    #[inline]
+    fn moved_in_spare(
+        &mut self,
+        pgd: &mut [u32],
+        sp: &Split,
+        src: Ppn,
+        dst: Ppn,
+    ) -> (usize, usize) {
+        let (k, i) = self.moved(sp, src, dst);
+        self.pmd[k * self.pmd_len + i] = dst.0;
+        pgd[sp.lbn as usize] = dst.0;
+        (k, i)
+    }
 }
 
 impl SuperblockFtl {
@@ -157,15 +173,14 @@ impl SuperblockFtl {
         let tag = flash.read(src, Cause::Merge);
         flash.invalidate(src);
         let sp = self.split.split(tag.lpn.0);
-        let (k, i) = self.ws.moved(&sp, src, dst);
         if self.mappages.is_some() {
+            self.ws.moved(&sp, src, dst);
             flash.program(dst, tag, Cause::Merge);
             self.ws.dirty = true;
             self.stats.merge_pages_copied += 1;
             return;
         }
-        self.ws.pmd[k * self.ws.pmd_len + i] = dst.0;
-        self.pgd[sp.lbn as usize] = dst.0;
+        let (k, i) = self.ws.moved_in_spare(&mut self.pgd, &sp, src, dst);
         // The PMD and the PT go straight into the page's spare (no staging copy).
         flash.program_with_spare_parts(dst, tag, self.ws.pmd(k), self.ws.pt(k, i), Cause::Merge);
         self.note(Event::Write {
@@ -188,9 +203,7 @@ impl SuperblockFtl {
         let off =
             flash.move_valid_with_spare(src, from, dst, Cause::Merge, words, |tag, s, d, spare| {
                 let sp = split.split(tag.lpn.0);
-                let (k, i) = ws.moved(&sp, s, d);
-                ws.pmd[k * pl + i] = d.0;
-                pgd[sp.lbn as usize] = d.0;
+                let (k, i) = ws.moved_in_spare(pgd, &sp, s, d);
                 spare[..pl].copy_from_slice(ws.pmd(k));
                 spare[pl..].copy_from_slice(ws.pt(k, i));
                 note_in(
