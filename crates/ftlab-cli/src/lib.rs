@@ -5,7 +5,7 @@
 //! and `visual`: the progress bar, timeline CSV, HTML report and `compare`; and `serve`,
 //! a simulated SSD as a live NBD block device. Everything it simulates goes
 //! through the `ftlab` library.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod bench;

@@ -1,7 +1,7 @@
 //! The `ftlab` command line: a thin layer over the `ftlab` library. It parses
 //! arguments into the library's [`Config`], runs, and prints; every flag of `run` is a
 //! config key (serialized from the flag structs below, so the two cannot drift).
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 // The doc comments of the flag structs are clap's help text, written for a terminal
 // (`[quick]`, `<paper>`), not markdown for rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]

@@ -1,7 +1,7 @@
 //! ftlab's flash translation layers. Each module opens with the paper and section it
 //! implements and the choices the paper left open. Schemes are constructed through the
 //! registry in the `ftlab` crate; nothing here matches on scheme names.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod auto;

@@ -11,7 +11,7 @@
 //! It reads reports as JSON values rather than as `ftlab_report::Report`, so a report
 //! written by another ftlab version, or a file on disk, renders the same way; a key
 //! that is missing leaves its figure out.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod svg;

@@ -33,7 +33,7 @@
 //!   protocol) succeed without reaching the device.
 //! - Commands this server does not advertise (`NBD_CMD_CACHE`, `BLOCK_STATUS`,
 //!   `RESIZE`, unknown ones) get `NBD_EINVAL`.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod fuzzing;

@@ -4,6 +4,7 @@
 //!
 //! The x axis is categorical (the papers sweep discrete settings: CMT sizes, buffer
 //! sizes, thresholds), so points are evenly spaced and labelled with their value.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 use std::fmt::Write as _;
 use std::sync::Arc;

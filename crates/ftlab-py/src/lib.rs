@@ -9,6 +9,7 @@
 //!
 //! The GIL is released while a simulation runs (`run`); an observer reattaches at most
 //! every 50 ms (or at every progress callback) to let Python handle signals (Ctrl-C).
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};

@@ -4,7 +4,7 @@
 //! here, once, from the plain counters of [`Outcome`]. Keys may be added, never renamed.
 //! A figure a scheme does not have is 0, or `null` where 0 would be a lie (a hit ratio
 //! with no lookups, WA with no host writes).
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 use ftlab_core::engine::Outcome;

@@ -10,7 +10,7 @@
 //! [`Request`] plus the device (ASU, disk) it was recorded on and its line number; the
 //! [`transform`] adapters select and lay out devices, shift, fold, scale, window, sort
 //! and replay records before the engine sees them as plain requests.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod ascii;

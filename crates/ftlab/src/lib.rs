@@ -28,7 +28,7 @@
 //! - [`sweep`]: parameter studies, a grid of runs on every core and their tidy table;
 //! - [`testkit`], [`swarm`], [`fuzzing`]: the conformance profiles, swarm testing and
 //!   the fuzz entry points, built on the above.
-
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod config;
