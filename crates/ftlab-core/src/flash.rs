@@ -529,6 +529,58 @@ impl PowerCut {
 /// [`Flash`]'s countdown value when no power cut is armed.
 const FUSE_OFF: u64 = u64::MAX;
 
+/// The data areas of metadata pages ([`Flash::program_payload`]), by page number.
+/// The buffers of erased pages are kept for the next payloads, so that metadata writes
+/// (under Superblock FTL a snapshot log page every two host writes or so) allocate
+/// nothing once the metadata area has been written; and a block that holds none is
+/// erased without a look in the map.
+#[derive(Clone, Debug)]
+struct Payloads {
+    pages: BTreeMap<u32, Vec<u32>>,
+    /// Pages with a payload, per block.
+    per_block: Vec<u32>,
+    /// Buffers of dropped payloads, reused.
+    free: Vec<Vec<u32>>,
+}
+
+impl Payloads {
+    fn new(blocks: usize) -> Payloads {
+        Payloads {
+            pages: BTreeMap::new(),
+            per_block: vec![0; blocks],
+            free: Vec::new(),
+        }
+    }
+
+    /// Stores `words` as the payload of `ppn`, a page of `block`.
+    fn insert(&mut self, ppn: Ppn, block: Pbn, words: &[u32]) {
+        let mut buf = self.free.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(words);
+        match self.pages.insert(ppn.0, buf) {
+            Some(old) => self.free.push(old),
+            None => self.per_block[block.idx()] += 1,
+        }
+    }
+
+    fn get(&self, ppn: Ppn) -> Option<&[u32]> {
+        self.pages.get(&ppn.0).map(|p| &p[..])
+    }
+
+    /// Drops the payloads of pages `[first, end)` of `block`.
+    #[inline]
+    fn drop_pages(&mut self, block: Pbn, first: u32, end: u32) {
+        if self.per_block[block.idx()] == 0 {
+            return;
+        }
+        while let Some((&p, _)) = self.pages.range(first..end).next() {
+            let buf = self.pages.remove(&p).expect("a page just listed");
+            self.free.push(buf);
+            self.per_block[block.idx()] -= 1;
+        }
+    }
+}
+
 /// The NAND array. See the module documentation for the rules it enforces.
 #[derive(Clone)]
 pub struct Flash {
@@ -560,8 +612,8 @@ pub struct Flash {
     /// Extra spare words per page (0 until an FTL first stores some).
     spare_words_per_page: usize,
     spare_words: Vec<u32>,
-    /// Data-area contents of metadata pages, by page number.
-    payloads: BTreeMap<u32, Box<[u32]>>,
+    /// Data-area contents of metadata pages.
+    payloads: Payloads,
     /// Operations left until a planned power cut (it strikes inside the operation that
     /// brings it to 0; [`FUSE_OFF`]: none armed). Counted only while `record` is
     /// [`Record::Armed`].
@@ -638,7 +690,7 @@ impl Flash {
             has_clock: false,
             spare_words_per_page: 0,
             spare_words: Vec::new(),
-            payloads: BTreeMap::new(),
+            payloads: Payloads::new(blocks),
             fuse: FUSE_OFF,
             base_record: Record::Log,
         }
@@ -1002,12 +1054,8 @@ impl Flash {
                 };
             }
         }
-        if !self.payloads.is_empty() {
-            let end = (first + self.geo.pages_per_block as usize) as u32;
-            while let Some((&p, _)) = self.payloads.range(first as u32..end).next() {
-                self.payloads.remove(&p);
-            }
-        }
+        let end = first + self.geo.pages_per_block as usize;
+        self.payloads.drop_pages(pbn, first as u32, end as u32);
         if wp != 0 {
             self.erased_blocks += 1;
         }
@@ -1372,13 +1420,13 @@ impl Flash {
             self.geo.page_size
         );
         self.program(ppn, tag, cause);
-        self.payloads.insert(ppn.0, payload.into());
+        self.payloads.insert(ppn, self.geo.block_of(ppn), payload);
     }
 
     /// The data area of a page programmed with [`Flash::program_payload`] (no flash
     /// operation), or `None`.
     pub fn payload(&self, ppn: Ppn) -> Option<&[u32]> {
-        self.payloads.get(&ppn.0).map(|p| &p[..])
+        self.payloads.get(ppn)
     }
 
     /// Power loss: forgets every valid bit and valid count (the FTL's bookkeeping, held
@@ -1457,7 +1505,7 @@ impl Flash {
                 if self.is_valid(ppn) {
                     self.invalidate(ppn);
                 }
-                self.clear_spare(ppn.idx(), ppn.idx() + 1);
+                self.clear_spare(block, ppn.idx(), ppn.idx() + 1);
             }
             OpKind::Erase => {
                 let ppb = self.geo.pages_per_block;
@@ -1465,7 +1513,7 @@ impl Flash {
                 for i in first..first + ppb as usize {
                     self.tags.set(i, PageTag::UNCORRECTABLE);
                 }
-                self.clear_spare(first, first + ppb as usize);
+                self.clear_spare(block, first, first + ppb as usize);
                 // Counted erased by the erase: it is not.
                 self.erased_blocks -= 1;
                 self.write_ptr[block.idx()] = ppb;
@@ -1475,23 +1523,14 @@ impl Flash {
         std::panic::resume_unwind(Box::new(PowerCut { kind, cause, block }))
     }
 
-    /// Drops the spare words and payloads of pages `[first, end)` (a torn program or
-    /// erase leaves nothing readable).
-    fn clear_spare(&mut self, first: usize, end: usize) {
+    /// Drops the spare words and payloads of pages `[first, end)` of `block` (a torn
+    /// program or erase leaves nothing readable).
+    fn clear_spare(&mut self, block: Pbn, first: usize, end: usize) {
         let n = self.spare_words_per_page;
         if n > 0 {
             self.spare_words[first * n..end * n].fill(0);
         }
-        if !self.payloads.is_empty() {
-            let keys: Vec<u32> = self
-                .payloads
-                .range(first as u32..end as u32)
-                .map(|(&p, _)| p)
-                .collect();
-            for p in keys {
-                self.payloads.remove(&p);
-            }
-        }
+        self.payloads.drop_pages(block, first as u32, end as u32);
     }
 
     /// Recovery bookkeeping: declares a programmed page valid again (no flash
@@ -2571,6 +2610,44 @@ mod tests {
         assert_eq!(f.payload(Ppn(1)), None);
         assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
         assert_eq!(f.stats().programs[Cause::Map as usize], 1);
+    }
+
+    /// An erase drops the payloads of its own block only, and keeps their buffers for
+    /// the next payloads; a torn program drops its page's.
+    #[test]
+    fn an_erase_drops_its_blocks_payloads_and_reuses_their_buffers() {
+        let mut f = flash();
+        let ppb = f.geometry().pages_per_block;
+        for p in [0, 1, ppb, ppb + 1] {
+            f.program_payload(Ppn(p), tag(p), &[p; 3], Cause::Map);
+        }
+        f.program(Ppn(2 * ppb), tag(9), Cause::Host);
+        assert_eq!(f.payloads.per_block[..3], [2, 2, 0]);
+        for p in [0, 1, 2 * ppb] {
+            f.invalidate(Ppn(p));
+        }
+        f.erase(Pbn(2), Cause::Gc);
+        f.erase(Pbn(0), Cause::Gc);
+        assert_eq!(f.payloads.per_block[..3], [0, 2, 0]);
+        assert_eq!((f.payload(Ppn(0)), f.payload(Ppn(1))), (None, None));
+        assert_eq!(f.payload(Ppn(ppb + 1)), Some(&[ppb + 1; 3][..]));
+        assert_eq!(f.payloads.free.len(), 2);
+        f.program_payload(Ppn(0), tag(0), &[7; 5], Cause::Map);
+        assert_eq!(
+            f.payloads.free.len(),
+            1,
+            "a dropped payload's buffer is reused"
+        );
+        assert_eq!(f.payload(Ppn(0)), Some(&[7; 5][..]));
+        assert_eq!(f.payloads.per_block[..3], [1, 2, 0]);
+        // A program torn by a power cut leaves no payload.
+        f.arm_power_cut(1);
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f.program_payload(Ppn(1), tag(1), &[1], Cause::Map)
+        }));
+        assert!(cut.is_err());
+        assert_eq!(f.payload(Ppn(1)), None);
+        assert_eq!(f.payloads.per_block[..3], [1, 2, 0]);
     }
 
     #[test]

@@ -424,11 +424,17 @@ impl Tpm {
         self.slot_tpage.len() as u32
     }
 
-    /// Where entry `off` of the page cached in `slot` lives: in `content` itself, which
-    /// the cache updates in place (see the module documentation).
+    /// Where the entry of `lpn`, in the page cached in `slot`, lives: in `content`
+    /// itself, which the cache updates in place (see the module documentation), at
+    /// `t * epp + off`, which is the LPN: no load of the slot's page on the way.
     #[inline]
-    fn entry(&self, slot: u32, off: u32) -> usize {
-        self.s.entry(self.slot_tpage[slot as usize], off)
+    fn entry(&self, slot: u32, lpn: Lpn) -> usize {
+        debug_assert_eq!(
+            self.s
+                .entry(self.slot_tpage[slot as usize], self.s.tpage_of(lpn).1),
+            lpn.0 as usize
+        );
+        lpn.0 as usize
     }
 
     /// The CMT slot of translation page `t`, loading it on a miss.
@@ -635,9 +641,9 @@ impl Tpm {
         Ok(())
     }
 
-    /// Unmaps entry `e` of cached `slot`.
-    fn drop_old(&mut self, flash: &mut Flash, slot: u32, e: u32) {
-        let i = self.entry(slot, e);
+    /// Unmaps the entry of `lpn` in cached `slot`.
+    fn drop_old(&mut self, flash: &mut Flash, slot: u32, lpn: Lpn) {
+        let i = self.entry(slot, lpn);
         let old = self.s.content[i];
         if old != NONE {
             self.s.invalidate(flash, Ppn(old));
@@ -812,13 +818,13 @@ impl Demand for Tpm {
     /// A moved page of a cached translation page is updated in the cached copy, which
     /// counts as an update.
     fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool {
-        let (t, e) = self.s.tpage_of(lpn);
+        let t = self.s.tpage_of(lpn).0;
         debug_assert_eq!(t / self.per_wp, self.owner[self.s.geo.block_of(src).idx()]);
         let slot = self.gtd_slot[t as usize];
         if slot == NONE {
             return false;
         }
-        let i = self.entry(slot, e);
+        let i = self.entry(slot, lpn);
         debug_assert_eq!(self.s.content[i], src.0);
         self.s.content[i] = dst.0;
         self.slot_updates[slot as usize] += 1;
@@ -833,7 +839,7 @@ impl Demand for Tpm {
 impl Ftl for Tpm {
     fn write(&mut self, flash: &mut Flash, pages: &[PageWrite]) {
         for &tag in pages {
-            let (t, e) = self.s.tpage_of(tag.lpn);
+            let t = self.s.tpage_of(tag.lpn).0;
             let g = t / self.per_wp;
             let slot = self.lookup(flash, t);
             // The page to program first (Algorithm III.1's GC loop may run), then the
@@ -842,12 +848,12 @@ impl Ftl for Tpm {
             // old copy meanwhile; it updates the cached entry, which `drop_old` reads.
             let st = self.pick_stream(flash, g, tag.lpn);
             let dst = self.wp_dest(flash, g, st, false);
-            self.drop_old(flash, slot, e);
+            self.drop_old(flash, slot, tag.lpn);
             flash.program(dst, tag, Cause::Host);
             self.after_data_program(flash, g, st, dst);
             self.stream_programs[0] += 1;
             debug_assert_eq!(self.gtd_slot[t as usize], slot);
-            let i = self.entry(slot, e);
+            let i = self.entry(slot, tag.lpn);
             self.s.content[i] = dst.0;
             self.slot_updates[slot as usize] += 1;
         }
@@ -864,16 +870,14 @@ impl Ftl for Tpm {
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
-        let (t, e) = self.s.tpage_of(lpn);
-        let slot = self.lookup(flash, t);
-        let ppn = self.s.content[self.entry(slot, e)];
+        let slot = self.lookup(flash, self.s.tpage_of(lpn).0);
+        let ppn = self.s.content[self.entry(slot, lpn)];
         (ppn != NONE).then(|| flash.read(Ppn(ppn), Cause::Host))
     }
 
     fn trim(&mut self, flash: &mut Flash, lpn: Lpn) {
-        let (t, e) = self.s.tpage_of(lpn);
-        let slot = self.lookup(flash, t);
-        self.drop_old(flash, slot, e);
+        let slot = self.lookup(flash, self.s.tpage_of(lpn).0);
+        self.drop_old(flash, slot, lpn);
     }
 
     /// A device at rest has a clean cache: every cached translation page with updates
@@ -1116,7 +1120,7 @@ mod tests {
         assert_eq!(flash.peek_tag(p145), Some(tag(145, 1)));
         assert_eq!(geo.offset_of(p145), 0);
         let slot = f.cache_index(18).unwrap();
-        assert_eq!(f.s.content[f.entry(slot, 145 % 8)], p145.0);
+        assert_eq!(f.s.content[f.entry(slot, Lpn(145))], p145.0);
         // 134 shares entry 16 with 135 (128..=135), so it goes right after it; 136 is
         // entry 17's and goes elsewhere.
         f.write(&mut flash, &[tag(134, 1)]);
