@@ -27,6 +27,10 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse::<u64>().ok());
     let words = nums.next().unwrap_or(24) as usize;
+    if words == 0 {
+        eprintln!("spare_copies: WORDS must be at least 1 (the plain copies run anyway)");
+        std::process::exit(2);
+    }
     let copies = nums.next().unwrap_or(64 << 20);
     let cfg = Config {
         ftl: "page".into(),
