@@ -146,6 +146,11 @@ pub struct Measure {
     /// existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_page: Option<f64>,
+    /// In a median: the lowest and the highest of those ratios over the rounds
+    /// ([`vs_partner_range`]), which say how far one round's ratio can be trusted on
+    /// this machine; absent as `vs_page` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_page_range: Option<[f64; 2]>,
 }
 
 impl Measure {
@@ -213,6 +218,7 @@ pub fn measure(case: &Case, size: Size) -> anyhow::Result<Measure> {
         mapping_bytes: r.ftl.mapping_bytes,
         waf: r.waf,
         vs_page: None,
+        vs_page_range: None,
     })
 }
 
@@ -297,13 +303,26 @@ pub fn page_case_of(id: &str) -> String {
 /// an adjacent page-mapping run keeps the machine's drift out of the ratio, which a
 /// ratio of the two medians, or of runs half a round apart, takes in.
 pub fn vs_partner(case: &[Measure], partner: &[Measure]) -> Option<f64> {
+    let ratios = paired_ratios(case, partner);
+    ratios.get(ratios.len() / 2).copied()
+}
+
+/// The lowest and the highest of the rounds' ratios [`vs_partner`] takes the median
+/// of, or `None` without rounds.
+pub fn vs_partner_range(case: &[Measure], partner: &[Measure]) -> Option<[f64; 2]> {
+    let ratios = paired_ratios(case, partner);
+    Some([*ratios.first()?, *ratios.last()?])
+}
+
+/// Each round's flash operations/s of the case relative to its partner's, ascending.
+fn paired_ratios(case: &[Measure], partner: &[Measure]) -> Vec<f64> {
     let mut ratios: Vec<f64> = case
         .iter()
         .zip(partner)
         .map(|(m, p)| m.flash_ops_per_s() / p.flash_ops_per_s())
         .collect();
     ratios.sort_by(f64::total_cmp);
-    ratios.get(ratios.len() / 2).copied()
+    ratios
 }
 
 /// Reads a saved result, if the file exists.
@@ -325,8 +344,16 @@ pub fn table(now: &Saved, baseline: Option<&Saved>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<26} {:>10} {:>12} {:>9} {:>8} {:>9} {:>9} {:>11}",
-        "case", "req/s", "flash ops/s", "ns/op", "vs page", "RSS MiB", "B/lpage", "vs baseline"
+        "{:<26} {:>10} {:>12} {:>9} {:>8} {:>11} {:>9} {:>9} {:>11}",
+        "case",
+        "req/s",
+        "flash ops/s",
+        "ns/op",
+        "vs page",
+        "range",
+        "RSS MiB",
+        "B/lpage",
+        "vs baseline"
     );
     for m in &now.cases {
         let page_id = page_case_of(&m.id);
@@ -335,6 +362,12 @@ pub fn table(now: &Saved, baseline: Option<&Saved>) -> String {
             .vs_page
             .or_else(|| page.map(|p| m.flash_ops_per_s() / p.flash_ops_per_s()))
             .map_or("-".to_string(), |r| format!("{r:.2}x"));
+        // Only where the rounds' ratios differ: page mapping against itself, or one
+        // round, has no spread to show.
+        let range = m
+            .vs_page_range
+            .filter(|[lo, hi]| lo < hi)
+            .map_or("-".to_string(), |[lo, hi]| format!("{lo:.2}-{hi:.2}"));
         let vs_base = baseline
             .and_then(|b| b.cases.iter().find(|b| b.id == m.id))
             .map_or("-".to_string(), |b| {
@@ -342,12 +375,13 @@ pub fn table(now: &Saved, baseline: Option<&Saved>) -> String {
             });
         let _ = writeln!(
             s,
-            "{:<26} {:>10} {:>12} {:>9.1} {:>8} {:>9.1} {:>9.1} {:>11}",
+            "{:<26} {:>10} {:>12} {:>9.1} {:>8} {:>11} {:>9.1} {:>9.1} {:>11}",
             m.id,
             si(m.requests_per_s()),
             si(m.flash_ops_per_s()),
             m.ns_per_flash_op(),
             vs_page,
+            range,
             m.peak_rss as f64 / 1048576.0,
             m.peak_rss as f64 / m.logical_pages.max(1) as f64,
             vs_base
@@ -484,15 +518,13 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     if progress {
         eprintln!();
     }
-    let vs_page: Vec<Option<f64>> = runs
+    // A page-mapping case is its own partner (1.00x).
+    let vs_page: Vec<(Option<f64>, Option<[f64; 2]>)> = runs
         .iter()
         .zip(&partners)
         .map(|(r, p)| {
-            if p.is_empty() {
-                vs_partner(r, r)
-            } else {
-                vs_partner(r, p)
-            }
+            let p = if p.is_empty() { r } else { p };
+            (vs_partner(r, p), vs_partner_range(r, p))
         })
         .collect();
     let now = Saved {
@@ -503,8 +535,9 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         cases: runs
             .into_iter()
             .zip(vs_page)
-            .map(|(r, v)| Measure {
+            .map(|(r, (v, range))| Measure {
                 vs_page: v,
+                vs_page_range: range,
                 ..median(r)
             })
             .collect(),
@@ -533,7 +566,8 @@ pub fn command(args: &BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         println!(
             "medians of {} round(s), {} ({} cores); vs page: flash ops/s relative to \
              page mapping on the same workload under the same buffer, run just before \
-             the case, the median over the rounds; vs baseline: requests/s relative to {}",
+             the case, the median over the rounds; range: the lowest and highest of \
+             the rounds' ratios; vs baseline: requests/s relative to {}",
             now.rounds,
             now.machine.cpu,
             now.machine.cores,
@@ -604,6 +638,7 @@ mod tests {
             mapping_bytes: 0,
             waf: None,
             vs_page: None,
+            vs_page_range: None,
         };
         let got = median(vec![m(3.0, 1), m(1.0, 5), m(2.0, 2)]);
         assert_eq!(got.seconds, 2.0);
@@ -625,6 +660,7 @@ mod tests {
             mapping_bytes: 0,
             waf: None,
             vs_page: None,
+            vs_page_range: None,
         };
         // The machine halves its speed in round 2: each pair keeps the ratio 0.5, a
         // ratio of medians would not.
@@ -633,6 +669,12 @@ mod tests {
         assert_eq!(vs_partner(&case, &page), Some(0.5));
         assert_eq!(vs_partner(&page, &page), Some(1.0));
         assert_eq!(vs_partner(&[], &[]), None);
+        // The spread: 0.5 in rounds 1 and 2, 2.0 / 2.2 in round 3.
+        let [lo, hi] = vs_partner_range(&case, &page).expect("three rounds");
+        assert_eq!(lo, 0.5);
+        assert!((hi - 2.0 / 2.2).abs() < 1e-9, "{hi}");
+        assert_eq!(vs_partner_range(&page, &page), Some([1.0, 1.0]));
+        assert_eq!(vs_partner_range(&[], &[]), None);
         let of_medians =
             median(case.to_vec()).flash_ops_per_s() / median(page.to_vec()).flash_ops_per_s();
         assert!((of_medians - 2.0 / 2.2).abs() < 1e-9);
@@ -647,5 +689,52 @@ mod tests {
                 c.id
             );
         }
+    }
+
+    /// The table shows each case's spread of paired ratios beside their median, and
+    /// none where there is no spread (page mapping against itself); a result saved
+    /// before the range existed still reads.
+    #[test]
+    fn the_table_shows_the_rounds_spread_of_the_ratio_to_page_mapping() {
+        let m = |id: &str, vs: Option<f64>, range: Option<[f64; 2]>| Measure {
+            id: id.into(),
+            requests: 10,
+            flash_ops: 100,
+            seconds: 1.0,
+            peak_rss: 0,
+            logical_pages: 1,
+            mapping_bytes: 0,
+            waf: None,
+            vs_page: vs,
+            vs_page_range: range,
+        };
+        let saved = Saved {
+            version: "0".into(),
+            size: Size::Quick,
+            rounds: 3,
+            machine: Machine::this(),
+            cases: vec![
+                m("randwrite/page+none", Some(1.0), Some([1.0, 1.0])),
+                m("randwrite/tpm+none", Some(0.81), Some([0.704, 1.0451])),
+            ],
+        };
+        let t = table(&saved, None);
+        let row = |id: &str| {
+            let line = t.lines().find(|l| l.starts_with(id)).expect("a row");
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert!(t
+            .lines()
+            .next()
+            .expect("a header")
+            .contains("vs page       range"));
+        assert_eq!(row("randwrite/tpm+none")[4..6], ["0.81x", "0.70-1.05"]);
+        assert_eq!(row("randwrite/page+none")[4..6], ["1.00x", "-"]);
+        let old = r#"{"id":"x","requests":1,"flash_ops":1,"seconds":1.0,"peak_rss":0,
+            "logical_pages":1,"mapping_bytes":0,"waf":null,"vs_page":0.5}"#;
+        let old: Measure = serde_json::from_str(old).expect("a measure saved before ranges");
+        assert_eq!((old.vs_page, old.vs_page_range), (Some(0.5), None));
     }
 }
