@@ -62,7 +62,12 @@ use crate::geometry::Geometry;
 use crate::timing::{DieClock, Served};
 use crate::units::{Lpn, Nanos, PageTag, Pbn, Ppn};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+mod journal;
+use journal::Journals;
+pub use journal::{SpareDecode, SpareJournal};
 
 /// Number of [`Cause`]s.
 pub const CAUSES: usize = 6;
@@ -552,11 +557,12 @@ impl Payloads {
         }
     }
 
-    /// Stores `words` as the payload of `ppn`, a page of `block`.
-    fn insert(&mut self, ppn: Ppn, block: Pbn, words: &[u32]) {
+    /// Stores `head` then `tail` as the payload of `ppn`, a page of `block`.
+    fn insert(&mut self, ppn: Ppn, block: Pbn, head: &[u32], tail: &[u32]) {
         let mut buf = self.free.pop().unwrap_or_default();
         buf.clear();
-        buf.extend_from_slice(words);
+        buf.extend_from_slice(head);
+        buf.extend_from_slice(tail);
         match self.pages.insert(ppn.0, buf) {
             Some(old) => self.free.push(old),
             None => self.per_block[block.idx()] += 1,
@@ -612,6 +618,8 @@ pub struct Flash {
     /// Extra spare words per page (0 until an FTL first stores some).
     spare_words_per_page: usize,
     spare_words: Vec<u32>,
+    /// Spare words kept as journals ([`Flash::move_valid_journaled`]).
+    journals: Journals,
     /// Data-area contents of metadata pages.
     payloads: Payloads,
     /// Operations left until a planned power cut (it strikes inside the operation that
@@ -690,6 +698,7 @@ impl Flash {
             has_clock: false,
             spare_words_per_page: 0,
             spare_words: Vec::new(),
+            journals: Journals::default(),
             payloads: Payloads::new(blocks),
             fuse: FUSE_OFF,
             base_record: Record::Log,
@@ -1056,6 +1065,7 @@ impl Flash {
         }
         let end = first + self.geo.pages_per_block as usize;
         self.payloads.drop_pages(pbn, first as u32, end as u32);
+        self.journals.drop_pages(pbn.idx(), 0, wp as u32);
         if wp != 0 {
             self.erased_blocks += 1;
         }
@@ -1173,7 +1183,7 @@ impl Flash {
         cause: Cause,
         mut moved: impl FnMut(PageTag, Ppn, Ppn),
     ) -> u32 {
-        self.move_valid_inner(src, from, dst, cause, 0, |tag, s, d, _| moved(tag, s, d))
+        self.move_valid_inner::<false>(src, from, dst, cause, 0, |tag, s, d, _, _| moved(tag, s, d))
     }
 
     /// [`Flash::move_valid`] for pages that carry `words` spare words beside the tag
@@ -1197,25 +1207,90 @@ impl Flash {
         moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32]),
     ) -> u32 {
         let n = self.spare_store(words);
-        self.move_valid_inner(src, from, dst, cause, n, moved)
+        let mut moved = moved;
+        self.move_valid_inner::<true>(src, from, dst, cause, n, |tag, s, d, w, _| {
+            moved(tag, s, d, w)
+        })
+    }
+
+    /// Opens a spare journal (see the `journal` module): pages programmed through it
+    /// ([`Flash::move_valid_journaled`]) carry `words` spare words a page, which
+    /// `decode` rebuilds from the journal's table, the concatenation of `base`, and
+    /// its entries. Closes the journal open before, if any.
+    ///
+    /// Panics if `words` is 0 or differs from the words per page already in use.
+    pub fn open_spare_journal(
+        &mut self,
+        words: usize,
+        base: &[&[u32]],
+        decode: SpareDecode,
+    ) -> SpareJournal {
+        self.spare_store(words);
+        self.journals.open(self.geo.blocks as usize, base, decode)
+    }
+
+    /// Closes `journal`, the open one: no page is programmed through it any more.
+    ///
+    /// Panics if it is not the open journal.
+    pub fn close_spare_journal(&mut self, journal: SpareJournal) {
+        self.journals.close(journal);
+    }
+
+    /// [`Flash::move_valid_with_spare`] with the copies' spare words kept in `journal`,
+    /// the open journal: `moved(tag, from, to)` returns the copy's entry code, and the
+    /// copy's spare words are the journal's decoding of its entries up to that one
+    /// ([`SpareDecode`]). The same flash state (as [`Flash::spare_words`] reads it),
+    /// counts, log entries and times as [`Flash::move_valid_with_spare`] writing the
+    /// decoded words; 8 bytes stored a copy instead of the words.
+    #[inline]
+    pub fn move_valid_journaled(
+        &mut self,
+        src: Pbn,
+        from: u32,
+        dst: Pbn,
+        cause: Cause,
+        journal: SpareJournal,
+        mut moved: impl FnMut(PageTag, Ppn, Ppn) -> u32,
+    ) -> u32 {
+        if self.record == Record::Armed {
+            // A cut may strike between two copies: each copy's reference goes with it.
+            let base = self.geo.ppn(dst, 0).0;
+            return self.move_valid_inner::<true>(src, from, dst, cause, 0, |t, s, d, _, js| {
+                let code = moved(t, s, d);
+                js.push(journal, dst.idx(), d.0 - base, d.0, code);
+            });
+        }
+        // The copies' entries one by one, their references once for the run.
+        let first = self.write_ptr[dst.idx()];
+        let stop = self.move_valid_inner::<true>(src, from, dst, cause, 0, |t, s, d, _, js| {
+            let code = moved(t, s, d);
+            js.push_entry(journal, d.0, code);
+        });
+        let end = self.write_ptr[dst.idx()];
+        self.journals.add_run(journal, dst.idx(), first, end);
+        stop
     }
 
     /// [`Flash::move_valid`] with `words` spare words per copy handed to `moved`
-    /// (none when 0).
+    /// (none when 0); `SPARE`: the copies carry spare words (stored whole or in a
+    /// journal), so an armed power cut counts each as a read and a program.
     #[inline(always)]
-    fn move_valid_inner(
+    fn move_valid_inner<const SPARE: bool>(
         &mut self,
         src: Pbn,
         from: u32,
         dst: Pbn,
         cause: Cause,
         words: usize,
-        mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32]),
+        mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32], &mut Journals),
     ) -> u32 {
         let ppb = self.geo.pages_per_block;
         let end = self.write_ptr[src.idx()];
         let mut off = from;
-        if !matches!(self.record, Record::Count | Record::Clock) {
+        // (Spare words with packed tags, which only tests combine, go page by page too:
+        // the run below then calls `moved` from one place, where it is inlined.)
+        let packed_spare = SPARE && matches!(self.tags, Tags::Packed { .. });
+        if !matches!(self.record, Record::Count | Record::Clock) || packed_spare {
             // The log, a model that needs each operation's cause, or an armed power
             // cut: page by page.
             while off < end && !self.is_full(dst) {
@@ -1223,7 +1298,7 @@ impl Flash {
                 off += 1;
                 if self.is_valid(sp) {
                     let dp = self.geo.ppn(dst, self.write_ptr[dst.idx()]);
-                    let tag = if words == 0 {
+                    let tag = if !SPARE {
                         let tag = self.copy(sp, dp, cause);
                         self.invalidate(sp);
                         tag
@@ -1236,7 +1311,13 @@ impl Flash {
                         tag
                     };
                     let at = dp.idx() * words;
-                    moved(tag, sp, dp, &mut self.spare_words[at..at + words]);
+                    moved(
+                        tag,
+                        sp,
+                        dp,
+                        &mut self.spare_words[at..at + words],
+                        &mut self.journals,
+                    );
                 }
             }
             return off;
@@ -1255,6 +1336,7 @@ impl Flash {
             .prefetch(d0, d0 + (room as usize).min(to.saturating_sub(from)));
         let valid = &self.valid[..];
         let spare = &mut self.spare_words[d0 * words..(d0 + room as usize) * words];
+        let journals = &mut self.journals;
         // The tag layout matched once per run, the valid pages found a word at a time;
         // the validity bits change after the run (the callback cannot see the flash).
         let (stop, n) = match &mut self.tags {
@@ -1263,8 +1345,9 @@ impl Flash {
                 t[d0 + k] = tag;
                 prefetch_spare(spare, k, words);
                 let words = &mut spare[k * words..(k + 1) * words];
-                moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
+                moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words, journals);
             }),
+            Tags::Packed { .. } if SPARE => unreachable!("spare words with packed tags"),
             Tags::Packed {
                 words: packed,
                 lpn_bits,
@@ -1280,7 +1363,7 @@ impl Flash {
                     };
                     prefetch_spare(spare, k, words);
                     let words = &mut spare[k * words..(k + 1) * words];
-                    moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
+                    moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words, journals);
                 })
             }
         };
@@ -1401,26 +1484,59 @@ impl Flash {
     }
 
     /// The extra spare words of a page programmed with [`Flash::program_with_spare`]
-    /// (no flash operation). Panics if the page is not programmed.
-    pub fn spare_words(&self, ppn: Ppn) -> &[u32] {
+    /// or through a spare journal ([`Flash::move_valid_journaled`], decoded here), no
+    /// flash operation. Panics if the page is not programmed.
+    pub fn spare_words(&self, ppn: Ppn) -> Cow<'_, [u32]> {
         assert!(
             self.is_programmed(ppn),
             "spare words of {ppn:?}, which is not programmed"
         );
         let n = self.spare_words_per_page;
-        &self.spare_words[ppn.idx() * n..(ppn.idx() + 1) * n]
+        let (block, offset) = self.split(ppn);
+        match self.journals.words(block.idx(), offset, ppn.0) {
+            Some(words) => {
+                assert_eq!(
+                    words.len(),
+                    n,
+                    "the spare journal of {ppn:?} decodes {} words, not {n}",
+                    words.len()
+                );
+                Cow::Owned(words)
+            }
+            None => Cow::Borrowed(&self.spare_words[ppn.idx() * n..(ppn.idx() + 1) * n]),
+        }
+    }
+
+    /// Spare journals allocated and the words they hold (tables, entries and the
+    /// per-page references).
+    pub fn spare_journal_footprint(&self) -> (usize, usize) {
+        self.journals.footprint()
     }
 
     /// Programs a metadata page like [`Flash::program`] with `payload` as its data area.
     pub fn program_payload(&mut self, ppn: Ppn, tag: PageTag, payload: &[u32], cause: Cause) {
+        self.program_payload_parts(ppn, tag, payload, &[], cause);
+    }
+
+    /// [`Flash::program_payload`] of the words `head` followed by `tail`, so a caller
+    /// whose page is a header and a body kept apart writes it without assembling it.
+    pub fn program_payload_parts(
+        &mut self,
+        ppn: Ppn,
+        tag: PageTag,
+        head: &[u32],
+        tail: &[u32],
+        cause: Cause,
+    ) {
+        let words = head.len() + tail.len();
         assert!(
-            payload.len() * 4 <= self.geo.page_size as usize,
-            "a payload of {} words does not fit a {}-byte page",
-            payload.len(),
+            words * 4 <= self.geo.page_size as usize,
+            "a payload of {words} words does not fit a {}-byte page",
             self.geo.page_size
         );
         self.program(ppn, tag, cause);
-        self.payloads.insert(ppn, self.geo.block_of(ppn), payload);
+        self.payloads
+            .insert(ppn, self.geo.block_of(ppn), head, tail);
     }
 
     /// The data area of a page programmed with [`Flash::program_payload`] (no flash
@@ -1435,6 +1551,7 @@ impl Flash {
     /// reading), erase counts. A recovering FTL re-marks live pages with
     /// [`Flash::mark_valid`].
     pub fn power_cycle(&mut self) {
+        self.journals.close_open();
         self.valid.fill(0);
         self.valid_count.fill(0);
         self.clear_log();
@@ -1531,6 +1648,9 @@ impl Flash {
             self.spare_words[first * n..end * n].fill(0);
         }
         self.payloads.drop_pages(block, first as u32, end as u32);
+        let base = self.geo.ppn(block, 0).idx();
+        self.journals
+            .drop_pages(block.idx(), (first - base) as u32, (end - base) as u32);
     }
 
     /// Recovery bookkeeping: declares a programmed page valid again (no flash
@@ -2346,7 +2466,7 @@ mod tests {
         assert_eq!(f.write_ptr(Pbn(0)), 3);
         assert_eq!(f.read_spare(Ppn(1), Cause::Recovery), tag(2));
         assert!(f.read_spare(Ppn(2), Cause::Recovery).is_uncorrectable());
-        assert_eq!(f.spare_words(Ppn(2)), &[0, 0]);
+        assert_eq!(f.spare_words(Ppn(2)), &[0, 0][..]);
         // Used: the next program goes on after it.
         f.program(Ppn(3), tag(4), Cause::Host);
         f.check().unwrap();
@@ -2602,14 +2722,93 @@ mod tests {
         f.program_payload(Ppn(1), tag(2), &[1, 2, 3, 4], Cause::Map);
         f.program_with_spare(Ppn(4), tag(3), &[5, 5, 5], Cause::Host);
         f.power_cycle();
-        assert_eq!(f.spare_words(Ppn(0)), &[7, 8, 9]);
-        assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
+        assert_eq!(f.spare_words(Ppn(0)), &[7, 8, 9][..]);
+        assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5][..]);
         assert_eq!(f.payload(Ppn(1)), Some(&[1, 2, 3, 4][..]));
         assert_eq!(f.payload(Ppn(0)), None);
         f.erase(Pbn(0), Cause::Gc);
         assert_eq!(f.payload(Ppn(1)), None);
-        assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5]);
+        assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5][..]);
         assert_eq!(f.stats().programs[Cause::Map as usize], 1);
+    }
+
+    /// A test journal: the table is one word; a page's spare words are the table plus
+    /// the codes of the entries up to its own, and the page.
+    fn sum_decode(base: &[u32], entries: &[[u32; 2]], out: &mut Vec<u32>) {
+        let sum = base[0] + entries.iter().map(|e| e[1]).sum::<u32>();
+        out.extend_from_slice(&[sum, entries[entries.len() - 1][0]]);
+    }
+
+    /// Spare words kept in a journal read back as the words the decoder gives, for
+    /// every record mode and tag layout; an erase drops its pages' references and frees
+    /// a closed journal none of whose pages is left; a torn copy has no words.
+    #[test]
+    fn journaled_spare_words_decode_and_die_with_their_pages() {
+        for packed in [false, true] {
+            for log in [false, true] {
+                let g = geometry(4, 4, 50.0, 1);
+                let mut f = if packed {
+                    Flash::with_packed_tags(&g)
+                } else {
+                    Flash::new(&g)
+                };
+                f.set_logging(log);
+                for p in 0..4 {
+                    f.program_with_spare(Ppn(p), tag(p), &[p, p], Cause::Host);
+                }
+                f.invalidate(Ppn(1));
+                let j = f.open_spare_journal(2, &[&[100]], sum_decode);
+                let mut codes = 10;
+                let mut moves = Vec::new();
+                let stop = f.move_valid_journaled(Pbn(0), 0, Pbn(1), Cause::Gc, j, |t, s, d| {
+                    moves.push((t.lpn.0, s.0, d.0));
+                    codes += 1;
+                    codes
+                });
+                assert_eq!(stop, 4);
+                assert_eq!(moves, [(0, 0, 4), (2, 2, 5), (3, 3, 6)]);
+                let at = format!("packed {packed}, log {log}");
+                // Pages 4, 5, 6 hold lpns 0, 2, 3 with codes 11, 12, 13.
+                assert_eq!(f.spare_words(Ppn(4)), &[111, 4][..], "{at}");
+                assert_eq!(f.spare_words(Ppn(5)), &[123, 5][..], "{at}");
+                assert_eq!(f.spare_words(Ppn(6)), &[136, 6][..], "{at}");
+                assert_eq!(f.spare_journal_footprint().0, 1);
+                // Closed, then its pages erased: freed, and its slot reused.
+                f.close_spare_journal(j);
+                f.power_cycle();
+                assert_eq!(
+                    f.spare_words(Ppn(5)),
+                    &[123, 5][..],
+                    "{at}: after a power cycle"
+                );
+                f.erase(Pbn(0), Cause::Gc);
+                f.erase(Pbn(1), Cause::Gc);
+                assert_eq!(f.spare_journal_footprint().0, 0, "{at}");
+                f.program_with_spare(Ppn(4), tag(7), &[1, 2], Cause::Host);
+                assert_eq!(
+                    f.spare_words(Ppn(4)),
+                    &[1, 2][..],
+                    "{at}: written whole again"
+                );
+                f.program_with_spare(Ppn(5), tag(8), &[3, 4], Cause::Host);
+                let j2 = f.open_spare_journal(2, &[&[0]], sum_decode);
+                assert_eq!(j2, j, "{at}: the freed slot is reused");
+                if packed {
+                    continue; // (power cuts need whole tags)
+                }
+                // A copy torn by a power cut: used, unreadable, no words, no reference.
+                f.arm_power_cut(2);
+                cut_by(|| {
+                    f.move_valid_journaled(Pbn(1), 0, Pbn(2), Cause::Gc, j2, |_, _, _| 5);
+                });
+                f.power_cycle();
+                assert_eq!(f.spare_words(Ppn(8)), &[0, 0][..], "{at}: torn");
+                assert!(f.read_spare(Ppn(8), Cause::Recovery).is_uncorrectable());
+                // The power cycle closed the journal; no page references it: freed.
+                assert_eq!(f.spare_journal_footprint().0, 0, "{at}");
+                f.check().unwrap();
+            }
+        }
     }
 
     /// An erase drops the payloads of its own block only, and keeps their buffers for

@@ -65,6 +65,12 @@
 //!   the bit fields fit). Reads resolve through the cache and these spares, never through
 //!   a full page table, so a wrong PGD or PT shows up as an oracle violation, and the map
 //!   survives a power loss with the flash (recovery: see the `snapshot` module, §4.4).
+//!   A merge's copies keep their words in a spare journal of the flash
+//!   ([`Flash::move_valid_journaled`]): the work area as the merge found it, and per copy
+//!   the PT entry it moved; [`Flash::spare_words`] decodes the words each copy was
+//!   programmed with, so every reader sees them as if stored whole (8 bytes a copy
+//!   instead of 96; `merge::decode_spare`, test
+//!   `journaled_merge_spares_read_back_as_the_words_written_whole`).
 //! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
 //!   and `snapshot` modules and [`SuperblockOptions`].
 //! - `mapping = map_page` (SB-P, §4.2.3; `map_page_home`, `superblocks_per_map_page`,
@@ -137,7 +143,7 @@ use snapshot::{Event, SnapLog, OWN_SNAPSHOT};
 
 use crate::auto::AutoOr;
 use cache::{MapCache, NONE};
-use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::flash::{Cause, Flash, SpareJournal};
 use ftlab_core::ftl::{Ftl, FtlStats, IdleBudget, RecoverError};
 use ftlab_core::geometry::Geometry;
 use ftlab_core::lru::Lru;
@@ -240,6 +246,14 @@ pub struct SuperblockFtl {
     mirror: mirror::Mirror,
     // Merge work area and scratch.
     ws: merge::Workspace,
+    /// The spare journal the work area's copies are programmed through while a merge
+    /// runs (`journal_spares`).
+    journal: Option<SpareJournal>,
+    /// Merge copies keep their spare words in a journal ([`Flash::move_valid_journaled`],
+    /// the default) rather than whole ([`Flash::move_valid_with_spare`]): the same
+    /// words for every reader, 8 bytes stored a copy instead of 96. Off only in the
+    /// tests that compare the two.
+    journal_spares: bool,
     scratch: Vec<u32>,
     stats: FtlStats,
     counters: Counters,
@@ -247,14 +261,14 @@ pub struct SuperblockFtl {
 
 /// The PMD in the spare area of page `ppn`.
 #[inline]
-fn spare_pmd(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
-    &flash.spare_words(Ppn(ppn))[..pmd_len]
+fn spare_pmd(flash: &Flash, ppn: u32, pmd_len: usize) -> Vec<u32> {
+    flash.spare_words(Ppn(ppn))[..pmd_len].to_vec()
 }
 
 /// The PT in the spare area of page `ppn`.
 #[inline]
-fn spare_pt(flash: &Flash, ppn: u32, pmd_len: usize) -> &[u32] {
-    &flash.spare_words(Ppn(ppn))[pmd_len..]
+fn spare_pt(flash: &Flash, ppn: u32, pmd_len: usize) -> Vec<u32> {
+    flash.spare_words(Ppn(ppn))[pmd_len..].to_vec()
 }
 
 impl SuperblockFtl {
@@ -603,6 +617,8 @@ impl SuperblockFtl {
             mpwords: Vec::new(),
             mirror: mirror::Mirror::default(),
             ws: merge::Workspace::new(cfg.n, split.pmd_len(), split.pt_len()),
+            journal: None,
+            journal_spares: true,
             scratch: Vec::with_capacity(cfg.max_blocks as usize),
             stats: FtlStats::default(),
             counters: Counters::default(),
@@ -1237,8 +1253,8 @@ impl SuperblockFtl {
         }
         for (lbn, i, s) in self.cache.entries() {
             let head = self.pgd[lbn as usize];
-            let (pmd, pt): (&[u32], Option<&[u32]>) = if head == NONE {
-                (&[], None)
+            let (pmd, pt): (Vec<u32>, Option<Vec<u32>>) = if head == NONE {
+                (Vec::new(), None)
             } else {
                 let pl = self.split.pmd_len();
                 let pmd = spare_pmd(flash, head, pl);

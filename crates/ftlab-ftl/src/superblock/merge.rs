@@ -10,10 +10,18 @@ use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::{Pbn, Ppn};
 
 /// The map of one superblock while a merge runs: the PMD and all PTs of each logical
-/// block. Sized once for N logical blocks.
+/// block. With map pages, its own buffers, sized once for N logical blocks; with the map
+/// in spare areas, the RAM mirror's storage, taken for the merge (the mirror holds the
+/// newest spare map, which is what LoadAllMapTable loads), the superblock's run from
+/// logical block `at`.
 #[derive(Clone, Debug)]
 pub(super) struct Workspace {
     sb: u32,
+    /// The first logical block of the work area in `pmd` and `pt` (0 with its own
+    /// buffers).
+    at: usize,
+    /// Holds the mirror's storage (the mirror holds the work area's own buffers).
+    mirrored: bool,
     /// With map pages: the map changed (copies, a dropped map page) and must be written.
     dirty: bool,
     /// With map pages: write the map page at the end even if it is cached (MergeAll).
@@ -28,6 +36,8 @@ impl Workspace {
     pub(super) fn new(n: u32, pmd_len: usize, pt_len: usize) -> Workspace {
         Workspace {
             sb: NONE,
+            at: 0,
+            mirrored: false,
             dirty: false,
             flush: false,
             pmd_len,
@@ -42,12 +52,20 @@ impl Workspace {
     }
 
     pub(super) fn pmd(&self, k: usize) -> &[u32] {
-        &self.pmd[k * self.pmd_len..(k + 1) * self.pmd_len]
+        let a = (self.at + k) * self.pmd_len;
+        &self.pmd[a..a + self.pmd_len]
     }
 
     pub(super) fn pt(&self, k: usize, i: usize) -> &[u32] {
-        let a = (k * self.pmd_len + i) * self.pt_len;
+        let a = ((self.at + k) * self.pmd_len + i) * self.pt_len;
         &self.pt[a..a + self.pt_len]
+    }
+
+    /// The PMDs and the PTs of the work area's first `lbns` logical blocks.
+    pub(super) fn run(&self, lbns: usize) -> (&[u32], &[u32]) {
+        let a = self.at * self.pmd_len;
+        let b = a + lbns * self.pmd_len;
+        (&self.pmd[a..b], &self.pt[a * self.pt_len..b * self.pt_len])
     }
 
     /// A merge moved the page `sp` names from `src` to `dst`: its PT entry follows.
@@ -60,7 +78,7 @@ impl Workspace {
             sp.pmd_index as usize,
             sp.pte_index as usize,
         );
-        let e = (k * self.pmd_len + i) * self.pt_len + j;
+        let e = ((self.at + k) * self.pmd_len + i) * self.pt_len + j;
         debug_assert_eq!(self.pt[e], src.0, "{sp:?} was not mapped to {src:?}");
         self.pt[e] = dst.0;
         (k, i)
@@ -77,7 +95,7 @@ impl Workspace {
         dst: Ppn,
     ) -> (usize, usize) {
         let (k, i) = self.moved(sp, src, dst);
-        self.pmd[k * self.pmd_len + i] = dst.0;
+        self.pmd[(self.at + k) * self.pmd_len + i] = dst.0;
         pgd[sp.lbn as usize] = dst.0;
         (k, i)
     }
@@ -88,7 +106,8 @@ impl SuperblockFtl {
     /// in the map cache cost nothing; the others cost spare reads (one for the PMD, one per
     /// PT not in the PMD's spare).
     pub(super) fn load_ws(&mut self, flash: &mut Flash, sb: u32) {
-        let (pl, tl) = (self.ws.pmd_len, self.ws.pt_len);
+        let pl = self.ws.pmd_len;
+        debug_assert!(self.journal.is_none(), "a spare journal left open");
         self.ws.sb = sb;
         self.ws.dirty = false;
         if self.mappages.is_some() {
@@ -97,49 +116,51 @@ impl SuperblockFtl {
             self.ws.pt = pt;
             return;
         }
+        // The mirror holds the newest spare map, which the cached entries equal: the
+        // work area is the mirror's run of `sb`. Only the spare reads of the entries
+        // not cached are issued; empty logical blocks and PTs read as unmapped.
+        let first = (sb * self.cfg.n) as usize;
         for k in 0..self.lbns_of(sb) as usize {
             let lbn = sb * self.cfg.n + k as u32;
             let head = self.pgd[lbn as usize];
-            let pmd = k * pl..(k + 1) * pl;
-            let pts = k * pl * tl..(k + 1) * pl * tl;
             if head == NONE {
-                self.ws.pmd[pmd].fill(NONE);
-                self.ws.pt[pts].fill(NONE);
+                self.mirror.fill_lbn(lbn, NONE);
                 continue;
             }
             let mut read_head = false;
             if let Some(o) = self.cache.any_of_lbn(lbn, usize::MAX) {
-                self.ws.pmd[pmd].copy_from_slice(self.cache.pmd(o));
+                debug_assert_eq!(self.mirror.pmd(lbn), self.cache.pmd(o));
             } else {
                 flash.read_spare(Ppn(head), Cause::Map);
                 self.counters.merge_map_spare_reads += 1;
                 read_head = true;
                 debug_assert_eq!(self.mirror.pmd(lbn), super::spare_pmd(flash, head, pl));
-                self.ws.pmd[pmd].copy_from_slice(self.mirror.pmd(lbn));
             }
             for i in 0..pl {
-                let loc = self.ws.pmd[k * pl + i];
-                let dst = (k * pl + i) * tl..(k * pl + i + 1) * tl;
+                let loc = self.mirror.pmd(lbn)[i];
                 if loc == NONE {
-                    self.ws.pt[dst].fill(NONE);
+                    self.mirror.fill_pt(lbn, i, NONE);
                 } else if let Some(cs) = self.cache.peek(lbn, i as u32) {
-                    self.ws.pt[dst].copy_from_slice(self.cache.pt(cs));
+                    debug_assert_eq!(self.mirror.pt(lbn, i), self.cache.pt(cs));
                 } else {
                     if !(read_head && loc == head) {
                         flash.read_spare(Ppn(loc), Cause::Map);
                         self.counters.merge_map_spare_reads += 1;
                     }
                     debug_assert_eq!(self.mirror.pt(lbn, i), super::spare_pt(flash, loc, pl));
-                    self.ws.pt[dst].copy_from_slice(self.mirror.pt(lbn, i));
                 }
             }
         }
+        self.mirror.swap_storage(&mut self.ws.pmd, &mut self.ws.pt);
+        self.ws.at = first;
+        self.ws.mirrored = true;
     }
 
     /// Writes the work area back into the cached entries of `sb` and releases it (with map
     /// pages: into the cached map page, or onto flash if it is not cached).
     pub(super) fn store_ws(&mut self, flash: &mut Flash, sb: u32) {
         debug_assert_eq!(self.ws.sb, sb);
+        self.close_journal(flash);
         if self.mappages.is_some() {
             let pt = std::mem::take(&mut self.ws.pt);
             self.store_map(flash, sb, &pt, self.ws.dirty, self.ws.flush);
@@ -150,11 +171,8 @@ impl SuperblockFtl {
         }
         // Every page the merge programmed carried its block's PMD and PT as they stand in
         // the work area, and what it did not touch was loaded from the newest spares: the
-        // work area is the newest spare map of the superblock.
+        // work area is the newest spare map of the superblock, and the mirror's run.
         let lbns = self.lbns_of(sb) as usize;
-        let (pmd, pt) = self.mirror.run_mut(sb * self.cfg.n, lbns);
-        pmd.copy_from_slice(&self.ws.pmd[..pmd.len()]);
-        pt.copy_from_slice(&self.ws.pt[..pt.len()]);
         for k in 0..lbns {
             let lbn = sb * self.cfg.n + k as u32;
             for i in 0..self.ws.pmd_len {
@@ -164,6 +182,10 @@ impl SuperblockFtl {
                 }
             }
         }
+        debug_assert!(self.ws.mirrored);
+        self.mirror.swap_storage(&mut self.ws.pmd, &mut self.ws.pt);
+        self.ws.at = 0;
+        self.ws.mirrored = false;
         self.ws.sb = NONE;
     }
 
@@ -180,6 +202,8 @@ impl SuperblockFtl {
             self.stats.merge_pages_copied += 1;
             return;
         }
+        // The journal's table would miss this copy's change to the work area.
+        self.close_journal(flash);
         let (k, i) = self.ws.moved_in_spare(&mut self.pgd, &sp, src, dst);
         // The PMD and the PT go straight into the page's spare (no staging copy).
         flash.program_with_spare_parts(dst, tag, self.ws.pmd(k), self.ws.pt(k, i), Cause::Merge);
@@ -198,9 +222,37 @@ impl SuperblockFtl {
         debug_assert!(self.mappages.is_none());
         let pl = self.ws.pmd_len;
         let words = pl + self.ws.pt_len;
-        let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
         let mut copied = 0;
-        let off =
+        let off = if self.journal_spares {
+            let journal = match self.journal {
+                Some(j) => j,
+                None => {
+                    // The work area as the merge found it (or as the last direct copy
+                    // left it): the journal's table.
+                    let head = [pl as u32, self.ws.pt_len as u32];
+                    let (pmds, pts) = self.ws.run(self.lbns_of(self.ws.sb) as usize);
+                    let base: [&[u32]; 3] = [&head, pmds, pts];
+                    let j = flash.open_spare_journal(words, &base, decode_spare);
+                    self.journal = Some(j);
+                    j
+                }
+            };
+            let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
+            flash.move_valid_journaled(src, from, dst, Cause::Merge, journal, |tag, s, d| {
+                let sp = split.split(tag.lpn.0);
+                ws.moved_in_spare(pgd, &sp, s, d);
+                note_in(
+                    snap,
+                    Event::Write {
+                        lpn: tag.lpn.0,
+                        ppn: d.0,
+                    },
+                );
+                copied += 1;
+                entry_code(&sp)
+            })
+        } else {
+            let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
             flash.move_valid_with_spare(src, from, dst, Cause::Merge, words, |tag, s, d, spare| {
                 let sp = split.split(tag.lpn.0);
                 let (k, i) = ws.moved_in_spare(pgd, &sp, s, d);
@@ -214,9 +266,18 @@ impl SuperblockFtl {
                     },
                 );
                 copied += 1;
-            });
+            })
+        };
         self.stats.merge_pages_copied += copied;
         off
+    }
+
+    /// Closes the spare journal of the work area, if one is open: the merge is over, or
+    /// a copy is about to change the work area without an entry.
+    pub(super) fn close_journal(&mut self, flash: &mut Flash) {
+        if let Some(j) = self.journal.take() {
+            flash.close_spare_journal(j);
+        }
     }
 
     /// SimpleCopyAndCompact (Fig. 9): copies the valid pages of `src` into the last
@@ -409,5 +470,49 @@ impl SuperblockFtl {
         self.mark_all_d(sb, true);
         self.ws.flush = true;
         self.store_ws(flash, sb);
+    }
+}
+
+/// A merge copy's journal entry code: which PT entry (`pgd_index`, `pmd_index`,
+/// `pte_index`) it moved. The copy's address is the entry's page.
+#[inline(always)]
+fn entry_code(sp: &Split) -> u32 {
+    debug_assert!(sp.pgd_index < 1 << 10 && sp.pmd_index < 1 << 10 && sp.pte_index < 1 << 10);
+    sp.pgd_index << 20 | sp.pmd_index << 10 | sp.pte_index
+}
+
+/// [`ftlab_core::flash::SpareDecode`] of superblock's spare journal: the table is
+/// `[pmd_len, pt_len]`, the work area's PMDs (`pmd_len` words per logical block) and its
+/// PTs (`pt_len` words per PMD entry); each entry `[copy, code]` set the PT entry `code`
+/// names and its PMD entry to the copy (as [`Workspace::moved_in_spare`] does). The last
+/// entry's page carries its logical block's PMD and its PT after its own change.
+pub(super) fn decode_spare(base: &[u32], entries: &[[u32; 2]], out: &mut Vec<u32>) {
+    let (pl, tl) = (base[0] as usize, base[1] as usize);
+    let table = &base[2..];
+    let lbns = table.len() / (pl + pl * tl);
+    let (pmds, pts) = table.split_at(lbns * pl);
+    let unpack = |c: u32| {
+        (
+            (c >> 20) as usize,
+            (c >> 10 & 0x3ff) as usize,
+            (c & 0x3ff) as usize,
+        )
+    };
+    let [.., [_, last]] = entries else {
+        panic!("a journaled page without its entry");
+    };
+    let (k, i, _) = unpack(*last);
+    out.clear();
+    out.extend_from_slice(&pmds[k * pl..(k + 1) * pl]);
+    let pt = (k * pl + i) * tl;
+    out.extend_from_slice(&pts[pt..pt + tl]);
+    for &[page, code] in entries {
+        let (ek, ei, ej) = unpack(code);
+        if ek == k {
+            out[ei] = page;
+            if ei == i {
+                out[pl + ej] = page;
+            }
+        }
     }
 }

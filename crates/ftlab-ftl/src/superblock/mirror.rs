@@ -79,14 +79,24 @@ impl Mirror {
         self.pt[a..a + self.pt_len].copy_from_slice(pt);
     }
 
-    /// The PMDs and PTs of the `lbns` consecutive logical blocks from `first`, writable
-    /// (a merge's work area is written back through this).
-    pub(super) fn run_mut(&mut self, first: u32, lbns: usize) -> (&mut [u32], &mut [u32]) {
-        let (pl, tl) = (self.pmd_len, self.pt_len);
-        let a = first as usize * pl;
-        (
-            &mut self.pmd[a..a + lbns * pl],
-            &mut self.pt[a * tl..(a + lbns * pl) * tl],
-        )
+    /// Sets the PMD and every PT of `lbn` to `v` (an empty logical block).
+    pub(super) fn fill_lbn(&mut self, lbn: u32, v: u32) {
+        let a = lbn as usize * self.pmd_len;
+        self.pmd[a..a + self.pmd_len].fill(v);
+        self.pt[a * self.pt_len..(a + self.pmd_len) * self.pt_len].fill(v);
+    }
+
+    /// Sets PT `i` of `lbn` to `v` (a PT without a page).
+    pub(super) fn fill_pt(&mut self, lbn: u32, i: usize, v: u32) {
+        let a = (lbn as usize * self.pmd_len + i) * self.pt_len;
+        self.pt[a..a + self.pt_len].fill(v);
+    }
+
+    /// Exchanges the mirror's storage with `pmd` and `pt`: a merge's work area takes the
+    /// mirror's and works on its superblock's run in place (no copy in, none out), and
+    /// gives it back when the merge ends.
+    pub(super) fn swap_storage(&mut self, pmd: &mut Vec<u32>, pt: &mut Vec<u32>) {
+        std::mem::swap(&mut self.pmd, pmd);
+        std::mem::swap(&mut self.pt, pt);
     }
 }

@@ -187,7 +187,8 @@ pub struct RecoveryReport {
 pub(super) struct SnapLog {
     halves: [Half; 2],
     current: usize,
-    pending: Vec<Event>,
+    /// Events not yet written, encoded as their records.
+    pending: Vec<[u32; RECORD_WORDS]>,
     full_pages: u32,
     pages_per_half: u32,
     words_per_page: usize,
@@ -266,7 +267,7 @@ impl SnapLog {
 #[inline]
 pub(super) fn note_in(snap: &mut Option<SnapLog>, ev: Event) {
     if let Some(log) = snap {
-        log.pending.push(ev);
+        log.pending.push(ev.encode());
     }
 }
 
@@ -312,13 +313,12 @@ impl SuperblockFtl {
                 break;
             }
             let n = log.pending.len().min(log.records_per_page);
-            log.buf.clear();
-            log.buf.push(n as u32);
-            for ev in log.pending.drain(..n) {
-                log.buf.extend_from_slice(&ev.encode());
-            }
             let ppn = log.page(&self.geo, cur, log.halves[cur].pages);
-            flash.program_payload(ppn, snap_tag(log.halves[cur].seq), &log.buf, Cause::Map);
+            // The page: the record count, then the records (encoded when noted).
+            let records = log.pending[..n].as_flattened();
+            let tag = snap_tag(log.halves[cur].seq);
+            flash.program_payload_parts(ppn, tag, &[n as u32], records, Cause::Map);
+            log.pending.drain(..n);
             log.halves[cur].pages += 1;
             log.pages_written += 1;
             log.partial_snapshots += 1;
@@ -850,13 +850,13 @@ impl SuperblockFtl {
             if tag_of(flash, head, "PMD")?.lpn.0 / ppb != lbn {
                 return Err(RecoverError::Failed(format!("lbn{lbn}: PGD at ppn{head}")));
             }
-            self.mirror.set_pmd(lbn, spare_pmd(flash, head, pl));
+            self.mirror.set_pmd(lbn, &spare_pmd(flash, head, pl));
             for (i, &loc) in spare_pmd(flash, head, pl).iter().enumerate() {
                 if loc == NONE {
                     continue;
                 }
                 tag_of(flash, loc, "PT")?;
-                self.mirror.set_pt(lbn, i, spare_pt(flash, loc, pl));
+                self.mirror.set_pt(lbn, i, &spare_pt(flash, loc, pl));
                 for (j, &p) in spare_pt(flash, loc, pl).iter().enumerate() {
                     if p == NONE {
                         continue;

@@ -1104,3 +1104,65 @@ fn the_map_in_ram_allows_superblocks_past_the_spare_layouts_limit() {
     let f = ftl(&g, &[("mapping", "ram"), ("superblock_size", "16")]);
     assert_eq!(f.max_blocks_per_superblock(), 32, "auto M = N in RAM");
 }
+
+/// Every programmed page's spare words, as a reader of the flash sees them.
+fn all_spares(f: &Flash) -> Vec<(u32, Vec<u32>)> {
+    let g = f.geometry();
+    (0..g.physical_pages())
+        .filter(|&p| {
+            let (b, o) = (g.block_of(Ppn(p)), p % g.pages_per_block);
+            o < f.write_ptr(b)
+        })
+        .map(|p| (p, f.spare_words(Ppn(p)).into_owned()))
+        .collect()
+}
+
+#[test]
+fn journaled_merge_spares_read_back_as_the_words_written_whole() {
+    for (ppb, lbns, op, pairs) in [
+        (4, 8, 50.0, &[][..]),
+        (
+            4,
+            8,
+            50.0,
+            &[("hot_cold", "off"), ("map_cache_entries", "1")][..],
+        ),
+        (4, 16, 30.0, &[("superblock_size", "1")][..]),
+        (
+            8,
+            12,
+            40.0,
+            &[("superblock_size", "3"), ("max_u_blocks", "2")][..],
+        ),
+        (64, 8, 40.0, &[][..]),
+        (8, 12, 100.0, &[("snapshots", "on")][..]),
+        (8, 16, 50.0, &[("background_merge", "on")][..]),
+    ] {
+        let g = geo(ppb, lbns, op, 64);
+        let mut journaled = Driver::new(&g, pairs);
+        let mut whole = Driver::new(&g, pairs);
+        whole.ftl.journal_spares = false;
+        let mut used = 0;
+        for round in 0..30 {
+            random_mix(&mut journaled, 100 + round, 300, 1000);
+            random_mix(&mut whole, 100 + round, 300, 1000);
+            assert_eq!(journaled.flash.stats(), whole.flash.stats(), "{pairs:?}");
+            assert_eq!(
+                all_spares(&journaled.flash),
+                all_spares(&whole.flash),
+                "{pairs:?}: round {round}"
+            );
+            used = used.max(journaled.flash.spare_journal_footprint().0);
+            // Journals die with their pages: never more than one per block.
+            assert!(journaled.flash.spare_journal_footprint().0 <= g.blocks as usize);
+        }
+        assert!(used > 0, "{pairs:?}: no merge went through a journal");
+        assert_eq!(whole.flash.spare_journal_footprint().0, 0);
+        journaled.verify();
+        whole.verify();
+        // And a recovery reads the journaled spares like whole ones.
+        if pairs.contains(&("snapshots", "on")) {
+            recover_copy(&journaled, pairs).verify();
+        }
+    }
+}
