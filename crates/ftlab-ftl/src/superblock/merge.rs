@@ -3,8 +3,8 @@
 //! holds the whole superblock's map while it is reorganised ("LoadAllMapTable").
 
 use super::cache::NONE;
-use super::layout::Split;
-use super::snapshot::{note_in, Event};
+use super::layout::{AddressSplit, Split};
+use super::snapshot::{note_in, Event, SnapLog};
 use super::SuperblockFtl;
 use ftlab_core::flash::{Cause, Flash};
 use ftlab_core::{Pbn, Ppn};
@@ -239,32 +239,16 @@ impl SuperblockFtl {
             };
             let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
             flash.move_valid_journaled(src, from, dst, Cause::Merge, journal, |tag, s, d| {
-                let sp = split.split(tag.lpn.0);
-                ws.moved_in_spare(pgd, &sp, s, d);
-                note_in(
-                    snap,
-                    Event::Write {
-                        lpn: tag.lpn.0,
-                        ppn: d.0,
-                    },
-                );
+                let (sp, _) = followed(split, ws, pgd, snap, tag.lpn.0, s, d);
                 copied += 1;
                 entry_code(&sp)
             })
         } else {
             let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
             flash.move_valid_with_spare(src, from, dst, Cause::Merge, words, |tag, s, d, spare| {
-                let sp = split.split(tag.lpn.0);
-                let (k, i) = ws.moved_in_spare(pgd, &sp, s, d);
+                let (_, (k, i)) = followed(split, ws, pgd, snap, tag.lpn.0, s, d);
                 spare[..pl].copy_from_slice(ws.pmd(k));
                 spare[pl..].copy_from_slice(ws.pt(k, i));
-                note_in(
-                    snap,
-                    Event::Write {
-                        lpn: tag.lpn.0,
-                        ppn: d.0,
-                    },
-                );
                 copied += 1;
             })
         };
@@ -471,6 +455,24 @@ impl SuperblockFtl {
         self.ws.flush = true;
         self.store_ws(flash, sb);
     }
+}
+
+/// A merge copy of `lpn` from `src` to `dst`, followed by the work area, the PGD and the
+/// snapshot log. Returns the page's split and its PGD and PMD indices.
+#[inline(always)]
+fn followed(
+    split: &AddressSplit,
+    ws: &mut Workspace,
+    pgd: &mut [u32],
+    snap: &mut Option<SnapLog>,
+    lpn: u32,
+    src: Ppn,
+    dst: Ppn,
+) -> (Split, (usize, usize)) {
+    let sp = split.split(lpn);
+    let ki = ws.moved_in_spare(pgd, &sp, src, dst);
+    note_in(snap, Event::Write { lpn, ppn: dst.0 });
+    (sp, ki)
 }
 
 /// A merge copy's journal entry code: which PT entry (`pgd_index`, `pmd_index`,

@@ -335,25 +335,30 @@ pub(super) fn random_mix(d: &mut Driver, seed: u64, ops: u32, check_every: u32) 
     }
 }
 
+/// Tiny and small devices (pages per block, logical blocks, over-provisioning %) with
+/// options, for the randomised runs.
+type MixCase = (u32, u32, f64, &'static [(&'static str, &'static str)]);
+const MIX_CASES: [MixCase; 5] = [
+    (4, 8, 50.0, &[]),
+    (
+        4,
+        8,
+        50.0,
+        &[("hot_cold", "off"), ("map_cache_entries", "1")],
+    ),
+    (4, 16, 30.0, &[("superblock_size", "1")]),
+    (
+        8,
+        12,
+        40.0,
+        &[("superblock_size", "3"), ("max_u_blocks", "2")],
+    ),
+    (64, 8, 40.0, &[]),
+];
+
 #[test]
 fn random_mix_keeps_every_page_on_tiny_and_small_devices() {
-    for (ppb, lbns, op, pairs) in [
-        (4, 8, 50.0, &[][..]),
-        (
-            4,
-            8,
-            50.0,
-            &[("hot_cold", "off"), ("map_cache_entries", "1")][..],
-        ),
-        (4, 16, 30.0, &[("superblock_size", "1")][..]),
-        (
-            8,
-            12,
-            40.0,
-            &[("superblock_size", "3"), ("max_u_blocks", "2")][..],
-        ),
-        (64, 8, 40.0, &[][..]),
-    ] {
+    for (ppb, lbns, op, pairs) in MIX_CASES {
         let g = geo(ppb, lbns, op, 64);
         let mut d = Driver::new(&g, pairs);
         random_mix(&mut d, 11, 6000, 97);
@@ -1119,25 +1124,11 @@ fn all_spares(f: &Flash) -> Vec<(u32, Vec<u32>)> {
 
 #[test]
 fn journaled_merge_spares_read_back_as_the_words_written_whole() {
-    for (ppb, lbns, op, pairs) in [
-        (4, 8, 50.0, &[][..]),
-        (
-            4,
-            8,
-            50.0,
-            &[("hot_cold", "off"), ("map_cache_entries", "1")][..],
-        ),
-        (4, 16, 30.0, &[("superblock_size", "1")][..]),
-        (
-            8,
-            12,
-            40.0,
-            &[("superblock_size", "3"), ("max_u_blocks", "2")][..],
-        ),
-        (64, 8, 40.0, &[][..]),
-        (8, 12, 100.0, &[("snapshots", "on")][..]),
-        (8, 16, 50.0, &[("background_merge", "on")][..]),
-    ] {
+    let more: [MixCase; 2] = [
+        (8, 12, 100.0, &[("snapshots", "on")]),
+        (8, 16, 50.0, &[("background_merge", "on")]),
+    ];
+    for (ppb, lbns, op, pairs) in MIX_CASES.into_iter().chain(more) {
         let g = geo(ppb, lbns, op, 64);
         let mut journaled = Driver::new(&g, pairs);
         let mut whole = Driver::new(&g, pairs);
