@@ -638,6 +638,20 @@ mod tests {
         assert_ne!(draw(case_seed(7, 0), 3000), draw(case_seed(7, 1), 3000));
     }
 
+    /// Regression (2026-12-07): superblock at 1.96% over-provisioning with static
+    /// levelling and a torn power cut reached a superblock whose only block beyond its
+    /// pages' need was an opened, never written U-block; MergeAll kept it, freed
+    /// nothing, and the same victim was chosen forever (the run never ended).
+    #[test]
+    fn regression_superblock_empty_u_block_does_not_livelock_make_free_block() {
+        let cfg = draw(case_seed(101, 11536), 20000);
+        assert_eq!(cfg.ftl, "superblock");
+        match run_case(&cfg) {
+            Verdict::Passed { power_losses, .. } => assert_eq!(power_losses, 1),
+            v => panic!("{v:?}\n{}", replay_command(&cfg)),
+        }
+    }
+
     #[test]
     fn the_ledger_adds_swarm_after_swarm() {
         let path = std::env::temp_dir().join(format!("ftlab-ledger-{}.json", std::process::id()));
