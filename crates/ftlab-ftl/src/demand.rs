@@ -1145,6 +1145,15 @@ impl Space {
         }
     }
 
+    /// A data-block GC moved a page of translation page `t`, whose entries are not
+    /// cached if `uncached`: then `t` is read and written at the end of the GC
+    /// ([`Space::flush_gc_batch`]), as for a batched entry. For a scheme whose
+    /// `content` holds every entry at its LPN (tpm), which sets the entry itself.
+    #[inline]
+    pub(crate) fn gc_tpage_if(&mut self, t: u32, uncached: bool) {
+        self.gc_tpages.insert_if(0, t, uncached);
+    }
+
     /// Translation page and entry offset of an LPN.
     #[inline]
     pub(crate) fn tpage_of(&self, lpn: Lpn) -> (u32, u32) {
