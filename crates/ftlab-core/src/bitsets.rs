@@ -57,9 +57,12 @@ impl Bitsets {
     #[inline]
     pub fn insert_if(&mut self, set: usize, i: u32, yes: bool) {
         let w = &mut self.words[set * self.stride + i as usize / 64];
-        let was_empty = *w == 0;
-        *w |= u64::from(yes) << (i % 64);
-        if was_empty & yes {
+        let old = *w;
+        let new = old | u64::from(yes) << (i % 64);
+        *w = new;
+        // Not `was_empty & yes`, which the compiler split into a branch on `yes`: the
+        // word was empty (rare) and is not now (usual) are each predictable.
+        if old == 0 && new != 0 {
             self.insert_above(set, i as usize / 64);
         }
     }
