@@ -1703,6 +1703,19 @@ impl Flash {
         found
     }
 
+    /// Calls `f` with the LPN of each valid page of block `pbn`, in page order, without
+    /// a flash operation: for prefetch hints ahead of a GC's copies (the tables an FTL
+    /// updates per copy, fetched all at once instead of one miss per copy), never for
+    /// decisions, which must read the spare ([`Flash::read_valid`], the copies' own tags).
+    #[inline]
+    pub fn valid_lpns_hint(&self, pbn: Pbn, mut f: impl FnMut(Lpn)) {
+        let s0 = self.geo.ppn(pbn, 0).idx();
+        let end = s0 + self.write_ptr[pbn.idx()] as usize;
+        each_set_bit(&self.valid, s0, end, usize::MAX, |_, i| {
+            f(self.tags.get(i).lpn)
+        });
+    }
+
     /// Valid pages in a block.
     #[inline]
     pub fn valid_count(&self, pbn: Pbn) -> u32 {
@@ -2433,6 +2446,32 @@ mod tests {
                 let at = format!("ppb {ppb}, case {case}, packed {packed}");
                 assert_eq!(got, want, "{at}");
                 assert_eq!(run.stats(), one.stats(), "{at}");
+            }
+        }
+    }
+
+    #[test]
+    fn valid_lpns_hint_names_the_valid_pages_lpns_in_page_order_without_a_flash_op() {
+        let mut rng = crate::rng::SplitMix64::new(17);
+        for ppb in [5u32, 64, 100, 128] {
+            let g = geometry(ppb, 4, 100.0, 1);
+            for case in 0..20 {
+                let packed = case % 2 == 1;
+                let (mut f, _) = counted_and_logged(&g, packed);
+                let b = Pbn(1 + rng.below(3) as u32);
+                let written = rng.below(ppb as u64 + 1) as u32;
+                let dead: Vec<u32> = (0..written).filter(|_| rng.below(3) == 0).collect();
+                lay_out(&mut f, (b, written, &dead), (Pbn(0), 0));
+                let before = *f.stats();
+                let mut got = Vec::new();
+                f.valid_lpns_hint(b, |lpn| got.push(lpn));
+                let want: Vec<Lpn> = (0..written)
+                    .map(|off| g.ppn(b, off))
+                    .filter(|&p| f.is_valid(p))
+                    .map(|p| f.peek_tag(p).expect("programmed").lpn)
+                    .collect();
+                assert_eq!(got, want, "ppb {ppb}, case {case}");
+                assert_eq!(f.stats(), &before, "no flash operation");
             }
         }
     }

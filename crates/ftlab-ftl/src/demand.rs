@@ -877,6 +877,15 @@ pub(crate) trait Demand {
         s.flush_gc_batch(flash);
     }
 
+    /// Whether [`Demand::move_data_block`] passes the victim's valid LPNs to
+    /// [`Demand::gc_prefetch`] before its copies.
+    fn gc_prefetches(&self) -> bool {
+        false
+    }
+
+    /// A prefetch hint ahead of a data-block GC: `lpn` will be moved (no state changes).
+    fn gc_prefetch(&self, _lpn: Lpn) {}
+
     /// A moved page's mapping: in the cache if cached, else batched for its
     /// translation page.
     #[inline]
@@ -897,6 +906,9 @@ pub(crate) trait Demand {
             !self.space().index.contains(victim),
             "{victim:?} is indexed"
         );
+        if self.gc_prefetches() {
+            flash.valid_lpns_hint(victim, |lpn| self.gc_prefetch(lpn));
+        }
         let mut off = 0;
         // A destination is opened only for a valid page, as page by page.
         while let Some(from) = flash.next_valid(victim, off) {
