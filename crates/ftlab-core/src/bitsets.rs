@@ -44,12 +44,7 @@ impl Bitsets {
     /// Adds `i` to `set` (again is nothing).
     #[inline]
     pub fn insert(&mut self, set: usize, i: u32) {
-        let w = &mut self.words[set * self.stride + i as usize / 64];
-        let was_empty = *w == 0;
-        *w |= 1 << (i % 64);
-        if was_empty {
-            self.insert_above(set, i as usize / 64);
-        }
+        self.insert_if(set, i, true);
     }
 
     /// Adds `i` to `set` if `yes`, without a branch on `yes` (for hot loops where it

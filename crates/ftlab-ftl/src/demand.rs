@@ -778,10 +778,6 @@ pub(crate) trait Demand {
     /// (only called when [`Demand::gc_in_runs`]).
     fn after_gc_run(&mut self, flash: &Flash, victim: Pbn, dst: Pbn, n: u32);
 
-    /// Updates the mapping of `lpn` (moved by GC from `src` to `dst`) in the cache if
-    /// it is cached; returns whether it was.
-    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool;
-
     /// Data block `victim` was erased and is back in the pool.
     fn released(&mut self, victim: Pbn) {
         let _ = victim;
@@ -877,25 +873,14 @@ pub(crate) trait Demand {
         s.flush_gc_batch(flash);
     }
 
-    /// Whether [`Demand::move_data_block`] passes the victim's valid LPNs to
-    /// [`Demand::gc_prefetch`] before its copies.
-    fn gc_prefetches(&self) -> bool {
-        false
-    }
+    /// Prefetch hints ahead of the copies of data-block victim `victim` (no state
+    /// changes; by default none): a scheme may fetch the tables each copy will touch,
+    /// from [`Flash::valid_lpns_hint`].
+    fn gc_prefetch(&self, _flash: &Flash, _victim: Pbn) {}
 
-    /// A prefetch hint ahead of a data-block GC: `lpn` will be moved (no state changes).
-    fn gc_prefetch(&self, _lpn: Lpn) {}
-
-    /// A moved page's mapping: in the cache if cached, else batched for its
-    /// translation page.
-    #[inline]
-    fn gc_moved(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) {
-        if !self.update_cached(lpn, src, dst) {
-            let s = self.space();
-            let (t, e) = s.tpage_of(lpn);
-            s.gc_batch.push((t, e, dst.0));
-        }
-    }
+    /// GC moved `lpn` from `src` to `dst`: its mapping follows, in the cache if it is
+    /// cached, else batched for its translation page (`Space::gc_batch_entry`).
+    fn gc_moved(&mut self, lpn: Lpn, src: Ppn, dst: Ppn);
 
     /// [`Demand::collect_data_block`]'s copies a destination block at a time: from the
     /// next valid page, the block [`Demand::gc_dest`] gives it takes the victim's valid
@@ -906,9 +891,7 @@ pub(crate) trait Demand {
             !self.space().index.contains(victim),
             "{victim:?} is indexed"
         );
-        if self.gc_prefetches() {
-            flash.valid_lpns_hint(victim, |lpn| self.gc_prefetch(lpn));
-        }
+        self.gc_prefetch(flash, victim);
         let mut off = 0;
         // A destination is opened only for a valid page, as page by page.
         while let Some(from) = flash.next_valid(victim, off) {
@@ -1155,6 +1138,15 @@ impl Space {
                 self.die_index.insert(b, flash.valid_count(b));
             }
         }
+    }
+
+    /// A data-block GC moved `lpn`, whose entry is not cached, to `dst`: the entry is
+    /// set and its translation page rewritten at the end of the GC
+    /// ([`Space::flush_gc_batch`]).
+    #[inline]
+    pub(crate) fn gc_batch_entry(&mut self, lpn: Lpn, dst: Ppn) {
+        let (t, e) = self.tpage_of(lpn);
+        self.gc_batch.push((t, e, dst.0));
     }
 
     /// A data-block GC moved a page of translation page `t`, whose entries are not

@@ -586,26 +586,25 @@ impl Demand for Dftl {
     /// Each copy's first step is its LPN's CMT slot, a random entry of a table of 4
     /// bytes per logical page (1 MiB at 1 GiB), which missed the cache once per copy,
     /// each miss after the one before: a victim's are fetched together first.
-    fn gc_prefetches(&self) -> bool {
-        true
+    fn gc_prefetch(&self, flash: &Flash, victim: Pbn) {
+        flash.valid_lpns_hint(victim, |lpn| {
+            if let Some(s) = self.lpn_slot.get(lpn.idx()) {
+                ftlab_core::prefetch::read(s);
+            }
+        });
     }
 
+    /// A cached entry is updated in the CMT (and is dirty); an uncached one is batched.
     #[inline]
-    fn gc_prefetch(&self, lpn: Lpn) {
-        if let Some(s) = self.lpn_slot.get(lpn.idx()) {
-            ftlab_core::prefetch::read(s);
-        }
-    }
-
-    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool {
+    fn gc_moved(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) {
         let slot = self.lpn_slot[lpn.idx()];
         if slot == NONE {
-            return false;
+            self.s.gc_batch_entry(lpn, dst);
+            return;
         }
         debug_assert_eq!(self.slot_ppn[slot as usize], src.0);
         self.slot_ppn[slot as usize] = dst.0;
         self.slot_dirty[slot as usize] = true;
-        true
     }
 }
 

@@ -815,22 +815,6 @@ impl Demand for Tpm {
         }
     }
 
-    /// A moved page of a cached translation page is updated in the cached copy, which
-    /// counts as an update.
-    fn update_cached(&mut self, lpn: Lpn, src: Ppn, dst: Ppn) -> bool {
-        let t = self.s.tpage_of(lpn).0;
-        debug_assert_eq!(t / self.per_wp, self.owner[self.s.geo.block_of(src).idx()]);
-        let slot = self.gtd_slot[t as usize];
-        if slot == NONE {
-            return false;
-        }
-        let i = self.entry(slot, lpn);
-        debug_assert_eq!(self.s.content[i], src.0);
-        self.s.content[i] = dst.0;
-        self.slot_updates[slot as usize] += 1;
-        true
-    }
-
     /// The entry of a moved page lives at its LPN in `content` whether its translation
     /// page is cached or not (see [`Tpm::entry`]), so it is set here in both cases, and
     /// an uncached translation page joins the GC's set to be rewritten
