@@ -67,7 +67,7 @@ use std::collections::BTreeMap;
 
 mod journal;
 use journal::Journals;
-pub use journal::{SpareDecode, SpareJournal};
+pub use journal::{JournaledRun, SpareDecode, SpareJournal};
 
 /// Number of [`Cause`]s.
 pub const CAUSES: usize = 6;
@@ -1226,7 +1226,12 @@ impl Flash {
         decode: SpareDecode,
     ) -> SpareJournal {
         self.spare_store(words);
-        self.journals.open(self.geo.blocks as usize, base, decode)
+        self.journals.open(
+            self.geo.blocks as usize,
+            self.geo.pages_per_block,
+            base,
+            decode,
+        )
     }
 
     /// Closes `journal`, the open one: no page is programmed through it any more.
@@ -1237,11 +1242,19 @@ impl Flash {
     }
 
     /// [`Flash::move_valid_with_spare`] with the copies' spare words kept in `journal`,
-    /// the open journal: `moved(tag, from, to)` returns the copy's entry code, and the
-    /// copy's spare words are the journal's decoding of its entries up to that one
-    /// ([`SpareDecode`]). The same flash state (as [`Flash::spare_words`] reads it),
-    /// counts, log entries and times as [`Flash::move_valid_with_spare`] writing the
-    /// decoded words; 8 bytes stored a copy instead of the words.
+    /// the open journal: `moved` is handed the copies and sets each one's entry code
+    /// ([`JournaledRun`]); a copy's spare words are the journal's decoding of its
+    /// entries up to its own ([`SpareDecode`]). The same flash state (as
+    /// [`Flash::spare_words`] reads it), counts, log entries and times as
+    /// [`Flash::move_valid_with_spare`] writing the decoded words; 8 bytes stored a copy
+    /// instead of the words.
+    ///
+    /// When operations are only counted or clocked and tags are whole, the copies are
+    /// handed over at once, a destination block's run after its tags moved; otherwise
+    /// (the log, a model that needs each operation's cause, an armed power cut, packed
+    /// tags) one at a time, each after its operations. `moved` cannot see the flash, so
+    /// when it runs changes nothing; a run at once lets the caller's loop over it be its
+    /// own inlined code rather than a call per copy.
     #[inline]
     pub fn move_valid_journaled(
         &mut self,
@@ -1250,25 +1263,118 @@ impl Flash {
         dst: Pbn,
         cause: Cause,
         journal: SpareJournal,
-        mut moved: impl FnMut(PageTag, Ppn, Ppn) -> u32,
+        mut moved: impl FnMut(JournaledRun<'_>),
     ) -> u32 {
-        if self.record == Record::Armed {
-            // A cut may strike between two copies: each copy's reference goes with it.
+        let first_dst = self.write_ptr[dst.idx()];
+        if !matches!(self.record, Record::Count | Record::Clock)
+            || !matches!(self.tags, Tags::Wide(_))
+        {
+            let armed = self.record == Record::Armed;
             let base = self.geo.ppn(dst, 0).0;
-            return self.move_valid_inner::<true>(src, from, dst, cause, 0, |t, s, d, _, js| {
-                let code = moved(t, s, d);
-                js.push(journal, dst.idx(), d.0 - base, d.0, code);
+            let stop =
+                self.move_valid_by_page::<true>(src, from, dst, cause, 0, |t, s, d, _, js| {
+                    let mut code = [0];
+                    moved(JournaledRun {
+                        tags: &[t],
+                        from: &[s.0],
+                        first: d,
+                        codes: &mut code,
+                    });
+                    if armed {
+                        // A cut may strike between two copies: each copy's reference goes
+                        // with it.
+                        js.push(journal, dst.idx(), d.0 - base, d.0, code[0]);
+                    } else {
+                        js.push_entry(journal, d.0, code[0]);
+                    }
+                });
+            if !armed {
+                let end = self.write_ptr[dst.idx()];
+                self.journals.add_run(journal, dst.idx(), first_dst, end);
+            }
+            return stop;
+        }
+        // The run's tags and validity moved (the flash's part), then the copies handed
+        // over, then their entries and references pushed and the run counted.
+        debug_assert_ne!(src, dst, "a block's pages move to another block");
+        let ppb = self.geo.pages_per_block;
+        let end = self.write_ptr[src.idx()];
+        let (s0, d0) = (
+            self.geo.ppn(src, 0).idx(),
+            self.geo.ppn(dst, first_dst).idx(),
+        );
+        let (lo, to) = (s0 + from as usize, s0 + end as usize);
+        let room = (ppb - first_dst) as usize;
+        self.tags.prefetch(lo, to);
+        self.tags.prefetch(d0, d0 + room.min(to.saturating_sub(lo)));
+        let Tags::Wide(t) = &mut self.tags else {
+            unreachable!("checked above: whole tags")
+        };
+        let (mut srcs, mut codes) = self.journals.take_scratch();
+        let (stop, n) = each_set_bit(&self.valid, lo, to, room, |k, sp| {
+            t[d0 + k] = t[sp];
+            srcs[k] = sp as u32;
+        });
+        clear_bits(&mut self.valid, lo, stop);
+        set_bits(&mut self.valid, d0, d0 + n);
+        if n > 0 {
+            codes[..n].fill(0);
+            moved(JournaledRun {
+                tags: &t[d0..d0 + n],
+                from: &srcs[..n],
+                first: Ppn(d0 as u32),
+                codes: &mut codes[..n],
             });
         }
-        // The copies' entries one by one, their references once for the run.
-        let first = self.write_ptr[dst.idx()];
-        let stop = self.move_valid_inner::<true>(src, from, dst, cause, 0, |t, s, d, _, js| {
-            let code = moved(t, s, d);
-            js.push_entry(journal, d.0, code);
-        });
-        let end = self.write_ptr[dst.idx()];
-        self.journals.add_run(journal, dst.idx(), first, end);
-        stop
+        self.journals
+            .push_run(journal, dst.idx(), first_dst, d0 as u32, n, (srcs, codes));
+        self.count_moves(src, dst, first_dst, n as u32, cause);
+        (stop - s0) as u32
+    }
+
+    /// [`Flash::move_valid_inner`] page by page: each copy's operations recorded on
+    /// their own (the log, a model that needs each operation's cause, an armed power
+    /// cut).
+    #[inline(always)]
+    fn move_valid_by_page<const SPARE: bool>(
+        &mut self,
+        src: Pbn,
+        from: u32,
+        dst: Pbn,
+        cause: Cause,
+        words: usize,
+        mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32], &mut Journals),
+    ) -> u32 {
+        let end = self.write_ptr[src.idx()];
+        let mut off = from;
+        while off < end && !self.is_full(dst) {
+            let sp = self.geo.ppn(src, off);
+            off += 1;
+            if self.is_valid(sp) {
+                let dp = self.geo.ppn(dst, self.write_ptr[dst.idx()]);
+                let tag = if !SPARE {
+                    let tag = self.copy(sp, dp, cause);
+                    self.invalidate(sp);
+                    tag
+                } else {
+                    // A read and a program, as program_with_spare's callers do: an
+                    // armed cut counts them as two operations.
+                    let tag = self.read(sp, cause);
+                    self.invalidate(sp);
+                    self.program(dp, tag, cause);
+                    tag
+                };
+                let at = dp.idx() * words;
+                moved(
+                    tag,
+                    sp,
+                    dp,
+                    &mut self.spare_words[at..at + words],
+                    &mut self.journals,
+                );
+            }
+        }
+        off
     }
 
     /// [`Flash::move_valid`] with `words` spare words per copy handed to `moved`
@@ -1286,41 +1392,13 @@ impl Flash {
     ) -> u32 {
         let ppb = self.geo.pages_per_block;
         let end = self.write_ptr[src.idx()];
-        let mut off = from;
         // (Spare words with packed tags, which only tests combine, go page by page too:
         // the run below then calls `moved` from one place, where it is inlined.)
         let packed_spare = SPARE && matches!(self.tags, Tags::Packed { .. });
         if !matches!(self.record, Record::Count | Record::Clock) || packed_spare {
             // The log, a model that needs each operation's cause, or an armed power
             // cut: page by page.
-            while off < end && !self.is_full(dst) {
-                let sp = self.geo.ppn(src, off);
-                off += 1;
-                if self.is_valid(sp) {
-                    let dp = self.geo.ppn(dst, self.write_ptr[dst.idx()]);
-                    let tag = if !SPARE {
-                        let tag = self.copy(sp, dp, cause);
-                        self.invalidate(sp);
-                        tag
-                    } else {
-                        // A read and a program, as program_with_spare's callers do: an
-                        // armed cut counts them as two operations.
-                        let tag = self.read(sp, cause);
-                        self.invalidate(sp);
-                        self.program(dp, tag, cause);
-                        tag
-                    };
-                    let at = dp.idx() * words;
-                    moved(
-                        tag,
-                        sp,
-                        dp,
-                        &mut self.spare_words[at..at + words],
-                        &mut self.journals,
-                    );
-                }
-            }
-            return off;
+            return self.move_valid_by_page::<SPARE>(src, from, dst, cause, words, moved);
         }
         let first_dst = self.write_ptr[dst.idx()];
         debug_assert_ne!(src, dst, "a block's pages move to another block");
@@ -2799,10 +2877,12 @@ mod tests {
                 let j = f.open_spare_journal(2, &[&[100]], sum_decode);
                 let mut codes = 10;
                 let mut moves = Vec::new();
-                let stop = f.move_valid_journaled(Pbn(0), 0, Pbn(1), Cause::Gc, j, |t, s, d| {
-                    moves.push((t.lpn.0, s.0, d.0));
-                    codes += 1;
-                    codes
+                let stop = f.move_valid_journaled(Pbn(0), 0, Pbn(1), Cause::Gc, j, |run| {
+                    for (k, (t, &s)) in run.tags.iter().zip(run.from).enumerate() {
+                        moves.push((t.lpn.0, s, run.first.0 + k as u32));
+                        codes += 1;
+                        run.codes[k] = codes;
+                    }
                 });
                 assert_eq!(stop, 4);
                 assert_eq!(moves, [(0, 0, 4), (2, 2, 5), (3, 3, 6)]);
@@ -2838,7 +2918,9 @@ mod tests {
                 // A copy torn by a power cut: used, unreadable, no words, no reference.
                 f.arm_power_cut(2);
                 cut_by(|| {
-                    f.move_valid_journaled(Pbn(1), 0, Pbn(2), Cause::Gc, j2, |_, _, _| 5);
+                    f.move_valid_journaled(Pbn(1), 0, Pbn(2), Cause::Gc, j2, |run| {
+                        run.codes.fill(5)
+                    });
                 });
                 f.power_cycle();
                 assert_eq!(f.spare_words(Ppn(8)), &[0, 0][..], "{at}: torn");

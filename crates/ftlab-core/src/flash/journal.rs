@@ -26,6 +26,8 @@
 //! longer open is freed (its buffers are reused by the next journal). At most one
 //! journal is open (the FTL appends to it); opening one closes the previous one.
 
+use crate::units::{PageTag, Ppn};
+
 /// Decodes a journaled page's spare words into `out` (cleared first by the caller): `base`
 /// is the journal's table, `entries` the journal's entries up to and including the
 /// page's own (the last one), each `[page, code]` as [`super::Flash::move_valid_journaled`]
@@ -35,6 +37,22 @@ pub type SpareDecode = fn(base: &[u32], entries: &[[u32; 2]], out: &mut Vec<u32>
 /// An open spare journal ([`super::Flash::open_spare_journal`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpareJournal(u32);
+
+/// Copies a journaled move hands its caller at once ([`super::Flash::move_valid_journaled`]):
+/// copy `k` moved the page tagged `tags[k]` from page `from[k]` to page `first + k`, and
+/// the caller sets `codes[k]` to its entry code. The copies are done (programmed, their
+/// sources invalidated); their entries are pushed, in order, when the caller returns.
+#[derive(Debug)]
+pub struct JournaledRun<'a> {
+    /// The copies' tags, in copy order.
+    pub tags: &'a [PageTag],
+    /// The page each copy was read from.
+    pub from: &'a [u32],
+    /// The first copy's page; copy `k` is on page `first + k`.
+    pub first: Ppn,
+    /// The copies' entry codes, set by the caller (0 when handed over).
+    pub codes: &'a mut [u32],
+}
 
 #[derive(Clone, Debug)]
 struct Journal {
@@ -63,6 +81,10 @@ pub(super) struct Journals {
     /// Slots of freed journals, reused.
     free: Vec<u32>,
     open: Option<u32>,
+    /// A run's source pages and entry codes while its caller computes them (a block's
+    /// pages each, sized on the first journal): [`Journals::take_scratch`].
+    from: Vec<u32>,
+    codes: Vec<u32>,
 }
 
 impl Journals {
@@ -70,12 +92,15 @@ impl Journals {
     pub(super) fn open(
         &mut self,
         blocks: usize,
+        pages_per_block: u32,
         base: &[&[u32]],
         decode: SpareDecode,
     ) -> SpareJournal {
         self.close_open();
         if self.runs.is_empty() {
             self.runs = vec![Vec::new(); blocks];
+            self.from = vec![0; pages_per_block as usize];
+            self.codes = vec![0; pages_per_block as usize];
         }
         let slot = match self.free.pop() {
             Some(s) => {
@@ -138,6 +163,37 @@ impl Journals {
     pub(super) fn push_entry(&mut self, j: SpareJournal, ppn: u32, code: u32) {
         debug_assert_eq!(self.open, Some(j.0), "an entry in a closed journal");
         self.slots[j.0 as usize].entries.push([ppn, code]);
+    }
+
+    /// The buffers of a run's source pages and entry codes (a block's pages each), taken
+    /// while the run is done; [`Journals::push_run`] gives them back.
+    #[inline]
+    pub(super) fn take_scratch(&mut self) -> (Vec<u32>, Vec<u32>) {
+        (
+            std::mem::take(&mut self.from),
+            std::mem::take(&mut self.codes),
+        )
+    }
+
+    /// Appends the entries of the `codes.len()` pages from `first` (page `offset` of
+    /// `block` on), programmed through `j` in that order, with their references, and
+    /// takes back the buffers [`Journals::take_scratch`] lent.
+    #[inline]
+    pub(super) fn push_run(
+        &mut self,
+        j: SpareJournal,
+        block: usize,
+        offset: u32,
+        first: u32,
+        n: usize,
+        scratch: (Vec<u32>, Vec<u32>),
+    ) {
+        debug_assert_eq!(self.open, Some(j.0), "entries in a closed journal");
+        let codes = &scratch.1[..n];
+        let entries = &mut self.slots[j.0 as usize].entries;
+        entries.extend(codes.iter().zip(first..).map(|(&c, p)| [p, c]));
+        self.add_run(j, block, offset, offset + n as u32);
+        (self.from, self.codes) = scratch;
     }
 
     /// Records that pages `start..end` of `block`, just programmed through `j` (their
@@ -266,7 +322,7 @@ mod tests {
     #[test]
     fn dropping_pages_splits_and_trims_runs() {
         let mut js = Journals::default();
-        let j = js.open(2, &[&[]], last_page);
+        let j = js.open(2, 4, &[&[]], last_page);
         for o in 0..8 {
             js.push(j, 1, o, 100 + o, 0);
         }

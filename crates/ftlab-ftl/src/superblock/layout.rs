@@ -108,6 +108,13 @@ impl AddressSplit {
         }
     }
 
+    /// The split's shifts when pages per block and N are powers of two (every preset,
+    /// N = 4): the bits of a page offset, of a PGD index and of a PTE index (`t`).
+    #[inline]
+    pub fn shifts(&self) -> Option<(u32, u32, u32)> {
+        self.shifts.map(|(p, n)| (p, n, self.t))
+    }
+
     /// PMD entries (PTs per logical block).
     #[inline]
     pub fn pmd_len(&self) -> usize {

@@ -6,7 +6,7 @@ use super::cache::NONE;
 use super::layout::{AddressSplit, Split};
 use super::snapshot::{note_in, Event, SnapLog};
 use super::SuperblockFtl;
-use ftlab_core::flash::{Cause, Flash};
+use ftlab_core::flash::{Cause, Flash, JournaledRun};
 use ftlab_core::{Pbn, Ppn};
 
 /// The map of one superblock while a merge runs: the PMD and all PTs of each logical
@@ -238,10 +238,9 @@ impl SuperblockFtl {
                 }
             };
             let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
-            flash.move_valid_journaled(src, from, dst, Cause::Merge, journal, |tag, s, d| {
-                let (sp, _) = followed(split, ws, pgd, snap, tag.lpn.0, s, d);
-                copied += 1;
-                entry_code(&sp)
+            flash.move_valid_journaled(src, from, dst, Cause::Merge, journal, |run| {
+                copied += run.tags.len() as u64;
+                follow_run(split, ws, pgd, snap, run);
             })
         } else {
             let (split, ws, pgd, snap) = (&self.split, &mut self.ws, &mut self.pgd, &mut self.snap);
@@ -475,6 +474,64 @@ fn followed(
     (sp, ki)
 }
 
+/// [`followed`] for each copy of a journaled run, each entry code set: with the split's
+/// shifts (powers of two, every preset) taken out of the loop and the work area's
+/// indices computed from the LPN alone, the loop does per copy what the map needs (the
+/// PT entry, the PMD entry, the PGD, the log's event) and no more; otherwise copy by
+/// copy through [`followed`].
+#[inline]
+fn follow_run(
+    split: &AddressSplit,
+    ws: &mut Workspace,
+    pgd: &mut [u32],
+    snap: &mut Option<SnapLog>,
+    run: JournaledRun<'_>,
+) {
+    let copies = run.tags.iter().zip(run.from).zip(run.codes.iter_mut());
+    let Some((p, nb, t)) = split.shifts() else {
+        for (d, ((tag, &s), code)) in (run.first.0..).zip(copies) {
+            let (sp, _) = followed(split, ws, pgd, snap, tag.lpn.0, Ppn(s), Ppn(d));
+            *code = entry_code(&sp);
+        }
+        return;
+    };
+    // Row `lbn + rows` of the work area is logical block `lbn`'s (the superblock's
+    // first logical block is row `at`), each row `pmd_len` PMD entries and as many PTs
+    // of `pt_len` entries: the split's `(pgd_index, pmd_index, pte_index)` addressing,
+    // from the LPN's bits.
+    let first_lbn = ws.sb << nb;
+    let rows = ws.at.wrapping_sub(first_lbn as usize);
+    let (pl, tl) = (ws.pmd_len, ws.pt_len);
+    let (page_mask, pte_mask) = ((1u32 << p) - 1, (1u32 << t) - 1);
+    for (d, ((tag, &s), code)) in (run.first.0..).zip(copies) {
+        let lpn = tag.lpn.0;
+        let lbn = lpn >> p;
+        let page = lpn & page_mask;
+        let (k, i, j) = (lbn.wrapping_sub(first_lbn), page >> t, page & pte_mask);
+        debug_assert_eq!(
+            (k, i, j),
+            {
+                let sp = split.split(lpn);
+                (sp.pgd_index, sp.pmd_index, sp.pte_index)
+            },
+            "the shifts split {lpn} as AddressSplit::split does"
+        );
+        debug_assert!(k < 1 << nb, "lpn {lpn} is not in superblock {}", ws.sb);
+        debug_assert!(
+            k < 1 << 10 && i < 1 << 10 && j < 1 << 10,
+            "entry code of {lpn}"
+        );
+        let m = (lbn as usize).wrapping_add(rows) * pl + i as usize;
+        let e = m * tl + j as usize;
+        debug_assert_eq!(ws.pt[e], s, "lpn {lpn} was not mapped to {s}");
+        ws.pt[e] = d;
+        ws.pmd[m] = d;
+        pgd[lbn as usize] = d;
+        note_in(snap, Event::Write { lpn, ppn: d });
+        *code = k << 20 | i << 10 | j;
+    }
+}
+
 /// A merge copy's journal entry code: which PT entry (`pgd_index`, `pmd_index`,
 /// `pte_index`) it moved. The copy's address is the entry's page.
 #[inline(always)]
@@ -514,6 +571,103 @@ pub(super) fn decode_spare(base: &[u32], entries: &[[u32; 2]], out: &mut Vec<u32
             out[ei] = page;
             if ei == i {
                 out[pl + ej] = page;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ftlab_core::rng::SplitMix64;
+    use ftlab_core::units::PageTag;
+    use ftlab_core::Lpn;
+
+    /// A run followed at once ([`follow_run`], shifts hoisted when the geometry has
+    /// them) leaves the work area, the PGD, the snapshot log and the entry codes as
+    /// [`followed`] and [`entry_code`] copy by copy do: with powers of two and without,
+    /// in the mirror's run (`at` the superblock's first logical block) and in a work
+    /// area of its own (`at` 0).
+    #[test]
+    fn a_run_followed_at_once_matches_the_copy_by_copy_bookkeeping() {
+        let mut rng = SplitMix64::new(7);
+        for (n, ppb, t) in [(4, 128, 4), (4, 64, 3), (2, 32, 5), (3, 96, 4), (4, 48, 2)] {
+            let split = AddressSplit::new(n, ppb, t);
+            let (pl, tl) = (split.pmd_len(), split.pt_len());
+            let superblocks = 5u32;
+            let lbns = superblocks * n;
+            let geo = super::super::tests::geo(ppb, lbns, 50.0, 64);
+            for mirrored in [false, true] {
+                let sb = 3;
+                let mut ws = Workspace::new(if mirrored { lbns } else { n }, pl, tl);
+                ws.sb = sb;
+                ws.at = if mirrored { (sb * n) as usize } else { 0 };
+                for w in ws.pt.iter_mut().chain(ws.pmd.iter_mut()) {
+                    *w = rng.next_u64() as u32;
+                }
+                let mut pgd: Vec<u32> = (0..lbns).map(|_| rng.next_u64() as u32).collect();
+                // Distinct pages of the superblock, each mapped where the copy takes it
+                // from.
+                let first_lpn = sb * n * ppb;
+                let mut lpns: Vec<u32> = (first_lpn..first_lpn + n * ppb).collect();
+                for i in (1..lpns.len()).rev() {
+                    lpns.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                lpns.truncate(ppb as usize);
+                let tags: Vec<PageTag> = lpns
+                    .iter()
+                    .map(|&l| PageTag {
+                        lpn: Lpn(l),
+                        version: 1,
+                    })
+                    .collect();
+                let from: Vec<u32> = (0..ppb).map(|k| 10_000 + k).collect();
+                for (&l, &s) in lpns.iter().zip(&from) {
+                    let sp = split.split(l);
+                    let e = ((ws.at + sp.pgd_index as usize) * pl + sp.pmd_index as usize) * tl
+                        + sp.pte_index as usize;
+                    ws.pt[e] = s;
+                }
+                let before = ws.pt.clone();
+                let first = Ppn(50_000);
+                let log = SnapLog::new(&geo, 0, 1, 1);
+                let (mut ws2, mut pgd2, mut snap, mut snap2) =
+                    (ws.clone(), pgd.clone(), Some(log.clone()), Some(log));
+                let mut codes = vec![0; tags.len()];
+                follow_run(
+                    &split,
+                    &mut ws,
+                    &mut pgd,
+                    &mut snap,
+                    JournaledRun {
+                        tags: &tags,
+                        from: &from,
+                        first,
+                        codes: &mut codes,
+                    },
+                );
+                let expected: Vec<u32> = (first.0..)
+                    .zip(tags.iter().zip(&from))
+                    .map(|(d, (tag, &s))| {
+                        let (sp, _) = followed(
+                            &split,
+                            &mut ws2,
+                            &mut pgd2,
+                            &mut snap2,
+                            tag.lpn.0,
+                            Ppn(s),
+                            Ppn(d),
+                        );
+                        entry_code(&sp)
+                    })
+                    .collect();
+                let at = format!("N {n}, {ppb} pages, t {t}, mirrored {mirrored}");
+                assert_eq!(codes, expected, "{at}: entry codes");
+                assert_eq!(ws.pt, ws2.pt, "{at}: PTs");
+                assert_eq!(ws.pmd, ws2.pmd, "{at}: PMDs");
+                assert_eq!(pgd, pgd2, "{at}: PGD");
+                assert_eq!(format!("{snap:?}"), format!("{snap2:?}"), "{at}: log");
+                assert_ne!(ws.pt, before, "{at}: the run moved nothing");
             }
         }
     }
