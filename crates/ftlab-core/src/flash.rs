@@ -1028,6 +1028,29 @@ impl Flash {
         }
     }
 
+    /// Fetches what a copy of `ppn` reads (its tag, its valid bit) into the cache ahead
+    /// of the copy (a hint: no state changes; a page past the end is ignored).
+    #[inline]
+    pub fn prefetch_copy(&self, ppn: Ppn) {
+        self.tags.prefetch(ppn.idx(), ppn.idx() + 1);
+        if let Some(w) = self.valid.get(ppn.idx() / 64) {
+            crate::prefetch::read(w);
+        }
+    }
+
+    /// Fetches the tags and valid bits of every page of `pbn` into the cache, a line at a
+    /// time (a hint: no state changes): a merge about to copy the block's pages, or to
+    /// program it.
+    #[inline]
+    pub fn prefetch_block(&self, pbn: Pbn) {
+        let ppb = self.geo.pages_per_block as usize;
+        let first = pbn.idx() * ppb;
+        self.tags.prefetch(first, first + ppb);
+        for w in (first / 64..(first + ppb).div_ceil(64)).filter_map(|w| self.valid.get(w)) {
+            crate::prefetch::read(w);
+        }
+    }
+
     /// Marks a valid page invalid. Bookkeeping only: no flash operation.
     ///
     /// Panics if the page is not valid.
@@ -2550,6 +2573,36 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "ppb {ppb}, case {case}");
                 assert_eq!(f.stats(), &before, "no flash operation");
+            }
+        }
+    }
+
+    /// The copy prefetch hints take any page and block, the last ones and past the end
+    /// included, on any block size and tag layout, and change nothing.
+    #[test]
+    fn copy_prefetch_hints_take_any_page_or_block_and_change_nothing() {
+        for ppb in [5u32, 64, 100, 128] {
+            let g = geometry(ppb, 4, 100.0, 1);
+            for packed in [false, true] {
+                let (mut f, _) = counted_and_logged(&g, packed);
+                lay_out(&mut f, (Pbn(1), ppb / 2, &[0]), (Pbn(0), 0));
+                let state = |f: &Flash| {
+                    let tags: Vec<_> = (0..g.physical_pages())
+                        .map(|p| f.peek_tag(Ppn(p)))
+                        .collect();
+                    (*f.stats(), tags, f.valid.clone())
+                };
+                let before = state(&f);
+                for b in 0..g.blocks + 2 {
+                    f.prefetch_block(Pbn(b));
+                }
+                for p in 0..(g.blocks + 2) * ppb {
+                    f.prefetch_copy(Ppn(p));
+                }
+                assert!(
+                    before == state(&f),
+                    "ppb {ppb}, packed {packed}: a hint changed state"
+                );
             }
         }
     }

@@ -733,12 +733,19 @@ impl Fast {
         let first_lpn = lbn.0 * self.ppb;
         let mut any = false;
         let mut from_buffer = false;
+        // The data block's tags and valid bits, which the loop and the copies read,
+        // asked for at once (a hint).
+        if d != NONE {
+            flash.prefetch_block(Pbn(d));
+        }
         for o in 0..self.ppb {
             let lpn = first_lpn + o;
             // `sw` and `d` stay as they are until the loop ends (the buffer's pages
             // taken below invalidate only this offset's source).
             let src = if let Some(g) = self.index_remove(lpn) {
-                Some(self.rw_ppn(g))
+                let p = self.rw_ppn(g);
+                flash.prefetch_copy(p);
+                Some(p)
             } else {
                 self.live_outside_rw(flash, sw, d, o)
             };
