@@ -561,6 +561,15 @@ impl Lru {
         self.0.back(0)
     }
 
+    /// Fetches `node`'s links into the cache ahead of a change to them (a hint: no
+    /// state changes; a node past the end is ignored).
+    #[inline]
+    pub fn prefetch(&self, node: u32) {
+        if let Some(n) = self.0.nodes.get(node as usize) {
+            crate::prefetch::read(n);
+        }
+    }
+
     /// The node after `node` towards the front (more recently used).
     #[inline]
     pub fn newer(&self, node: u32) -> Option<u32> {
@@ -680,6 +689,12 @@ mod tests {
         assert_eq!(l.pop_back(), Some(0));
         assert_eq!(l.len(), 1);
         l.move_to_back(1);
+        assert_eq!(l.iter().collect::<Vec<_>>(), [2, 1]);
+        l.check().unwrap();
+        // A prefetch hint of any node, past the end included, changes nothing.
+        for n in 0..8 {
+            l.prefetch(n);
+        }
         assert_eq!(l.iter().collect::<Vec<_>>(), [2, 1]);
         l.check().unwrap();
     }

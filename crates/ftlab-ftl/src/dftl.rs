@@ -385,6 +385,14 @@ impl Dftl {
         self.lpn_slot[self.slot_lpn[v as usize] as usize] = NONE;
         self.slot_lpn[v as usize] = NONE;
         self.free_slots.push(v);
+        // The next victim's entry and links, which the next eviction reads first: on
+        // a large CMT they have not been touched since they were last used (hints).
+        if let Some(n) = self.lru.back() {
+            ftlab_core::prefetch::read(&self.slot_lpn[n as usize]);
+            ftlab_core::prefetch::read(&self.slot_ppn[n as usize]);
+            ftlab_core::prefetch::read(&self.slot_dirty[n as usize]);
+            self.lru.prefetch(n);
+        }
     }
 
     /// The next page of stream `st`'s current data block (opened from its die's pool).
