@@ -155,10 +155,12 @@ impl OpBatch<'_> {
         ops: &[],
     };
 
-    /// Whether no operation happened.
+    /// Whether no operation happened (the counts read 8 bytes at a time, as
+    /// [`crate::flash::Flash::batch`] writes them).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.counts == [0; 4]
+        let c = &self.counts;
+        c[0] | c[1] | c[2] | c[3] == 0
     }
 }
 
@@ -1885,7 +1887,11 @@ impl Flash {
     #[inline]
     pub fn batch(&self) -> OpBatch<'_> {
         OpBatch {
-            counts: self.tally,
+            // Read a count at a time (`black_box` keeps the loads 8 bytes wide): copied
+            // as 16-byte loads, the counts could not be forwarded from the 8-byte
+            // increments still in the store buffer, and each load waited for every
+            // older store to reach the cache (5% of a DFTL run).
+            counts: std::array::from_fn(|i| std::hint::black_box(self.tally[i])),
             ops: &self.log,
         }
     }
