@@ -48,8 +48,9 @@ impl Bitsets {
     }
 
     /// Adds `i` to `set` if `yes`, without a branch on `yes` (for hot loops where it
-    /// is data-dependent and would be mispredicted).
-    #[inline]
+    /// is data-dependent and would be mispredicted). Always inlined: a GC calls it once
+    /// a copy, and as a call it cost more than its few instructions.
+    #[inline(always)]
     pub fn insert_if(&mut self, set: usize, i: u32, yes: bool) {
         let w = &mut self.words[set * self.stride + i as usize / 64];
         let old = *w;
@@ -73,6 +74,7 @@ impl Bitsets {
     }
 
     /// Bottom word `i` of a set went from empty to not: its bits in the levels above.
+    #[inline(never)]
     pub(crate) fn insert_above(&mut self, set: usize, mut i: usize) {
         let base = set * self.stride;
         for l in 1..self.levels {
