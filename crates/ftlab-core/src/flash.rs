@@ -360,6 +360,17 @@ fn each_set_bit(
     }
 }
 
+/// A run of moves ([`Flash::run_span`]): the source block's first page `s0`, the first
+/// destination page `d0`, the source pages `lo..to` looked at, and the destination's
+/// free pages `room`.
+struct RunSpan {
+    s0: usize,
+    d0: usize,
+    lo: usize,
+    to: usize,
+    room: usize,
+}
+
 /// How many copies ahead [`Flash::move_valid_with_spare`] asks for a copy's spare
 /// words: far enough for the line to arrive before the copy writes it.
 const SPARE_AHEAD: usize = 8;
@@ -1321,17 +1332,13 @@ impl Flash {
         }
         // The run's tags and validity moved (the flash's part), then the copies handed
         // over, then their entries and references pushed and the run counted.
-        debug_assert_ne!(src, dst, "a block's pages move to another block");
-        let ppb = self.geo.pages_per_block;
-        let end = self.write_ptr[src.idx()];
-        let (s0, d0) = (
-            self.geo.ppn(src, 0).idx(),
-            self.geo.ppn(dst, first_dst).idx(),
-        );
-        let (lo, to) = (s0 + from as usize, s0 + end as usize);
-        let room = (ppb - first_dst) as usize;
-        self.tags.prefetch(lo, to);
-        self.tags.prefetch(d0, d0 + room.min(to.saturating_sub(lo)));
+        let RunSpan {
+            s0,
+            d0,
+            lo,
+            to,
+            room,
+        } = self.run_span(src, from, dst, first_dst);
         let Tags::Wide(t) = &mut self.tags else {
             unreachable!("checked above: whole tags")
         };
@@ -1355,6 +1362,31 @@ impl Flash {
             .push_run(journal, dst.idx(), first_dst, d0 as u32, n, (srcs, codes));
         self.count_moves(src, dst, first_dst, n as u32, cause);
         (stop - s0) as u32
+    }
+
+    /// The pages of a run of moves from `src`, offset `from` on, to `dst`, whose next
+    /// page is `first_dst`; their tags are asked for: the run reads the source's and
+    /// writes the destination's in order, and asked for all at once their cache lines
+    /// arrive together, not one miss at a time.
+    #[inline(always)]
+    fn run_span(&self, src: Pbn, from: u32, dst: Pbn, first_dst: u32) -> RunSpan {
+        debug_assert_ne!(src, dst, "a block's pages move to another block");
+        let end = self.write_ptr[src.idx()];
+        let (s0, d0) = (
+            self.geo.ppn(src, 0).idx(),
+            self.geo.ppn(dst, first_dst).idx(),
+        );
+        let (lo, to) = (s0 + from as usize, s0 + end as usize);
+        let room = (self.geo.pages_per_block - first_dst) as usize;
+        self.tags.prefetch(lo, to);
+        self.tags.prefetch(d0, d0 + room.min(to.saturating_sub(lo)));
+        RunSpan {
+            s0,
+            d0,
+            lo,
+            to,
+            room,
+        }
     }
 
     /// [`Flash::move_valid_inner`] page by page: each copy's operations recorded on
@@ -1415,8 +1447,6 @@ impl Flash {
         words: usize,
         mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32], &mut Journals),
     ) -> u32 {
-        let ppb = self.geo.pages_per_block;
-        let end = self.write_ptr[src.idx()];
         // (Spare words with packed tags, which only tests combine, go page by page too:
         // the run below then calls `moved` from one place, where it is inlined.)
         let packed_spare = SPARE && matches!(self.tags, Tags::Packed { .. });
@@ -1426,24 +1456,20 @@ impl Flash {
             return self.move_valid_by_page::<SPARE>(src, from, dst, cause, words, moved);
         }
         let first_dst = self.write_ptr[dst.idx()];
-        debug_assert_ne!(src, dst, "a block's pages move to another block");
-        let (s0, d0) = (
-            self.geo.ppn(src, 0).idx(),
-            self.geo.ppn(dst, first_dst).idx(),
-        );
-        let (from, to, room) = (s0 + from as usize, s0 + end as usize, ppb - first_dst);
-        // The run reads the source's tags and writes the destination's in order: asked
-        // for all at once, their cache lines arrive together, not one miss at a time.
-        self.tags.prefetch(from, to);
-        self.tags
-            .prefetch(d0, d0 + (room as usize).min(to.saturating_sub(from)));
+        let RunSpan {
+            s0,
+            d0,
+            lo: from,
+            to,
+            room,
+        } = self.run_span(src, from, dst, first_dst);
         let valid = &self.valid[..];
-        let spare = &mut self.spare_words[d0 * words..(d0 + room as usize) * words];
+        let spare = &mut self.spare_words[d0 * words..(d0 + room) * words];
         let journals = &mut self.journals;
         // The tag layout matched once per run, the valid pages found a word at a time;
         // the validity bits change after the run (the callback cannot see the flash).
         let (stop, n) = match &mut self.tags {
-            Tags::Wide(t) => each_set_bit(valid, from, to, room as usize, |k, sp| {
+            Tags::Wide(t) => each_set_bit(valid, from, to, room, |k, sp| {
                 let tag = t[sp];
                 t[d0 + k] = tag;
                 prefetch_spare(spare, k, words);
@@ -1457,7 +1483,7 @@ impl Flash {
                 ..
             } => {
                 let (bits, mask) = (*lpn_bits, (1u32 << *lpn_bits) - 1);
-                each_set_bit(valid, from, to, room as usize, |k, sp| {
+                each_set_bit(valid, from, to, room, |k, sp| {
                     let w = packed[sp];
                     packed[d0 + k] = w;
                     let tag = PageTag {
