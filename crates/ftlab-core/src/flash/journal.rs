@@ -175,9 +175,10 @@ impl Journals {
         )
     }
 
-    /// Appends the entries of the `codes.len()` pages from `first` (page `offset` of
-    /// `block` on), programmed through `j` in that order, with their references, and
-    /// takes back the buffers [`Journals::take_scratch`] lent.
+    /// Appends the entries of the `n` pages from `first` (page `offset` of `block` on),
+    /// programmed through `j` in that order, their codes the first `n` of the lent
+    /// buffers', with their references, and takes back the buffers
+    /// [`Journals::take_scratch`] lent.
     #[inline]
     pub(super) fn push_run(
         &mut self,
