@@ -691,7 +691,7 @@ mod tests {
         l.move_to_back(1);
         assert_eq!(l.iter().collect::<Vec<_>>(), [2, 1]);
         l.check().unwrap();
-        // A prefetch hint of any node, past the end included, changes nothing.
+        // A prefetch hint takes any node, past the end included, without a panic.
         for n in 0..8 {
             l.prefetch(n);
         }

@@ -38,7 +38,8 @@ pub type SpareDecode = fn(base: &[u32], entries: &[[u32; 2]], out: &mut Vec<u32>
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpareJournal(u32);
 
-/// Copies a journaled move hands its caller at once ([`super::Flash::move_valid_journaled`]):
+/// Copies a journaled move hands its caller ([`super::Flash::move_valid_journaled`]: a
+/// destination block's run at once, or one copy at a time on the page-by-page path):
 /// copy `k` moved the page tagged `tags[k]` from page `from[k]` to page `first + k`, and
 /// the caller sets `codes[k]` to its entry code. The copies are done (programmed, their
 /// sources invalidated); their entries are pushed, in order, when the caller returns.
