@@ -1229,7 +1229,7 @@ impl Flash {
         cause: Cause,
         mut moved: impl FnMut(PageTag, Ppn, Ppn),
     ) -> u32 {
-        self.move_valid_inner::<false>(src, from, dst, cause, 0, |tag, s, d, _, _| moved(tag, s, d))
+        self.move_valid_inner::<false>(src, from, dst, cause, 0, |tag, s, d, _| moved(tag, s, d))
     }
 
     /// [`Flash::move_valid`] for pages that carry `words` spare words beside the tag
@@ -1254,9 +1254,7 @@ impl Flash {
     ) -> u32 {
         let n = self.spare_store(words);
         let mut moved = moved;
-        self.move_valid_inner::<true>(src, from, dst, cause, n, |tag, s, d, w, _| {
-            moved(tag, s, d, w)
-        })
+        self.move_valid_inner::<true>(src, from, dst, cause, n, |tag, s, d, w| moved(tag, s, d, w))
     }
 
     /// Opens a spare journal (see the `journal` module): pages programmed through it
@@ -1462,9 +1460,7 @@ impl Flash {
 
     /// [`Flash::move_valid`] with `words` spare words per copy handed to `moved`
     /// (none when 0); `SPARE`: the copies carry spare words, so an armed power cut
-    /// counts each as a read and a program. (`moved`'s journals are for the
-    /// page-by-page path, which [`Flash::move_valid_journaled`] shares; none of this
-    /// function's callers uses them.)
+    /// counts each as a read and a program.
     #[inline(always)]
     fn move_valid_inner<const SPARE: bool>(
         &mut self,
@@ -1473,7 +1469,7 @@ impl Flash {
         dst: Pbn,
         cause: Cause,
         words: usize,
-        mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32], &mut Journals),
+        mut moved: impl FnMut(PageTag, Ppn, Ppn, &mut [u32]),
     ) -> u32 {
         // (Spare words with packed tags, which only tests combine, go page by page too:
         // the run below then calls `moved` from one place, where it is inlined.)
@@ -1481,7 +1477,14 @@ impl Flash {
         if !matches!(self.record, Record::Count | Record::Clock) || packed_spare {
             // The log, a model that needs each operation's cause, or an armed power
             // cut: page by page.
-            return self.move_valid_by_page::<SPARE>(src, from, dst, cause, words, moved);
+            return self.move_valid_by_page::<SPARE>(
+                src,
+                from,
+                dst,
+                cause,
+                words,
+                |t, s, d, w, _| moved(t, s, d, w),
+            );
         }
         let first_dst = self.write_ptr[dst.idx()];
         let RunSpan {
@@ -1493,7 +1496,6 @@ impl Flash {
         } = self.run_span(src, from, dst, first_dst);
         let valid = &self.valid[..];
         let spare = &mut self.spare_words[d0 * words..(d0 + room) * words];
-        let journals = &mut self.journals;
         // The tag layout matched once per run, the valid pages found a word at a time;
         // the validity bits change after the run (the callback cannot see the flash).
         let (stop, n) = match &mut self.tags {
@@ -1502,7 +1504,7 @@ impl Flash {
                 t[d0 + k] = tag;
                 prefetch_spare(spare, k, words);
                 let words = &mut spare[k * words..(k + 1) * words];
-                moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words, journals);
+                moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
             }),
             Tags::Packed { .. } if SPARE => unreachable!("spare words with packed tags"),
             Tags::Packed {
@@ -1520,7 +1522,7 @@ impl Flash {
                     };
                     prefetch_spare(spare, k, words);
                     let words = &mut spare[k * words..(k + 1) * words];
-                    moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words, journals);
+                    moved(tag, Ppn(sp as u32), Ppn((d0 + k) as u32), words);
                 })
             }
         };
