@@ -1546,15 +1546,15 @@ impl Space {
         // page never looks at `content`: the entries land first, then each distinct
         // translation page is read and written once, in ascending order. Only the page
         // numbers are ordered, by a set that hands them out in ascending order
-        // (`Bitsets::pop_first`: a sort of a GC's hundred-odd numbers was 8% of a DFTL
-        // run).
+        // (`Bitsets::drain`: a sort of a GC's hundred-odd numbers was 8% of a DFTL
+        // run, and taking them one `pop_first` at a time 3%).
         pages.clear();
         for &(t, e, p) in &batch {
             let idx = self.entry(t, e);
             self.content[idx] = p;
             self.gc_tpages.insert(0, t);
         }
-        pages.extend(std::iter::from_fn(|| self.gc_tpages.pop_first(0)));
+        self.gc_tpages.drain(0, &mut pages);
         for &t in &pages {
             let on_flash = self.read_tpage(flash, t, Why::Gc);
             assert!(
