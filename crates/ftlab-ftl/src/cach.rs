@@ -488,6 +488,10 @@ pub struct CachFtl {
     run_ppns: Vec<Ppn>,
     /// PMR-GC's phase 2: the victim's offsets whose pages the switch moved.
     switched: Vec<u64>,
+    /// Tests: PMR-GC takes the page-by-page path even when every page it read stays
+    /// live (the reference its all-live path is checked against).
+    #[cfg(test)]
+    pmr_gc_by_page: bool,
     /// In place, the BMR blocks between their erase and the end of their program (the
     /// window of cach-ftl.txt Algorithm 2, lines 41-42; a pending BMR-GC job's and a
     /// foreground update's may be open together), with the pages whose only copy is
@@ -705,6 +709,8 @@ impl CachFtl {
             run_tags: Vec::with_capacity(ppb as usize),
             run_ppns: Vec::with_capacity(ppb as usize),
             switched: vec![0; (ppb as usize).div_ceil(64)],
+            #[cfg(test)]
+            pmr_gc_by_page: false,
             windows: Vec::with_capacity(2),
             staged: Vec::with_capacity(ppb as usize),
             dups: U32Map::with_max_len(if out_of_place { 0 } else { pmr_pages }),

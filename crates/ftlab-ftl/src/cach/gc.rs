@@ -370,6 +370,13 @@ impl CachFtl {
                 if let Some(s) = self.pmr.copy_stream(victim) {
                     // Every copy on one frontier: programmed a run per block.
                     self.run_tags.clear();
+                    if self.all_held_live(flash, victim) {
+                        // Every page is copied, and the copies are the run's pages.
+                        self.run_tags.extend(self.held.iter().map(|&(tag, _)| tag));
+                        self.pmr
+                            .program_copies(flash, s, &self.run_tags, &mut self.copies);
+                        return;
+                    }
                     // Live iff still valid (see `pmr_cost`); the copies, programmed in
                     // other blocks, leave the victim's validity bits as they are.
                     let live = self.held.iter().filter(|&&(_, old)| flash.is_valid(old));
@@ -401,22 +408,42 @@ impl CachFtl {
             _ => {
                 let first = self.geo.ppn(victim, 0).0;
                 self.switched.fill(0);
-                for i in 0..self.held.len() {
-                    let ((tag, old), copy) = (self.held[i], self.copies[i]);
-                    if copy == NO_COPY {
-                        continue;
-                    }
-                    // Still mapped at `old` iff `old` is still valid (see `pmr_cost`):
-                    // one probe of the page table instead of two.
-                    if flash.is_valid(old) {
+                if self.all_held_live(flash, victim) {
+                    // Every page was live at the copy too (a page only ever turns
+                    // invalid here), so each has its copy and is still mapped at `old`:
+                    // the loop below without its two tests per page.
+                    debug_assert!(!self.copies.contains(&NO_COPY));
+                    for (&(tag, old), &copy) in self.held.iter().zip(&self.copies) {
                         let was = self.pmr.map.replace(tag.lpn.0, copy.0);
                         debug_assert_eq!(was, Some(old.0), "{:?} moved under PMR-GC", tag.lpn);
                         flash.invalidate(old);
-                        let off = old.0 - first;
-                        self.switched[off as usize / 64] |= 1 << (off % 64);
-                        self.stats.gc_pages_copied += 1;
-                    } else {
-                        self.pmr.invalidate(flash, copy);
+                    }
+                    if !self.dups.is_empty() {
+                        // Only `forget_dups` reads these bits, and only with duplicates.
+                        for &(_, old) in &self.held {
+                            let off = old.0 - first;
+                            self.switched[off as usize / 64] |= 1 << (off % 64);
+                        }
+                    }
+                    self.stats.gc_pages_copied += self.held.len() as u64;
+                } else {
+                    for i in 0..self.held.len() {
+                        let ((tag, old), copy) = (self.held[i], self.copies[i]);
+                        if copy == NO_COPY {
+                            continue;
+                        }
+                        // Still mapped at `old` iff `old` is still valid (see
+                        // `pmr_cost`): one probe of the page table instead of two.
+                        if flash.is_valid(old) {
+                            let was = self.pmr.map.replace(tag.lpn.0, copy.0);
+                            debug_assert_eq!(was, Some(old.0), "{:?} moved under PMR-GC", tag.lpn);
+                            flash.invalidate(old);
+                            let off = old.0 - first;
+                            self.switched[off as usize / 64] |= 1 << (off % 64);
+                            self.stats.gc_pages_copied += 1;
+                        } else {
+                            self.pmr.invalidate(flash, copy);
+                        }
                     }
                 }
                 self.forget_dups(flash, victim);
@@ -428,6 +455,18 @@ impl CachFtl {
                 self.copies.clear();
             }
         }
+    }
+
+    /// Whether every page PMR-GC phase 0 read off `victim` (`held`) is still valid: a
+    /// taken victim is never programmed, so its pages only turn invalid (a host write
+    /// of the page between phases), and the count says whether any did.
+    #[inline]
+    fn all_held_live(&self, flash: &Flash, victim: Pbn) -> bool {
+        let live = flash.valid_count(victim) as usize == self.held.len();
+        #[cfg(test)]
+        let live = live && !self.pmr_gc_by_page;
+        debug_assert!(!live || self.held.iter().all(|&(_, old)| flash.is_valid(old)));
+        live
     }
 
     /// The PMR-GC victim, if its valid pages fit the PMR's free pages. Between requests
