@@ -1090,6 +1090,30 @@ impl Flash {
         self.valid_count[pbn.idx()] -= 1;
     }
 
+    /// Marks every valid page of `pbn` invalid, as [`Flash::invalidate`] of each would:
+    /// a word of validity bits at a time (a collector that moved all of a victim's
+    /// valid pages). Bookkeeping only: no flash operation.
+    pub fn invalidate_block(&mut self, pbn: Pbn) {
+        let first = self.geo.ppn(pbn, 0).idx();
+        let end = first + self.geo.pages_per_block as usize;
+        let (mut i, mut cleared) = (first, 0);
+        while i < end {
+            // The bits of this word inside the block.
+            let (w, lo) = (i / 64, i % 64);
+            let n = (64 - lo).min(end - i);
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << lo
+            };
+            cleared += (self.valid[w] & mask).count_ones();
+            self.valid[w] &= !mask;
+            i += n;
+        }
+        debug_assert_eq!(cleared, self.valid_count[pbn.idx()]);
+        self.valid_count[pbn.idx()] = 0;
+    }
+
     /// Erases a whole block: all its pages become free.
     ///
     /// Panics if the block still holds valid pages.
@@ -2661,6 +2685,42 @@ mod tests {
                     before == state(&f),
                     "ppb {ppb}, packed {packed}: a hint changed state"
                 );
+            }
+        }
+    }
+
+    /// `invalidate_block` leaves what `invalidate` of each valid page leaves (the bits
+    /// of every block, the counts), on block sizes that start and end inside words
+    /// and span several, with blocks partly written and partly valid, and no others'
+    /// bits touched.
+    #[test]
+    fn invalidating_a_block_at_once_equals_invalidating_its_valid_pages() {
+        let mut rng = crate::rng::SplitMix64::new(9);
+        for ppb in [2u32, 5, 24, 64, 100, 128, 200] {
+            let g = geometry(ppb, 6, 100.0, 1);
+            for case in 0..20 {
+                let mut a = Flash::new(&g);
+                for b in 0..g.blocks {
+                    let written = rng.below(ppb as u64 + 1) as u32;
+                    for o in 0..written {
+                        a.program(g.ppn(Pbn(b), o), tag(b * ppb + o), Cause::Host);
+                        if rng.below(3) == 0 {
+                            a.invalidate(g.ppn(Pbn(b), o));
+                        }
+                    }
+                }
+                let mut b = a.clone();
+                let victim = Pbn(rng.below(g.blocks as u64) as u32);
+                for o in 0..ppb {
+                    let p = g.ppn(victim, o);
+                    if a.is_valid(p) {
+                        a.invalidate(p);
+                    }
+                }
+                b.invalidate_block(victim);
+                assert_eq!(a.valid, b.valid, "ppb {ppb}, case {case}");
+                assert_eq!(a.valid_count, b.valid_count, "ppb {ppb}, case {case}");
+                b.check().unwrap();
             }
         }
     }

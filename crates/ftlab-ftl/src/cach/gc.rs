@@ -416,8 +416,9 @@ impl CachFtl {
                     for (&(tag, old), &copy) in self.held.iter().zip(&self.copies) {
                         let was = self.pmr.map.replace(tag.lpn.0, copy.0);
                         debug_assert_eq!(was, Some(old.0), "{:?} moved under PMR-GC", tag.lpn);
-                        flash.invalidate(old);
                     }
+                    // The held pages are all of the victim's valid pages.
+                    flash.invalidate_block(victim);
                     if !self.dups.is_empty() {
                         // Only `forget_dups` reads these bits, and only with duplicates.
                         for &(_, old) in &self.held {
