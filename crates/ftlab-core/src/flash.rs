@@ -1881,6 +1881,22 @@ impl Flash {
         found
     }
 
+    /// Calls `f` with the offset of each valid page of block `pbn` in offsets
+    /// `from..to`, in order, a word of validity bits at a time: what a test of
+    /// [`Flash::is_valid`] at each offset finds, without a test per page.
+    #[inline]
+    pub fn each_valid(&self, pbn: Pbn, from: u32, to: u32, mut f: impl FnMut(u32)) {
+        let s0 = self.geo.ppn(pbn, 0).idx();
+        let to = to.min(self.write_ptr[pbn.idx()]);
+        each_set_bit(
+            &self.valid,
+            s0 + from as usize,
+            s0 + to as usize,
+            usize::MAX,
+            |_, i| f((i - s0) as u32),
+        );
+    }
+
     /// Calls `f` with the LPN of each valid page of block `pbn`, in page order, without
     /// a flash operation: for prefetch hints ahead of a GC's copies (the tables an FTL
     /// updates per copy, fetched all at once instead of one miss per copy), never for
@@ -2685,6 +2701,37 @@ mod tests {
                     before == state(&f),
                     "ppb {ppb}, packed {packed}: a hint changed state"
                 );
+            }
+        }
+    }
+
+    /// `each_valid` visits the offsets a test of `is_valid` at each offset of the range
+    /// finds, in order, for ranges anywhere in blocks partly written and partly valid.
+    #[test]
+    fn each_valid_visits_what_testing_each_offset_finds() {
+        let mut rng = crate::rng::SplitMix64::new(4);
+        for ppb in [2u32, 5, 64, 100, 128, 200] {
+            let g = geometry(ppb, 6, 100.0, 1);
+            let mut f = Flash::new(&g);
+            for b in 0..g.blocks {
+                let written = rng.below(ppb as u64 + 1) as u32;
+                for o in 0..written {
+                    f.program(g.ppn(Pbn(b), o), tag(b * ppb + o), Cause::Host);
+                    if rng.below(3) == 0 {
+                        f.invalidate(g.ppn(Pbn(b), o));
+                    }
+                }
+            }
+            for case in 0..200 {
+                let b = Pbn(rng.below(g.blocks as u64) as u32);
+                let from = rng.below(ppb as u64 + 1) as u32;
+                let to = rng.below(ppb as u64 + 2) as u32;
+                let want: Vec<u32> = (from..to.min(ppb))
+                    .filter(|&o| f.is_valid(g.ppn(b, o)))
+                    .collect();
+                let mut got = Vec::new();
+                f.each_valid(b, from, to, |o| got.push(o));
+                assert_eq!(got, want, "ppb {ppb}, case {case}: {b:?} {from}..{to}");
             }
         }
     }

@@ -501,6 +501,50 @@ impl Fast {
         flash.is_valid(ppn).then_some(ppn)
     }
 
+    /// A full merge's sources without a buffer to take pages from (`srcs`: a page's
+    /// RW log copy if it has one, else its SW log page if valid, else its data block
+    /// page if valid, else a hole; the RW copies leave the index), found a word of bits
+    /// at a time: the data block's and the SW log's validity, then the index's presence
+    /// bits of the block's LPNs, each later source over the earlier. Returns whether
+    /// any offset has a source. The same sources as a test per offset
+    /// (`index_remove`, then [`Fast::live_outside_rw`]).
+    fn merge_sources(&mut self, flash: &Flash, sw: Option<usize>, d: u32, first_lpn: u32) -> bool {
+        let srcs = &mut self.srcs;
+        srcs.fill(Src::Hole);
+        let mut any = false;
+        if d != NONE {
+            let (geo, d) = (&self.geo, Pbn(d));
+            flash.each_valid(d, 0, self.ppb, |o| {
+                srcs[o as usize] = Src::Copy(geo.ppn(d, o));
+                any = true;
+            });
+        }
+        if let Some(s) = sw {
+            let (geo, log) = (&self.geo, self.sw[s]);
+            flash.each_valid(log.pbn, 0, log.written, |o| {
+                srcs[o as usize] = Src::Copy(geo.ppn(log.pbn, o));
+                any = true;
+            });
+        }
+        for c in (0..self.ppb).step_by(64) {
+            let mut bits = self
+                .index
+                .present_bits(first_lpn + c, (self.ppb - c).min(64));
+            while bits != 0 {
+                let o = c + bits.trailing_zeros();
+                bits &= bits - 1;
+                let g = self
+                    .index_remove(first_lpn + o)
+                    .expect("a present LPN has an RW slot");
+                let p = self.rw_ppn(g);
+                flash.prefetch_copy(p);
+                self.srcs[o as usize] = Src::Copy(p);
+                any = true;
+            }
+        }
+        any
+    }
+
     fn drop_live(&mut self, flash: &mut Flash, lpn: Lpn) {
         if let Some((ppn, in_rw)) = self.live(flash, lpn) {
             flash.invalidate(ppn);
@@ -738,24 +782,28 @@ impl Fast {
         if d != NONE {
             flash.prefetch_block(Pbn(d));
         }
-        for o in 0..self.ppb {
-            let lpn = first_lpn + o;
-            // `sw` and `d` stay as they are until the loop ends (the buffer's pages
-            // taken below invalidate only this offset's source).
-            let src = if let Some(g) = self.index_remove(lpn) {
-                let p = self.rw_ppn(g);
-                flash.prefetch_copy(p);
-                Some(p)
-            } else {
-                self.live_outside_rw(flash, sw, d, o)
-            };
-            any |= src.is_some();
-            self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
-            if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
-                let src = &mut self.srcs[o as usize];
-                if self.group.take_dirty(flash, v, lbn, o, src) {
-                    any = true;
-                    from_buffer = true;
+        match bv.as_deref_mut().filter(|_| self.ba_gc) {
+            None => any = self.merge_sources(flash, sw, d, first_lpn),
+            // BA-GC: an offset's page may come from the buffer instead.
+            Some(v) => {
+                for o in 0..self.ppb {
+                    let lpn = first_lpn + o;
+                    // `sw` and `d` stay as they are until the loop ends (the buffer's
+                    // pages taken below invalidate only this offset's source).
+                    let src = if let Some(g) = self.index_remove(lpn) {
+                        let p = self.rw_ppn(g);
+                        flash.prefetch_copy(p);
+                        Some(p)
+                    } else {
+                        self.live_outside_rw(flash, sw, d, o)
+                    };
+                    any |= src.is_some();
+                    self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
+                    let src = &mut self.srcs[o as usize];
+                    if self.group.take_dirty(flash, v, lbn, o, src) {
+                        any = true;
+                        from_buffer = true;
+                    }
                 }
             }
         }
@@ -1395,6 +1443,53 @@ mod tests {
         assert_eq!(t.stats().merge_pages_copied, 3, "1, 2 from data, 3 from RW");
         assert_eq!(t.read(&mut f, Lpn(3)), Some(w(3, 2)));
         t.check(&f).unwrap();
+    }
+
+    /// `merge_sources` finds, a word of bits at a time, the sources a test per offset
+    /// finds (an RW copy from the index, else `live_outside_rw`), takes exactly the
+    /// block's LPNs out of the index, and says whether any offset has a source: at
+    /// random points of random single-page writes (data blocks, SW and RW logs all
+    /// in use), on blocks of fewer than 64 pages, of a word and more not a multiple
+    /// of it, and of two words.
+    #[test]
+    fn a_merges_sources_found_a_word_at_a_time_are_those_of_a_test_per_offset() {
+        let mut rng = ftlab_core::rng::SplitMix64::new(21);
+        for (ppb, sw_logs) in [(8u32, "1"), (100, "2"), (128, "0"), (128, "1")] {
+            let geo = geometry(ppb, 6, 12);
+            let (mut t, mut f) = filled(&geo, &[("sw_logs", sw_logs)], 6);
+            let mut version = vec![1u32; geo.logical_pages as usize];
+            for step in 0..3000 {
+                let lpn = rng.below(geo.logical_pages as u64) as u32;
+                version[lpn as usize] += 1;
+                t.write(&mut f, &[w(lpn, version[lpn as usize])]);
+                if step % 7 != 0 {
+                    continue;
+                }
+                let lbn = rng.below(6) as u32;
+                let (d, sw, first) = (t.dmap[lbn as usize], t.sw_of(Lbn(lbn)), lbn * ppb);
+                let mut rw = Vec::new();
+                let want: Vec<Src> = (0..ppb)
+                    .map(|o| match t.index.get(first + o) {
+                        Some(g) => {
+                            rw.push((first + o, g));
+                            Src::Copy(t.rw_ppn(g))
+                        }
+                        None => t.live_outside_rw(&f, sw, d, o).map_or(Src::Hole, Src::Copy),
+                    })
+                    .collect();
+                t.srcs.fill(Src::Copy(Ppn(u32::MAX)));
+                let any = t.merge_sources(&f, sw, d, first);
+                let at = format!("ppb {ppb}, sw_logs {sw_logs}, step {step}, lbn {lbn}");
+                assert_eq!(t.srcs, want, "{at}");
+                assert_eq!(any, want.iter().any(|s| *s != Src::Hole), "{at}");
+                assert!((0..ppb).all(|o| t.index.get(first + o).is_none()), "{at}");
+                // The RW copies back in the index, as before the call.
+                for (lpn, g) in rw {
+                    t.index_insert(lpn, g);
+                }
+                t.check(&f).unwrap();
+            }
+        }
     }
 
     #[test]

@@ -1170,6 +1170,23 @@ impl LpnIndex {
         }
     }
 
+    /// Which of the `n` keys `lo..lo + n` (`n` at most 64) are present: bit `i` for key
+    /// `lo + i`, read off the presence bits a word or two at a time.
+    #[inline]
+    pub(crate) fn present_bits(&self, lo: u32, n: u32) -> u64 {
+        debug_assert!((1..=64).contains(&n));
+        let (w, s) = (lo as usize / 64, lo % 64);
+        let word = |i: usize| self.present.get(i).copied().unwrap_or(0);
+        let mut bits = word(w) >> s;
+        if s != 0 {
+            bits |= word(w + 1) << (64 - s);
+        }
+        if n < 64 {
+            bits &= (1u64 << n) - 1;
+        }
+        bits
+    }
+
     /// Removes `key` and returns its slot.
     #[inline]
     pub(crate) fn remove(&mut self, key: u32) -> Option<u32> {
