@@ -2705,6 +2705,23 @@ mod tests {
         }
     }
 
+    /// A flash whose blocks are each written to a random point, with about a third of
+    /// the written pages invalidated at random.
+    fn partly_written_and_valid(g: &Geometry, rng: &mut crate::rng::SplitMix64) -> Flash {
+        let ppb = g.pages_per_block;
+        let mut f = Flash::new(g);
+        for b in 0..g.blocks {
+            let written = rng.below(ppb as u64 + 1) as u32;
+            for o in 0..written {
+                f.program(g.ppn(Pbn(b), o), tag(b * ppb + o), Cause::Host);
+                if rng.below(3) == 0 {
+                    f.invalidate(g.ppn(Pbn(b), o));
+                }
+            }
+        }
+        f
+    }
+
     /// `each_valid` visits the offsets a test of `is_valid` at each offset of the range
     /// finds, in order, for ranges anywhere in blocks partly written and partly valid.
     #[test]
@@ -2712,16 +2729,7 @@ mod tests {
         let mut rng = crate::rng::SplitMix64::new(4);
         for ppb in [2u32, 5, 64, 100, 128, 200] {
             let g = geometry(ppb, 6, 100.0, 1);
-            let mut f = Flash::new(&g);
-            for b in 0..g.blocks {
-                let written = rng.below(ppb as u64 + 1) as u32;
-                for o in 0..written {
-                    f.program(g.ppn(Pbn(b), o), tag(b * ppb + o), Cause::Host);
-                    if rng.below(3) == 0 {
-                        f.invalidate(g.ppn(Pbn(b), o));
-                    }
-                }
-            }
+            let f = partly_written_and_valid(&g, &mut rng);
             for case in 0..200 {
                 let b = Pbn(rng.below(g.blocks as u64) as u32);
                 let from = rng.below(ppb as u64 + 1) as u32;
@@ -2746,16 +2754,7 @@ mod tests {
         for ppb in [2u32, 5, 24, 64, 100, 128, 200] {
             let g = geometry(ppb, 6, 100.0, 1);
             for case in 0..20 {
-                let mut a = Flash::new(&g);
-                for b in 0..g.blocks {
-                    let written = rng.below(ppb as u64 + 1) as u32;
-                    for o in 0..written {
-                        a.program(g.ppn(Pbn(b), o), tag(b * ppb + o), Cause::Host);
-                        if rng.below(3) == 0 {
-                            a.invalidate(g.ppn(Pbn(b), o));
-                        }
-                    }
-                }
+                let mut a = partly_written_and_valid(&g, &mut rng);
                 let mut b = a.clone();
                 let victim = Pbn(rng.below(g.blocks as u64) as u32);
                 for o in 0..ppb {
