@@ -1450,13 +1450,21 @@ mod tests {
     /// block's LPNs out of the index, and says whether any offset has a source: at
     /// random points of random single-page writes (data blocks, SW and RW logs all
     /// in use), on blocks of fewer than 64 pages, of a word and more not a multiple
-    /// of it, and of two words.
+    /// of it, and of two words; and under `ba_gc` without a buffer (its per-block
+    /// counts of RW pages, which `check` verifies, kept by the removals).
     #[test]
     fn a_merges_sources_found_a_word_at_a_time_are_those_of_a_test_per_offset() {
         let mut rng = ftlab_core::rng::SplitMix64::new(21);
-        for (ppb, sw_logs) in [(8u32, "1"), (100, "2"), (128, "0"), (128, "1")] {
+        for (ppb, sw_logs, ba_gc) in [
+            (8u32, "1", "false"),
+            (100, "2", "false"),
+            (128, "0", "false"),
+            (128, "1", "false"),
+            (100, "1", "true"),
+        ] {
             let geo = geometry(ppb, 6, 12);
-            let (mut t, mut f) = filled(&geo, &[("sw_logs", sw_logs)], 6);
+            let opts = [("sw_logs", sw_logs), ("ba_gc", ba_gc)];
+            let (mut t, mut f) = filled(&geo, &opts, 6);
             let mut version = vec![1u32; geo.logical_pages as usize];
             for step in 0..3000 {
                 let lpn = rng.below(geo.logical_pages as u64) as u32;

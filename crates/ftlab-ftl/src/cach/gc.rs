@@ -458,9 +458,12 @@ impl CachFtl {
         }
     }
 
-    /// Whether every page PMR-GC phase 0 read off `victim` (`held`) is still valid: a
-    /// taken victim is never programmed, so its pages only turn invalid (a host write
-    /// of the page between phases), and the count says whether any did.
+    /// Whether every page PMR-GC phase 0 read off `victim` (`held`: every valid page
+    /// then) is still valid. A taken victim is never programmed (copies and staging go
+    /// to the frontier), and a page turns valid again only in recovery, which starts
+    /// from a fresh instance (no job survives it); so between phases its pages only
+    /// turn invalid (a host write or trim of the page, a foreground BMR update taking
+    /// it), and the count says whether any did.
     #[inline]
     fn all_held_live(&self, flash: &Flash, victim: Pbn) -> bool {
         let live = flash.valid_count(victim) as usize == self.held.len();

@@ -1321,19 +1321,25 @@ fn pmr_copies_in_runs_program_what_page_by_page_copies_would() {
 /// without a liveness test per page) leaves what the page-by-page path leaves: the
 /// same flash counts, times and pages, the same statistics and the same reads, under
 /// random writes, trims, idle gaps (background PMR-GC, whose pages a host write may
-/// overwrite between phases) and both BMR update modes.
+/// overwrite between phases) and both BMR update modes, on one die and on four (the
+/// copies page by page under a multi-die allocation, on the victim's die under GC per
+/// die).
 #[test]
 fn pmr_gc_all_live_path_equals_the_page_by_page_path() {
-    for (seed, ppb, kv) in [
-        (11u64, 8u32, vec![]),
-        (12, 4, vec![("async_free_percent", "70")]),
-        (13, 8, vec![("bmr_update", "out_of_place")]),
-        (14, 8, vec![("threshold", "1"), ("pmr_gc_min_invalid", "1")]),
+    let rr = ("die_alloc", "round_robin");
+    for (seed, g, kv) in [
+        (11u64, geo(8, 24, 6), vec![]),
+        (12, geo(4, 24, 6), vec![("async_free_percent", "70")]),
+        (13, geo(8, 24, 6), vec![("bmr_update", "out_of_place")]),
+        (
+            14,
+            geo(8, 24, 6),
+            vec![("threshold", "1"), ("pmr_gc_min_invalid", "1")],
+        ),
+        (15, geo4(8, 32, 24), vec![rr]),
+        (16, geo4(8, 32, 24), vec![rr, ("gc_scope", "per_die")]),
     ] {
-        let (mut a, mut b) = (
-            Rig::new(geo(ppb, 24, 6), &kv),
-            Rig::new(geo(ppb, 24, 6), &kv),
-        );
+        let (mut a, mut b) = (Rig::new(g.clone(), &kv), Rig::new(g, &kv));
         b.ftl.pmr_gc_by_page = true;
         let (mut ra, mut rb) = (SplitMix64::new(seed), SplitMix64::new(seed));
         for step in 0..6000 {
