@@ -1267,12 +1267,12 @@ impl Space {
     /// Immediate under GC per die.
     #[inline]
     fn invalidate_deferring(&mut self, flash: &mut Flash, ppn: Ppn) {
-        let b = self.geo.block_of(ppn);
         #[cfg(test)]
-        let b_held = !self.gc_decrements_at_once;
-        #[cfg(not(test))]
-        let b_held = true;
-        if self.per_die() || !self.index.contains(b) || !b_held {
+        if self.gc_decrements_at_once {
+            return self.invalidate(flash, ppn);
+        }
+        let b = self.geo.block_of(ppn);
+        if self.per_die() || !self.index.contains(b) {
             self.invalidate(flash, ppn);
             return;
         }

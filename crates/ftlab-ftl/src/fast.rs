@@ -501,7 +501,7 @@ impl Fast {
         flash.is_valid(ppn).then_some(ppn)
     }
 
-    /// A full merge's sources without a buffer to take pages from (`srcs`: a page's
+    /// A full merge's sources on flash (`srcs`: a page's
     /// RW log copy if it has one, else its SW log page if valid, else its data block
     /// page if valid, else a hole; the RW copies leave the index), found a word of bits
     /// at a time: the data block's and the SW log's validity, then the index's presence
@@ -775,35 +775,21 @@ impl Fast {
         let d = self.dmap[lbn.idx()];
         let sw = self.sw_of(lbn);
         let first_lpn = lbn.0 * self.ppb;
-        let mut any = false;
         let mut from_buffer = false;
-        // The data block's tags and valid bits, which the loop and the copies read,
+        // The data block's tags and valid bits, which the sources and the copies read,
         // asked for at once (a hint).
         if d != NONE {
             flash.prefetch_block(Pbn(d));
         }
-        match bv.as_deref_mut().filter(|_| self.ba_gc) {
-            None => any = self.merge_sources(flash, sw, d, first_lpn),
-            // BA-GC: an offset's page may come from the buffer instead.
-            Some(v) => {
-                for o in 0..self.ppb {
-                    let lpn = first_lpn + o;
-                    // `sw` and `d` stay as they are until the loop ends (the buffer's
-                    // pages taken below invalidate only this offset's source).
-                    let src = if let Some(g) = self.index_remove(lpn) {
-                        let p = self.rw_ppn(g);
-                        flash.prefetch_copy(p);
-                        Some(p)
-                    } else {
-                        self.live_outside_rw(flash, sw, d, o)
-                    };
-                    any |= src.is_some();
-                    self.srcs[o as usize] = src.map_or(Src::Hole, Src::Copy);
-                    let src = &mut self.srcs[o as usize];
-                    if self.group.take_dirty(flash, v, lbn, o, src) {
-                        any = true;
-                        from_buffer = true;
-                    }
+        let mut any = self.merge_sources(flash, sw, d, first_lpn);
+        // BA-GC: an offset's page may come from the buffer instead, which drops only
+        // that offset's flash source, so the other sources stand as found.
+        if let Some(v) = bv.as_deref_mut().filter(|_| self.ba_gc) {
+            for o in 0..self.ppb {
+                let src = &mut self.srcs[o as usize];
+                if self.group.take_dirty(flash, v, lbn, o, src) {
+                    any = true;
+                    from_buffer = true;
                 }
             }
         }
