@@ -81,12 +81,14 @@ impl Estimate {
     }
 }
 
-/// Bytes of the oracle's entry per logical page when a run packs its spare tags (page
-/// mapping with no planned power loss, `EngineConfig::packed_tags`): the versions left
+/// Bytes of the oracle's entry per logical page when a run packs its spare tags (an FTL
+/// whose capabilities say it allows it, `page` and `dac`, with no planned power loss,
+/// `EngineConfig::packed_tags`): the versions left
 /// beside the LPN in a 32-bit tag, in 1, 2 or 4 bytes (`Oracle::wrapping`); `None`
 /// when the run keeps whole 8-byte tags and 4-byte entries.
 fn packed_oracle_bytes(cfg: &Config, geo: &Geometry) -> Option<u64> {
-    if cfg.ftl != "page" || !cfg.power_loss.is_empty() {
+    let packs = crate::registry::ftl(&cfg.ftl).is_some_and(|e| e.caps.packed_tags);
+    if !packs || !cfg.power_loss.is_empty() {
         return None;
     }
     match 32 - geo.lpn_bits() {

@@ -38,6 +38,10 @@ pub struct Capabilities {
     pub merge_queries: bool,
     /// Power-loss recovery.
     pub recovery: Recovery,
+    /// Whether the FTL lets the engine pack its spare tags into one word a page
+    /// ([`ftlab_core::ftl::Ftl::packed_tags`], which this must equal): the memory
+    /// estimate counts 4-byte tags and a narrow oracle for it, before it is built.
+    pub packed_tags: bool,
 }
 
 impl Capabilities {
@@ -76,6 +80,13 @@ const PAGE_MAPPED: Capabilities = Capabilities {
     demand_paged: false,
     merge_queries: false,
     recovery: Recovery::Always,
+    packed_tags: false,
+};
+
+/// Page mapping that programs only the tags it is handed (`page`, `dac`).
+const PAGE_MAPPED_PACKED: Capabilities = Capabilities {
+    packed_tags: true,
+    ..PAGE_MAPPED
 };
 
 const BLOCK_MAPPED: Capabilities = Capabilities {
@@ -158,7 +169,7 @@ macro_rules! ftls {
         id: f::page::ID,
         description: "ideal page mapping: L2P in RAM, one active block, greedy GC",
         source: "baseline of all papers; tpm.txt §II",
-        caps: PAGE_MAPPED,
+        caps: PAGE_MAPPED_PACKED,
         options: OptionsDef::of::<f::page::PageOptions>(),
         build: |c, o| Ok(Box::new(
             f::page::PageFtl::new(c.geo, &resolve(f::page::ID, o)?)?.with_gc_seed(c.seed),
@@ -222,7 +233,7 @@ macro_rules! ftls {
         id: f::dac::ID,
         description: "DAC: page mapping with K regions by update frequency, greedy GC",
         source: "superblock-ftl.txt §2.4 (Chiang et al. 1999)",
-        caps: PAGE_MAPPED,
+        caps: PAGE_MAPPED_PACKED,
         options: OptionsDef::of::<f::dac::DacOptions>(),
         build: |c, o| Ok(Box::new(
             f::dac::DacFtl::new(c.geo, &resolve(f::dac::ID, o)?)?.with_gc_seed(c.seed),
