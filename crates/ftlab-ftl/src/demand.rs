@@ -564,6 +564,37 @@ pub(crate) struct Layout {
     pub epp: u32,
     /// Translation pages (GTD entries).
     pub tpages: u32,
+    /// `log2(epp)` when `epp` is a power of two (the `auto` default always is), else
+    /// `NO_SHIFT`.
+    shift: u32,
+}
+
+/// [`Layout::shift`] of an `epp` that is not a power of two.
+const NO_SHIFT: u32 = u32::MAX;
+
+impl Layout {
+    /// The layout of `tpages` translation pages of `epp` entries.
+    pub fn new(epp: u32, tpages: u32) -> Layout {
+        let shift = if epp.is_power_of_two() {
+            epp.trailing_zeros()
+        } else {
+            NO_SHIFT
+        };
+        Layout { epp, tpages, shift }
+    }
+
+    /// The translation page and entry offset of LPN `lpn`: a shift and a mask when
+    /// `epp` is a power of two, else a division. The division was the longest step
+    /// between a GC copy's tag and its translation page's cache slot in tpm's GC loop
+    /// (issue 26).
+    #[inline(always)]
+    pub fn split(&self, lpn: u32) -> (u32, u32) {
+        if self.shift != NO_SHIFT {
+            (lpn >> self.shift, lpn & (self.epp - 1))
+        } else {
+            (lpn / self.epp, lpn % self.epp)
+        }
+    }
 }
 
 /// Resolves `entries_per_page` for `scheme`.
@@ -595,10 +626,7 @@ pub(crate) fn layout(
             ),
         ));
     }
-    Ok(Layout {
-        epp,
-        tpages: geo.logical_pages.div_ceil(epp),
-    })
+    Ok(Layout::new(epp, geo.logical_pages.div_ceil(epp)))
 }
 
 /// Pages beyond the logical ones and the translation pages, minus the one invalid page
@@ -1171,7 +1199,7 @@ impl Space {
     /// Translation page and entry offset of an LPN.
     #[inline]
     pub(crate) fn tpage_of(&self, lpn: Lpn) -> (u32, u32) {
-        (lpn.0 / self.lay.epp, lpn.0 % self.lay.epp)
+        self.lay.split(lpn.0)
     }
 
     /// Index of an entry in `content`.
@@ -1971,6 +1999,20 @@ mod tests {
     use super::*;
     use crate::testutil::{churn, geometry, Overwrites};
     use ftlab_core::options::from_pairs;
+
+    #[test]
+    fn a_layout_splits_an_lpn_as_division_and_remainder_do() {
+        for epp in [1u32, 2, 3, 7, 8, 100, 512, 1024, 1000] {
+            let lay = Layout::new(epp, 1);
+            for lpn in (0..5000).chain([u32::MAX - 1, u32::MAX, 1 << 31, (1 << 31) - 1]) {
+                assert_eq!(
+                    lay.split(lpn),
+                    (lpn / epp, lpn % epp),
+                    "epp {epp}, lpn {lpn}"
+                );
+            }
+        }
+    }
 
     /// Options of `dftl` or `tpm`, for the tests that run both.
     enum DemandOptions {

@@ -748,7 +748,7 @@ impl Demand for Tpm {
             &self.gc_wp
         };
         let (owner, gtd_slot) = (&self.owner, &self.gtd_slot);
-        let epp = self.s.lay.epp;
+        let lay = self.s.lay;
         // The free pages of the open block data block `b`'s copies go to: its group's
         // on its die.
         let room = |b: Pbn| {
@@ -760,7 +760,7 @@ impl Demand for Tpm {
             }
         };
         self.s
-            .pick_victim(flash, room, |l| gtd_slot[(l.0 / epp) as usize] != NONE)
+            .pick_victim(flash, room, |l| gtd_slot[lay.split(l.0).0 as usize] != NONE)
     }
 
     /// §III-D: a victim's valid pages are copied with its group's write pointer (a new
