@@ -661,6 +661,20 @@ impl Ftl for Dftl {
         if let Some(old) = old_copy(two) {
             hints::old_copy_words(flash, &self.s.index, old);
         }
+        // A cached LPN's LRU links (its slot read above a step ago), then its
+        // neighbours' (the hit's `touch` unlinks it between them).
+        if let Some(&s) = self.lpn_slot.get(one as usize) {
+            if s != NONE {
+                self.lru.prefetch(s);
+            }
+        }
+        if let Some(&s) = self.lpn_slot.get(two as usize) {
+            if s != NONE {
+                for n in [self.lru.newer(s), self.lru.older(s)].into_iter().flatten() {
+                    self.lru.prefetch(n);
+                }
+            }
+        }
     }
 
     fn read(&mut self, flash: &mut Flash, lpn: Lpn) -> Option<PageTag> {
