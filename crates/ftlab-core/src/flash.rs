@@ -22,8 +22,8 @@
 //! version in the rest ([`Flash::version_bits`]). Packed tags halve the largest table of
 //! a run (1 TiB at 4 KiB pages: 2.2 GiB instead of 4.5 GiB) but hold only versions below
 //! `2^version_bits` and LPNs of the logical space, so the engine packs them only for an
-//! FTL that writes no tag of its own and never orders versions (page mapping without
-//! power losses, [`crate::ftl::Ftl::packed_tags`]), and the oracle then counts versions
+//! FTL that writes no tag of its own and never orders versions (page mapping and DAC
+//! without power losses, [`crate::ftl::Ftl::packed_tags`]), and the oracle then counts versions
 //! modulo the same width ([`crate::oracle::Oracle::wrapping`]).
 //!
 //! "Valid" is the FTL's statement that a page holds the live copy of its LPN: the FTL

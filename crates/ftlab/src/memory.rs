@@ -19,10 +19,11 @@
 //!   peak measured before the run): `4 + pages_per_block / 4` words of 4 bytes at the
 //!   paper's m = 2 (measured resident at 1 and 4 GiB after a fill: 99 bytes per logical
 //!   page in all, against 103 estimated).
-//! - Page mapping with no planned power loss packs each spare tag into 4 bytes and
-//!   keeps the oracle's versions in 1 or 2 bytes (`EngineConfig::packed_tags`; 4 bytes
-//!   when more than 14 version bits remain), as the engine does; every other run is
-//!   taken at 8 bytes of tag and 4 of oracle per page.
+//! - Page mapping and DAC (`Capabilities::packed_tags`) with no planned power loss
+//!   pack each spare tag into 4 bytes and keep the oracle's versions in 1 or 2 bytes
+//!   (`EngineConfig::packed_tags`; 4 bytes when more than 14 version bits remain), as
+//!   the engine does; every other run, and every run `sim::prepare` builds, is taken
+//!   at 8 bytes of tag and 4 of oracle per page.
 //! - The footprint precondition's bitmap (1 bit per logical page), the recovery scan of
 //!   a run with power losses (8 bytes per logical page) and a write buffer's pages (its
 //!   `size` in pages, 96 bytes each: the page LRU allocates 24 upfront, measured with a
@@ -86,9 +87,9 @@ impl Estimate {
 /// `EngineConfig::packed_tags`): the versions left
 /// beside the LPN in a 32-bit tag, in 1, 2 or 4 bytes (`Oracle::wrapping`); `None`
 /// when the run keeps whole 8-byte tags and 4-byte entries.
-fn packed_oracle_bytes(cfg: &Config, geo: &Geometry) -> Option<u64> {
+fn packed_oracle_bytes(cfg: &Config, geo: &Geometry, may_pack: bool) -> Option<u64> {
     let packs = crate::registry::ftl(&cfg.ftl).is_some_and(|e| e.caps.packed_tags);
-    if !packs || !cfg.power_loss.is_empty() {
+    if !may_pack || !packs || !cfg.power_loss.is_empty() {
         return None;
     }
     match 32 - geo.lpn_bits() {
@@ -99,12 +100,19 @@ fn packed_oracle_bytes(cfg: &Config, geo: &Geometry) -> Option<u64> {
     }
 }
 
-/// The memory `cfg` needs on `geo`, from the geometry alone.
+/// The memory `cfg` needs on `geo`, from the geometry alone, for a run as
+/// [`crate::Simulation`] makes it (packing the tags where the FTL allows it).
 pub fn estimate(cfg: &Config, geo: &Geometry) -> Estimate {
+    estimate_as(cfg, geo, true)
+}
+
+/// [`estimate`], for tables packed only if `may_pack` (`sim::prepare` keeps whole
+/// tags so that its caller may strike a power loss).
+fn estimate_as(cfg: &Config, geo: &Geometry, may_pack: bool) -> Estimate {
     let phys = geo.blocks as u64 * geo.pages_per_block as u64;
     let logical = geo.logical_pages as u64;
     let blocks = geo.blocks as u64;
-    let packed = packed_oracle_bytes(cfg, geo);
+    let packed = packed_oracle_bytes(cfg, geo, may_pack);
     let (tag_bytes, oracle_bytes) = packed.map_or((8, 4), |o| (4, o));
     let mut parts = vec![
         (
@@ -166,8 +174,9 @@ pub fn available() -> Option<(u64, &'static str)> {
 
 /// Refuses a run whose tables would not fit: the estimate against `max_memory`, or
 /// against [`available`] memory. The error names the estimate, the limit and the ways
-/// out.
-pub fn check(cfg: &Config, geo: &Geometry) -> Result<(), RunError> {
+/// out. `may_pack`: whether the run packs its tags where the FTL allows it
+/// ([`estimate_as`]).
+pub fn check(cfg: &Config, geo: &Geometry, may_pack: bool) -> Result<(), RunError> {
     let (limit, source) = match cfg.max_memory {
         Some(m) => (m.0, "max_memory"),
         None => match available() {
@@ -175,7 +184,7 @@ pub fn check(cfg: &Config, geo: &Geometry) -> Result<(), RunError> {
             None => return Ok(()),
         },
     };
-    let est = estimate(cfg, geo);
+    let est = estimate_as(cfg, geo, may_pack);
     let need = est.total();
     if need <= limit {
         return Ok(());
@@ -252,9 +261,14 @@ mod tests {
         let e = estimate(&lossy, &g(&lossy));
         let per_page = (e.total() - FIXED_BYTES) as f64 / (32u64 << 20) as f64;
         assert!((24.0..28.0).contains(&per_page), "{per_page}");
-        // Other FTLs never pack.
+        // DAC packs as page mapping does; the other FTLs never pack, nor does a run
+        // `sim::prepare` builds.
         let dftl = Config {
             ftl: "dftl".into(),
+            ..big.clone()
+        };
+        let dac = Config {
+            ftl: "dac".into(),
             ..big.clone()
         };
         let oracle = |e: &Estimate| {
@@ -266,6 +280,11 @@ mod tests {
         };
         assert_eq!(oracle(&estimate(&dftl, &g(&dftl))), (32u64 << 20) * 4);
         assert_eq!(oracle(&b), (32u64 << 20) * 2);
+        assert_eq!(oracle(&estimate(&dac, &g(&dac))), (32u64 << 20) * 2);
+        assert_eq!(
+            oracle(&estimate_as(&big, &g(&big), false)),
+            (32u64 << 20) * 4
+        );
     }
 
     fn big_power_loss() -> Vec<String> {
@@ -279,7 +298,7 @@ mod tests {
             max_memory: Some("256MiB".parse().unwrap()),
             ..Config::default()
         };
-        let e = check(&cfg, &crate::sim::device_geometry(&cfg).unwrap())
+        let e = check(&cfg, &crate::sim::device_geometry(&cfg).unwrap(), true)
             .unwrap_err()
             .to_string();
         for needle in ["`capacity`", "needs about", "--fold compact", "max_memory"] {
@@ -289,7 +308,7 @@ mod tests {
             max_memory: Some("2GiB".parse().unwrap()),
             ..Config::default()
         };
-        check(&ok, &crate::sim::device_geometry(&ok).unwrap()).unwrap();
+        check(&ok, &crate::sim::device_geometry(&ok).unwrap(), true).unwrap();
         // A huge write buffer is named as the culprit, not the capacity.
         let mut buf = Config {
             buffer: "lru".into(),
@@ -298,7 +317,7 @@ mod tests {
         };
         buf.buffer_options
             .insert("size".into(), serde_json::Value::String("1TiB".into()));
-        let e = check(&buf, &crate::sim::device_geometry(&buf).unwrap())
+        let e = check(&buf, &crate::sim::device_geometry(&buf).unwrap(), true)
             .unwrap_err()
             .to_string();
         assert!(

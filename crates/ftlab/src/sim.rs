@@ -582,7 +582,7 @@ fn prepare_with(cfg: &Config, packed: bool) -> Result<Prepared, RunError> {
         ..
     } = validate(cfg)?;
     // Before any table is allocated: refuse a device whose tables would not fit.
-    crate::memory::check(cfg, &geo)?;
+    crate::memory::check(cfg, &geo, packed)?;
     let schemes = match build_schemes(cfg, &geo, latencies) {
         Err(RunError::Scheme(SchemeError::Geometry { scheme, why })) => {
             // Say what works: the least over-provisioning for this device and these options.
