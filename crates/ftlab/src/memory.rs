@@ -175,7 +175,7 @@ pub fn available() -> Option<(u64, &'static str)> {
 /// Refuses a run whose tables would not fit: the estimate against `max_memory`, or
 /// against [`available`] memory. The error names the estimate, the limit and the ways
 /// out. `may_pack`: whether the run packs its tags where the FTL allows it
-/// ([`estimate_as`]).
+/// ([`estimate`] assumes it does; `sim::prepare` does not).
 pub fn check(cfg: &Config, geo: &Geometry, may_pack: bool) -> Result<(), RunError> {
     let (limit, source) = match cfg.max_memory {
         Some(m) => (m.0, "max_memory"),
