@@ -72,9 +72,11 @@ pub struct EngineConfig {
     pub closed_loop: Option<(u32, u32)>,
     /// Pack the spare tags into one word a page and count versions in the bits left
     /// ([`Flash::with_packed_tags`], [`Oracle::wrapping`]) when the FTL allows it
-    /// ([`Ftl::packed_tags`]). Only for a run without power losses: a recovery orders
-    /// versions, which wrapping versions do not keep, so [`Engine::power_loss`] then
-    /// fails ([`Engine::exact_versions`] undoes the choice before the first write).
+    /// ([`Ftl::packed_tags`]), and keep no spare words or snapshot contents, which only
+    /// a recovery reads ([`Flash::drop_recovery_data`]). Only for a run without power
+    /// losses: a recovery orders versions, which wrapping versions do not keep, and
+    /// reads those contents, so [`Engine::power_loss`] then fails
+    /// ([`Engine::exact_versions`] undoes the choice before the first write).
     pub packed_tags: bool,
 }
 
@@ -253,6 +255,10 @@ impl Engine {
         cfg: EngineConfig,
     ) -> Engine {
         let (mut flash, mut oracle) = Engine::tables(geo, cfg.packed_tags && ftl.packed_tags());
+        if cfg.packed_tags {
+            // No power loss planned: what only a recovery reads need not be kept.
+            flash.drop_recovery_data();
+        }
         match timing.inline_clock() {
             Some(clock) => flash.install_clock(clock),
             None => flash.set_logging(timing.needs_ops()),
@@ -335,6 +341,20 @@ impl Engine {
         }
     }
 
+    /// Refuses a power loss on a flash that dropped what a recovery reads
+    /// ([`Flash::drop_recovery_data`], a run with no power loss planned).
+    fn recovery_data_kept(&self) -> Result<(), RecoverError> {
+        if self.flash.dropped_recovery_data() {
+            return Err(RecoverError::Failed(
+                "no power loss was planned, so the flash kept no spare words or snapshot \
+                 contents for a recovery to read; plan the power loss (--power-loss-at) to \
+                 keep them"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the spare tags are packed and versions wrap ([`EngineConfig::packed_tags`]).
     pub fn packed_tags(&self) -> bool {
         self.flash.version_bits().is_some()
@@ -345,7 +365,7 @@ impl Engine {
     ///
     /// Panics if a page was programmed or a request submitted.
     pub fn exact_versions(&mut self) {
-        if !self.packed_tags() {
+        if !self.packed_tags() && self.flash.keeps_recovery_data() {
             return;
         }
         assert!(
@@ -420,6 +440,7 @@ impl Engine {
                     .into(),
             ));
         }
+        self.recovery_data_kept()?;
         self.flash.arm_power_cut(ops);
         Ok(())
     }
@@ -862,6 +883,7 @@ impl Engine {
                     .into(),
             ));
         }
+        self.recovery_data_kept()?;
         if self.down.is_none() {
             self.note_handed();
             let mut buffer_lost = Vec::new();

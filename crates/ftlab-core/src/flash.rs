@@ -36,7 +36,11 @@
 //! every spare area) and the data-area contents of its metadata pages
 //! ([`Flash::program_payload`], e.g. snapshots). Both are cleared by an erase and read
 //! back without an operation ([`Flash::spare_words`], [`Flash::payload`]); the FTL
-//! accounts the read ([`Flash::read_spare`], [`Flash::read`]) that fetches them.
+//! accounts the read ([`Flash::read_spare`], [`Flash::read`]) that fetches them. A run
+//! with no power loss planned keeps neither the spare words nor the payloads only a
+//! recovery reads ([`Flash::program_recovery_payload_parts`], snapshots): it programs
+//! the same pages, and only the contents nobody will read are not stored
+//! ([`Flash::drop_recovery_data`]; issue 26, item 2).
 //!
 //! Torn operations (issue 25, item 3). [`Flash::arm_power_cut`] plans a power loss
 //! *inside* the n-th flash operation from now. When it comes, the operation is cut
@@ -645,6 +649,11 @@ pub struct Flash {
     journals: Journals,
     /// Data-area contents of metadata pages.
     payloads: Payloads,
+    /// Whether spare words and recovery payloads are stored
+    /// ([`Flash::drop_recovery_data`]).
+    keeps_recovery: bool,
+    /// Whether a spare word or recovery payload was dropped since.
+    dropped_recovery: bool,
     /// Operations left until a planned power cut (it strikes inside the operation that
     /// brings it to 0; [`FUSE_OFF`]: none armed). Counted only while `record` is
     /// [`Record::Armed`].
@@ -723,6 +732,8 @@ impl Flash {
             spare_words: Vec::new(),
             journals: Journals::default(),
             payloads: Payloads::new(blocks),
+            keeps_recovery: true,
+            dropped_recovery: false,
             fuse: FUSE_OFF,
             base_record: Record::Log,
         }
@@ -1293,7 +1304,11 @@ impl Flash {
         base: &[&[u32]],
         decode: SpareDecode,
     ) -> SpareJournal {
-        self.spare_store(words);
+        if self.keeps_recovery {
+            self.spare_store(words);
+        } else {
+            self.dropped_recovery = true;
+        }
         self.journals.open(
             self.geo.blocks as usize,
             self.geo.pages_per_block,
@@ -1640,6 +1655,11 @@ impl Flash {
         tail: &[u32],
         cause: Cause,
     ) {
+        if !self.keeps_recovery {
+            self.dropped_recovery = true;
+            self.program(ppn, tag, cause);
+            return;
+        }
         let n = self.spare_store(head.len() + tail.len());
         self.program(ppn, tag, cause);
         let at = ppn.idx() * n;
@@ -1668,6 +1688,11 @@ impl Flash {
         assert!(
             self.is_programmed(ppn),
             "spare words of {ppn:?}, which is not programmed"
+        );
+        assert!(
+            !self.dropped_recovery,
+            "spare words of {ppn:?} read on a flash that dropped them \
+             (Flash::drop_recovery_data)"
         );
         let n = self.spare_words_per_page;
         let (block, offset) = self.split(ppn);
@@ -1715,6 +1740,63 @@ impl Flash {
         self.program(ppn, tag, cause);
         self.payloads
             .insert(ppn, self.geo.block_of(ppn), head, tail);
+    }
+
+    /// [`Flash::program_payload_parts`] of a page whose contents only a recovery reads
+    /// (a snapshot, a checkpoint): on a flash that drops recovery data
+    /// ([`Flash::drop_recovery_data`]) only the page is programmed, and
+    /// [`Flash::payload`] then has nothing for it.
+    pub fn program_recovery_payload_parts(
+        &mut self,
+        ppn: Ppn,
+        tag: PageTag,
+        head: &[u32],
+        tail: &[u32],
+        cause: Cause,
+    ) {
+        if self.keeps_recovery {
+            self.program_payload_parts(ppn, tag, head, tail, cause);
+        } else {
+            let words = head.len() + tail.len();
+            assert!(
+                words * 4 <= self.geo.page_size as usize,
+                "a payload of {words} words does not fit a {}-byte page",
+                self.geo.page_size
+            );
+            self.dropped_recovery = true;
+            self.program(ppn, tag, cause);
+        }
+    }
+
+    /// Stops storing what only a recovery after a power loss reads (and a deep check
+    /// may): the spare words of [`Flash::program_with_spare`] and of spare journals
+    /// ([`Flash::open_spare_journal`]), and the payloads of
+    /// [`Flash::program_recovery_payload_parts`]. Operations, counts, times, tags and
+    /// validity are unchanged; only the contents are not kept, for a run that plans no
+    /// power loss (`EngineConfig::packed_tags`). [`Flash::spare_words`] of any page
+    /// panics once something was dropped ([`Flash::dropped_recovery_data`]).
+    /// ([`Flash::move_valid_with_spare`] still stores its words.)
+    ///
+    /// Panics if a page was programmed.
+    pub fn drop_recovery_data(&mut self) {
+        assert_eq!(
+            self.erased_blocks, self.geo.blocks,
+            "recovery data dropped after the first program"
+        );
+        self.keeps_recovery = false;
+        self.journals.drop_all();
+    }
+
+    /// Whether spare words and recovery payloads are stored ([`Flash::drop_recovery_data`]).
+    #[inline]
+    pub fn keeps_recovery_data(&self) -> bool {
+        self.keeps_recovery
+    }
+
+    /// Whether a spare word or recovery payload was not stored: a recovery, which would
+    /// read them, cannot run.
+    pub fn dropped_recovery_data(&self) -> bool {
+        self.dropped_recovery
     }
 
     /// The data area of a page programmed with [`Flash::program_payload`] (no flash
@@ -3064,6 +3146,53 @@ mod tests {
         assert_eq!(f.payload(Ppn(1)), None);
         assert_eq!(f.spare_words(Ppn(4)), &[5, 5, 5][..]);
         assert_eq!(f.stats().programs[Cause::Map as usize], 1);
+    }
+
+    /// A flash that drops recovery data programs the same pages with the same tags and
+    /// counts, but keeps no spare words, no journal and no recovery payload; ordinary
+    /// payloads (map pages, read in normal operation) stay; reading spare words then is
+    /// a broken invariant.
+    #[test]
+    fn dropping_recovery_data_keeps_tags_counts_and_ordinary_payloads() {
+        let (mut lean, mut kept) = (flash(), flash());
+        lean.drop_recovery_data();
+        for f in [&mut lean, &mut kept] {
+            f.set_logging(false);
+            assert!(!f.dropped_recovery_data());
+            f.program_with_spare(Ppn(0), tag(1), &[7, 8], Cause::Host);
+            f.program_recovery_payload_parts(Ppn(1), tag(2), &[1], &[2, 3], Cause::Map);
+            f.program_payload(Ppn(2), tag(3), &[4, 5], Cause::Map);
+            f.program(Ppn(3), tag(0), Cause::Host);
+            let j = f.open_spare_journal(2, &[&[10]], sum_decode);
+            let stop = f.move_valid_journaled(Pbn(0), 0, Pbn(1), Cause::Gc, j, |run| {
+                run.codes.fill(1);
+            });
+            f.close_spare_journal(j);
+            assert_eq!(stop, 4);
+        }
+        assert!(lean.dropped_recovery_data() && !kept.dropped_recovery_data());
+        assert_eq!(lean.stats(), kept.stats());
+        for p in 0..8 {
+            assert_eq!(lean.peek_tag(Ppn(p)), kept.peek_tag(Ppn(p)), "ppn{p}");
+            assert_eq!(lean.is_valid(Ppn(p)), kept.is_valid(Ppn(p)), "ppn{p}");
+        }
+        assert_eq!(kept.payload(Ppn(1)), Some(&[1, 2, 3][..]));
+        assert_eq!(lean.payload(Ppn(1)), None, "a recovery payload");
+        assert_eq!(lean.payload(Ppn(2)), Some(&[4, 5][..]), "a map page's");
+        assert_eq!(kept.spare_words(Ppn(4)), &[11, 4][..]);
+        assert_eq!(kept.spare_journal_footprint().0, 1);
+        assert_eq!(lean.spare_journal_footprint(), (0, 0));
+        assert!(lean.spare_words.is_empty(), "no spare-word store allocated");
+        let read = std::panic::catch_unwind(|| lean.spare_words(Ppn(4)).into_owned());
+        assert!(read.is_err(), "spare words read after they were dropped");
+    }
+
+    #[test]
+    #[should_panic(expected = "after the first program")]
+    fn recovery_data_is_dropped_only_before_the_first_program() {
+        let mut f = flash();
+        f.program(Ppn(0), tag(1), Cause::Host);
+        f.drop_recovery_data();
     }
 
     /// A test journal: the table is one word; a page's spare words are the table plus

@@ -70,7 +70,12 @@
 //!   the PT entry it moved; [`Flash::spare_words`] decodes the words each copy was
 //!   programmed with, so every reader sees them as if stored whole (8 bytes a copy
 //!   instead of 96; `merge::decode_spare`, test
-//!   `journaled_merge_spares_read_back_as_the_words_written_whole`).
+//!   `journaled_merge_spares_read_back_as_the_words_written_whole`). The lookups read
+//!   the words from a RAM mirror that stands for them (the `mirror` module), so only a
+//!   recovery, a deep check and the debug builds' checks read the spares themselves:
+//!   a run with no power loss planned stores none of them, nor the snapshots'
+//!   contents, and programs the same pages ([`Flash::drop_recovery_data`]; its deep
+//!   check walks the mirror; test `dropping_recovery_data_changes_no_operation`).
 //! - `placement = ip` (SB-n-IP), `background_merge` and `snapshots`: see the `inplace`
 //!   and `snapshot` modules and [`SuperblockOptions`].
 //! - `mapping = map_page` (SB-P, §4.2.3; `map_page_home`, `superblocks_per_map_page`,
@@ -272,6 +277,26 @@ fn spare_pt(flash: &Flash, ppn: u32, pmd_len: usize) -> Vec<u32> {
 }
 
 impl SuperblockFtl {
+    /// The PMD a deep check reads for `lbn`, whose newest page is `head`: the one in
+    /// `head`'s spare, or the mirror's, which stands for it, on a flash that keeps no
+    /// spare words ([`Flash::drop_recovery_data`]).
+    fn chain_pmd(&self, flash: &Flash, lbn: u32, head: u32) -> Vec<u32> {
+        if flash.keeps_recovery_data() {
+            spare_pmd(flash, head, self.split.pmd_len())
+        } else {
+            self.mirror.pmd(lbn).to_vec()
+        }
+    }
+
+    /// [`SuperblockFtl::chain_pmd`] for PT `i` of `lbn`, in the spare of `loc`.
+    fn chain_pt(&self, flash: &Flash, lbn: u32, i: usize, loc: u32) -> Vec<u32> {
+        if flash.keeps_recovery_data() {
+            spare_pt(flash, loc, self.split.pmd_len())
+        } else {
+            self.mirror.pt(lbn, i).to_vec()
+        }
+    }
+
     /// Builds the FTL for `geo`; `lat` prices the merge cost reported in `extra`.
     pub fn new(
         geo: &Geometry,
@@ -1054,9 +1079,9 @@ impl SuperblockFtl {
             flash.read_spare(Ppn(head), Cause::Map);
             self.counters.map_spare_reads += 1;
             read_head = true;
-            debug_assert_eq!(
-                self.mirror.pmd(lbn),
-                spare_pmd(flash, head, self.split.pmd_len())
+            debug_assert!(
+                !flash.keeps_recovery_data()
+                    || self.mirror.pmd(lbn) == spare_pmd(flash, head, self.split.pmd_len())
             );
             self.cache.pmd_mut(s).copy_from_slice(self.mirror.pmd(lbn));
         } else {
@@ -1070,9 +1095,10 @@ impl SuperblockFtl {
                 flash.read_spare(Ppn(loc), Cause::Map);
                 self.counters.map_spare_reads += 1;
             }
-            debug_assert_eq!(
-                self.mirror.pt(lbn, i as usize),
-                spare_pt(flash, loc, self.split.pmd_len())
+            debug_assert!(
+                !flash.keeps_recovery_data()
+                    || self.mirror.pt(lbn, i as usize)
+                        == spare_pt(flash, loc, self.split.pmd_len())
             );
             self.cache
                 .pt_mut(s)
@@ -1224,11 +1250,11 @@ impl SuperblockFtl {
         self.drop_page(flash, Ppn(old));
     }
 
-    /// Checks the spare-resident map of every logical block against flash, and returns
-    /// the number of pages it maps.
+    /// Checks the spare-resident map of every logical block against flash (as the
+    /// mirror stands for it when the flash keeps no spare words), and returns the number
+    /// of pages it maps.
     fn check_chains(&self, flash: &Flash) -> Result<u64, String> {
         let ppb = self.geo.pages_per_block;
-        let (pl, tl) = (self.split.pmd_len(), self.split.pt_len());
         let live = |p: u32, what: &str| -> Result<PageTag, String> {
             if p as u64 >= self.geo.physical_pages() as u64 || !flash.is_valid(Ppn(p)) {
                 return Err(format!("{what} at ppn{p}, which is not a valid page"));
@@ -1243,11 +1269,10 @@ impl SuperblockFtl {
             }
             let t = live(head, &format!("PMD of lbn{lbn}"))?;
             let hs = self.split.split(t.lpn.0);
-            let pl = self.split.pmd_len();
-            if hs.lbn != lbn || spare_pmd(flash, head, pl)[hs.pmd_index as usize] != head {
+            let pmd = self.chain_pmd(flash, lbn, head);
+            if hs.lbn != lbn || pmd[hs.pmd_index as usize] != head {
                 return Err(format!("lbn{lbn}: PGD points to ppn{head} holding {t:?}"));
             }
-            let pmd = spare_pmd(flash, head, pl);
             if pmd.iter().all(|&p| p == NONE) {
                 return Err(format!("lbn{lbn}: PGD set but its PMD is empty"));
             }
@@ -1260,7 +1285,7 @@ impl SuperblockFtl {
                 if ts.lbn != lbn || ts.pmd_index as usize != i {
                     return Err(format!("lbn{lbn}: PT {i} at ppn{loc} holding {t:?}"));
                 }
-                let pt = spare_pt(flash, loc, pl);
+                let pt = self.chain_pt(flash, lbn, i, loc);
                 if pt.iter().all(|&p| p == NONE) {
                     return Err(format!("lbn{lbn}: PT {i} at ppn{loc} maps nothing"));
                 }
@@ -1286,10 +1311,12 @@ impl SuperblockFtl {
             let (pmd, pt): (Vec<u32>, Option<Vec<u32>>) = if head == NONE {
                 (Vec::new(), None)
             } else {
-                let pl = self.split.pmd_len();
-                let pmd = spare_pmd(flash, head, pl);
+                let pmd = self.chain_pmd(flash, lbn, head);
                 let loc = pmd[i as usize];
-                (pmd, (loc != NONE).then(|| spare_pt(flash, loc, pl)))
+                (
+                    pmd,
+                    (loc != NONE).then(|| self.chain_pt(flash, lbn, i as usize, loc)),
+                )
             };
             let pmd_ok = if head == NONE {
                 self.cache.pmd(s).iter().all(|&p| p == NONE)
@@ -1306,7 +1333,6 @@ impl SuperblockFtl {
                 ));
             }
         }
-        let _ = (pl, tl);
         Ok(mapped)
     }
 

@@ -14,11 +14,14 @@
 //! - The FTL's tables are estimated per physical page ([`ftl_bytes_per_page`]): the
 //!   figures were measured (peak virtual memory of a run on 8 GiB and 16 GiB devices,
 //!   per FTL, minus the flash and oracle tables) and rounded up; a scheme not in the
-//!   list is taken at 16 bytes per page. Superblock keeps its PMD and PT beside every
-//!   page as spare words (allocated when it first writes them, so they are not in the
-//!   peak measured before the run): `4 + pages_per_block / 4` words of 4 bytes at the
-//!   paper's m = 2 (measured resident at 1 and 4 GiB after a fill: 99 bytes per logical
-//!   page in all, against 103 estimated).
+//!   list is taken at 16 bytes per page. Superblock's tables include the RAM mirror of
+//!   its spare map (4 bytes per logical page). A Superblock run that may meet a power
+//!   loss also keeps its PMD and PT beside every page as spare words (allocated when it
+//!   first writes them, so they are not in the peak measured before the run):
+//!   `4 + pages_per_block / 4` words of 4 bytes at the paper's m = 2 (measured resident
+//!   at 1 and 4 GiB after a fill: 99 bytes per logical page in all, against 103
+//!   estimated); a run with no power loss planned keeps none
+//!   (`Flash::drop_recovery_data`: 49 MB resident at 4 GiB after a fill).
 //! - Page mapping and DAC (`Capabilities::packed_tags`) with no planned power loss
 //!   pack each spare tag into 4 bytes and keep the oracle's versions in 1 or 2 bytes
 //!   (`EngineConfig::packed_tags`; 4 bytes when more than 14 version bits remain), as
@@ -49,17 +52,34 @@ use ftlab_core::units::format_size;
 pub const FIXED_BYTES: u64 = 64 << 20;
 
 /// Bytes of FTL tables per physical page, measured per scheme and rounded up.
-pub fn ftl_bytes_per_page(ftl: &str, geo: &Geometry) -> u64 {
+pub fn ftl_bytes_per_page(ftl: &str) -> u64 {
     match ftl {
         "block" | "bast" => 1,
         "cach" => 2,
         "fast" => 3,
         "page" | "tpm" | "dac" => 5,
+        // 2 bytes of tables and the 4-byte mirror of the spare map.
+        "superblock" => 6,
         "dftl" => 9,
-        // 2 bytes of tables plus the PMD (4 entries) and PT (a quarter of a block's
-        // pages) kept as spare words beside each page.
-        "superblock" => 2 + 4 * (4 + geo.pages_per_block as u64 / 4),
         _ => 16,
+    }
+}
+
+/// Bytes per physical page of the spare words an FTL keeps beside the tags for a
+/// recovery to read (`Flash::program_with_spare`): Superblock's PMD (4 entries) and PT
+/// (a quarter of a block's pages) with its map in spare areas, in a run that may meet
+/// a power loss (a run without keeps none, `Flash::drop_recovery_data`).
+fn spare_word_bytes_per_page(cfg: &Config, geo: &Geometry, may_pack: bool) -> u64 {
+    let in_spares = cfg
+        .ftl_options
+        .get("mapping")
+        .and_then(|v| v.as_str())
+        .is_none_or(|m| m == "spare");
+    let recoverable = !may_pack || !cfg.power_loss.is_empty();
+    if cfg.ftl == "superblock" && in_spares && recoverable {
+        4 * (4 + geo.pages_per_block as u64 / 4)
+    } else {
+        0
     }
 }
 
@@ -125,10 +145,17 @@ fn estimate_as(cfg: &Config, geo: &Geometry, may_pack: bool) -> Estimate {
         ),
         (
             "FTL tables",
-            phys.saturating_mul(ftl_bytes_per_page(&cfg.ftl, geo)),
+            phys.saturating_mul(ftl_bytes_per_page(&cfg.ftl)),
         ),
         ("program, histograms, readers", FIXED_BYTES),
     ];
+    let spare = spare_word_bytes_per_page(cfg, geo, may_pack);
+    if spare > 0 {
+        parts.push((
+            "spare words kept for a recovery",
+            phys.saturating_mul(spare),
+        ));
+    }
     if cfg.precondition == Precondition::Footprint {
         parts.push(("footprint bitmap", logical.div_ceil(8)));
     }
@@ -285,6 +312,44 @@ mod tests {
             oracle(&estimate_as(&big, &g(&big), false)),
             (32u64 << 20) * 4
         );
+    }
+
+    /// Superblock's spare words are counted only in a run that keeps them: one that
+    /// may meet a power loss, with the map in spare areas.
+    #[test]
+    fn superblock_s_spare_words_are_counted_only_when_kept() {
+        let sb = Config {
+            ftl: "superblock".into(),
+            capacity: "8GiB".parse().unwrap(),
+            ..Config::default()
+        };
+        let geo = crate::sim::device_geometry(&sb).unwrap();
+        let spare = |c: &Config, may_pack: bool| {
+            estimate_as(c, &geo, may_pack)
+                .parts
+                .iter()
+                .find(|p| p.0.starts_with("spare words"))
+                .map(|p| p.1)
+        };
+        let per_page = 4 * (4 + geo.pages_per_block as u64 / 4);
+        let phys = geo.blocks as u64 * geo.pages_per_block as u64;
+        assert_eq!(spare(&sb, true), None, "no power loss planned");
+        assert_eq!(spare(&sb, false), Some(phys * per_page), "sim::prepare");
+        let lossy = Config {
+            power_loss: big_power_loss(),
+            ..sb.clone()
+        };
+        assert_eq!(spare(&lossy, true), Some(phys * per_page));
+        let mut map_pages = lossy.clone();
+        map_pages
+            .ftl_options
+            .insert("mapping".into(), serde_json::Value::from("map_page"));
+        assert_eq!(spare(&map_pages, true), None, "the map in map pages");
+        let page = Config {
+            power_loss: big_power_loss(),
+            ..Config::default()
+        };
+        assert_eq!(spare(&page, false), None);
     }
 
     fn big_power_loss() -> Vec<String> {

@@ -56,6 +56,10 @@ fn report(ftl: &str, buffer: &str, opts: &[(&str, &str)], whole: bool) -> String
         // An open block per region and die, and the GC reserve of four dies.
         c.op = c.op.max(60.0);
     }
+    if ftl == "superblock" {
+        // The snapshot area's blocks beside the merge reserve.
+        c.op = c.op.max(60.0);
+    }
     let sim = Simulation::new(c).unwrap();
     let out = if whole {
         sim.run(Workload::Configured, &mut MayLosePower)
@@ -106,4 +110,81 @@ fn dac_s_other_paths_give_the_same_report_packed() {
         );
         assert_eq!(packed, whole, "{opts:?}");
     }
+}
+
+/// Superblock keeps its map beside every page as spare words, and writes snapshots,
+/// which only a recovery (and a deep check) reads. A run with no power loss planned
+/// does not store them (`Flash::drop_recovery_data`), and gives the report of a run
+/// that does, under every buffer and with the options that take other paths
+/// (placement in place, background merges, the map in map pages, which keeps the map
+/// pages' contents: they are read in normal operation).
+#[test]
+fn superblock_gives_the_same_report_without_recovery_data() {
+    let sets: [&[(&str, &str)]; 4] = [
+        &[("snapshots", "on")],
+        &[("snapshots", "on"), ("placement", "ip")],
+        &[("snapshots", "on"), ("background_merge", "on")],
+        &[("mapping", "map_page")],
+    ];
+    for (n, opts) in sets.into_iter().enumerate() {
+        let buffers: &[&str] = if n == 0 {
+            &["none", "lru", "bplru"]
+        } else {
+            &["none"]
+        };
+        for &b in buffers {
+            let (lean, kept) = (
+                report("superblock", b, opts, false),
+                report("superblock", b, opts, true),
+            );
+            let v: serde_json::Value = serde_json::from_str(&lean).unwrap();
+            let merges = &v["ftl"]["merges"];
+            assert!(
+                merges["partial"].as_u64().unwrap() + merges["full"].as_u64().unwrap() > 100,
+                "{opts:?}+{b}: {merges}"
+            );
+            if n < 3 {
+                assert!(
+                    v["ftl"]["extra"]["snapshot_pages"].as_f64().unwrap() > 0.0,
+                    "{opts:?}+{b}"
+                );
+            }
+            assert_eq!(lean, kept, "{opts:?}+{b}");
+        }
+    }
+}
+
+/// Strikes a power loss before request 2,000 without saying one may come
+/// ([`Observer::may_lose_power`] is left at no).
+struct UnannouncedLoss(u32);
+
+impl Observer for UnannouncedLoss {
+    fn power_loss_now(&mut self) -> bool {
+        self.0 += 1;
+        self.0 == 2_000
+    }
+}
+
+/// A power loss a run did not plan, on a flash that kept nothing for a recovery to
+/// read, ends the run with a recovery failure that says how to plan it, not with a
+/// panic; an FTL that stores no recovery data recovers as before.
+#[test]
+fn an_unplanned_power_loss_without_recovery_data_fails_with_a_reason() {
+    let c = with_power_losses("superblock", "none", &PROFILES[1], 7, 5_000, &[]);
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut UnannouncedLoss(0))
+        .unwrap();
+    let failure = out.failure.expect("the recovery cannot run").to_string();
+    assert!(
+        failure.contains("no power loss was planned") && failure.contains("--power-loss-at"),
+        "{failure}"
+    );
+    let c = with_power_losses("dftl", "none", &PROFILES[1], 7, 5_000, &[]);
+    let out = Simulation::new(c)
+        .unwrap()
+        .run(Workload::Configured, &mut UnannouncedLoss(0))
+        .unwrap();
+    assert!(out.failure.is_none(), "{:?}", out.failure);
+    assert_eq!(out.report.power_loss.events, 1);
 }

@@ -86,9 +86,22 @@ pub(super) struct Journals {
     /// pages each, sized on the first journal): [`Journals::take_scratch`].
     from: Vec<u32>,
     codes: Vec<u32>,
+    /// Keep nothing ([`Journals::drop_all`]): a run without power losses, where no
+    /// page's spare words are ever read.
+    lean: bool,
 }
 
 impl Journals {
+    /// From now on, journals keep no table, entry or reference: opening one only sizes
+    /// the scratch buffers a run borrows. Only before the first journal.
+    pub(super) fn drop_all(&mut self) {
+        debug_assert!(
+            self.slots.is_empty(),
+            "journals dropped after the first one"
+        );
+        self.lean = true;
+    }
+
     /// Opens a journal whose table is the concatenation of `base`, closing the one open.
     pub(super) fn open(
         &mut self,
@@ -98,10 +111,16 @@ impl Journals {
         decode: SpareDecode,
     ) -> SpareJournal {
         self.close_open();
-        if self.runs.is_empty() {
-            self.runs = vec![Vec::new(); blocks];
+        if self.from.is_empty() {
             self.from = vec![0; pages_per_block as usize];
             self.codes = vec![0; pages_per_block as usize];
+        }
+        if self.lean {
+            // Nothing kept: the caller's runs still borrow the scratch buffers.
+            return SpareJournal(u32::MAX);
+        }
+        if self.runs.is_empty() {
+            self.runs = vec![Vec::new(); blocks];
         }
         let slot = match self.free.pop() {
             Some(s) => {
@@ -139,6 +158,9 @@ impl Journals {
 
     /// Closes `j`, the open journal: no more entries; freed if no page references it.
     pub(super) fn close(&mut self, j: SpareJournal) {
+        if self.lean {
+            return;
+        }
         assert_eq!(
             self.open,
             Some(j.0),
@@ -162,6 +184,9 @@ impl Journals {
     /// [`Journals::add_run`].
     #[inline(always)]
     pub(super) fn push_entry(&mut self, j: SpareJournal, ppn: u32, code: u32) {
+        if self.lean {
+            return;
+        }
         debug_assert_eq!(self.open, Some(j.0), "an entry in a closed journal");
         self.slots[j.0 as usize].entries.push([ppn, code]);
     }
@@ -190,6 +215,10 @@ impl Journals {
         n: usize,
         scratch: (Vec<u32>, Vec<u32>),
     ) {
+        if self.lean {
+            (self.from, self.codes) = scratch;
+            return;
+        }
         debug_assert_eq!(self.open, Some(j.0), "entries in a closed journal");
         let codes = &scratch.1[..n];
         let entries = &mut self.slots[j.0 as usize].entries;
@@ -202,7 +231,7 @@ impl Journals {
     /// entries pushed), reference it.
     #[inline]
     pub(super) fn add_run(&mut self, j: SpareJournal, block: usize, start: u32, end: u32) {
-        if start == end {
+        if start == end || self.lean {
             return;
         }
         let runs = &mut self.runs[block];

@@ -317,7 +317,7 @@ impl SuperblockFtl {
             // The page: the record count, then the records (encoded when noted).
             let records = log.pending[..n].as_flattened();
             let tag = snap_tag(log.halves[cur].seq);
-            flash.program_payload_parts(ppn, tag, &[n as u32], records, Cause::Map);
+            flash.program_recovery_payload_parts(ppn, tag, &[n as u32], records, Cause::Map);
             log.pending.drain(..n);
             log.halves[cur].pages += 1;
             log.pages_written += 1;
@@ -345,12 +345,17 @@ impl SuperblockFtl {
         log.halves[target].seq = seq;
         log.halves[target].pages = 0;
         let mut buf = std::mem::take(&mut log.buf);
-        self.serialize(&mut buf, flash);
+        if flash.keeps_recovery_data() {
+            self.serialize(&mut buf, flash);
+        } else {
+            // Only a recovery reads it; the pages are programmed all the same.
+            buf.clear();
+        }
         for k in 0..log.full_pages {
             let a = (k as usize * log.words_per_page).min(buf.len());
             let b = (a + log.words_per_page).min(buf.len());
             let ppn = log.page(&self.geo, target, k);
-            flash.program_payload(ppn, snap_tag(seq), &buf[a..b], Cause::Map);
+            flash.program_recovery_payload_parts(ppn, snap_tag(seq), &buf[a..b], &[], Cause::Map);
             log.halves[target].pages += 1;
         }
         log.buf = buf;
