@@ -553,6 +553,10 @@ pub fn command(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let recovers = sim::build_schemes(&cfg, &resolved.geo, resolved.latencies)?
         .ftl
         .recovers();
+    // The server may lose power on request (`kill -USR1`), so the run keeps whole tags
+    // and what a recovery reads (`Engine::exact_versions`): the memory it needs is that
+    // of a run with power losses, which `Simulation::new` cannot know to check.
+    ftlab::memory::check(&cfg, &resolved.geo, false)?;
     let simulation = Simulation::new(cfg.clone())?;
     let geo = simulation.geometry();
     let size = geo.logical_pages as u64 * geo.page_size as u64;

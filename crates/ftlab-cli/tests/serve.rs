@@ -401,6 +401,40 @@ fn bad_options_are_refused_with_a_clear_error() {
     assert!(err.contains("--listen"), "{err}");
 }
 
+/// A server may lose power on request, so it keeps what a recovery reads: its memory
+/// check counts Superblock's spare words, which a run without power losses does not
+/// keep (regression: `Simulation::new` alone checked the run without them).
+#[test]
+fn a_server_s_memory_check_counts_what_a_recovery_reads() {
+    let args = |limit: &str| {
+        [
+            "--ftl",
+            "superblock",
+            "--capacity",
+            "1GiB",
+            "--set",
+            &format!("max_memory={limit}"),
+        ]
+        .map(String::from)
+    };
+    // About 80 MB without the spare words, 125 MB with them.
+    let run_args = args("100MiB");
+    let mut a: Vec<&str> = vec!["run"];
+    a.extend(run_args.iter().map(String::as_str));
+    a.extend(["--set", "synthetic.count=10"]);
+    let (code, _, err) = run(&a);
+    assert_eq!(code, 0, "a run without power losses fits: {err}");
+    let mut a: Vec<&str> = vec!["serve", "--socket", "never-made.sock"];
+    a.extend(run_args.iter().map(String::as_str));
+    let (code, _, err) = run(&a);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("max_memory") && err.contains("spare words kept for a recovery"),
+        "{err}"
+    );
+    assert!(!Path::new("never-made.sock").exists());
+}
+
 /// Deterministic pseudo-random bytes.
 fn random_bytes(n: usize, mut x: u64) -> Vec<u8> {
     (0..n)

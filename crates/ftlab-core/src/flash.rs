@@ -1777,11 +1777,11 @@ impl Flash {
     /// panics once something was dropped ([`Flash::dropped_recovery_data`]).
     /// ([`Flash::move_valid_with_spare`] still stores its words.)
     ///
-    /// Panics if a page was programmed.
+    /// Panics if a page was programmed or a spare journal opened.
     pub fn drop_recovery_data(&mut self) {
-        assert_eq!(
-            self.erased_blocks, self.geo.blocks,
-            "recovery data dropped after the first program"
+        assert!(
+            self.erased_blocks == self.geo.blocks && self.spare_words_per_page == 0,
+            "recovery data dropped after the first program or spare journal"
         );
         self.keeps_recovery = false;
         self.journals.drop_all();

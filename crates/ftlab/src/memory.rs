@@ -242,9 +242,7 @@ pub fn check(cfg: &Config, geo: &Geometry, may_pack: bool) -> Result<(), RunErro
             ),
         ));
     }
-    let fit_pages = (limit.saturating_sub(FIXED_BYTES) as f64 / need.max(1) as f64
-        * geo.logical_pages as f64) as u64;
-    let fit = format_size(fit_pages.saturating_mul(geo.page_size as u64) & !((1 << 30) - 1));
+    let fit = format_size(fitting_bytes(geo, limit, need));
     Err(setting(
         "capacity",
         format!(
@@ -261,9 +259,48 @@ pub fn check(cfg: &Config, geo: &Geometry, may_pack: bool) -> Result<(), RunErro
     ))
 }
 
+/// The logical bytes whose tables fit `limit` when `geo`'s need `need` (the fixed part
+/// does not shrink with the device), rounded down to whole GiB, or whole MiB below 1 GiB.
+fn fitting_bytes(geo: &Geometry, limit: u64, need: u64) -> u64 {
+    let room = limit.saturating_sub(FIXED_BYTES) as f64;
+    let tables = need.saturating_sub(FIXED_BYTES).max(1) as f64;
+    let bytes = (room / tables * geo.logical_bytes() as f64) as u64;
+    let unit: u64 = if bytes >= 1 << 30 { 1 << 30 } else { 1 << 20 };
+    bytes - bytes % unit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The capacity a refusal suggests fits the limit (regression: it divided by the
+    /// need with the fixed part and rounded to whole GiB, so a 1 GiB device over a
+    /// 100 MiB limit was told that 0 B fits).
+    #[test]
+    fn the_suggested_capacity_fits() {
+        for (capacity, limit) in [("1GiB", "100MiB"), ("64GiB", "1GiB"), ("8GiB", "200MiB")] {
+            let cfg = Config {
+                ftl: "superblock".into(),
+                capacity: capacity.parse().unwrap(),
+                max_memory: Some(limit.parse().unwrap()),
+                ..Config::default()
+            };
+            let geo = crate::sim::device_geometry(&cfg).unwrap();
+            let need = estimate_as(&cfg, &geo, false).total();
+            let fit = fitting_bytes(&geo, cfg.max_memory.unwrap().0, need);
+            assert!(fit >= 1 << 20, "{capacity} over {limit}: {fit}");
+            let smaller = Config {
+                capacity: ftlab_core::units::ByteSize(fit),
+                ..cfg.clone()
+            };
+            check(
+                &smaller,
+                &crate::sim::device_geometry(&smaller).unwrap(),
+                false,
+            )
+            .unwrap_or_else(|e| panic!("{capacity} over {limit}: {fit} B: {e}"));
+        }
+    }
 
     #[test]
     fn the_estimate_grows_with_the_device_and_names_its_parts() {
