@@ -1731,12 +1731,7 @@ impl Flash {
         tail: &[u32],
         cause: Cause,
     ) {
-        let words = head.len() + tail.len();
-        assert!(
-            words * 4 <= self.geo.page_size as usize,
-            "a payload of {words} words does not fit a {}-byte page",
-            self.geo.page_size
-        );
+        self.assert_payload_fits(head.len() + tail.len());
         self.program(ppn, tag, cause);
         self.payloads
             .insert(ppn, self.geo.block_of(ppn), head, tail);
@@ -1757,15 +1752,19 @@ impl Flash {
         if self.keeps_recovery {
             self.program_payload_parts(ppn, tag, head, tail, cause);
         } else {
-            let words = head.len() + tail.len();
-            assert!(
-                words * 4 <= self.geo.page_size as usize,
-                "a payload of {words} words does not fit a {}-byte page",
-                self.geo.page_size
-            );
+            self.assert_payload_fits(head.len() + tail.len());
             self.dropped_recovery = true;
             self.program(ppn, tag, cause);
         }
+    }
+
+    /// Panics if a payload of `words` words does not fit a page's data area.
+    fn assert_payload_fits(&self, words: usize) {
+        assert!(
+            words * 4 <= self.geo.page_size as usize,
+            "a payload of {words} words does not fit a {}-byte page",
+            self.geo.page_size
+        );
     }
 
     /// Stops storing what only a recovery after a power loss reads (and a deep check
